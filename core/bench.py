@@ -1,0 +1,91 @@
+"""Benchmark plumbing: time our implementation and a peer (ml_dtypes, numpy, scipy, a dense matmul, ...) in the
+same process, and report the ratio. Absolute times vary between machines; the ratio to a peer measured a moment
+earlier on the same machine is what a benchmark asserts nothing about but reports.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+def block(x: Any) -> Any:
+    """Wait for asynchronous (JAX) results so that timings measure the work, not its dispatch."""
+    try:
+        import jax
+
+        return jax.block_until_ready(x)
+    except ImportError:
+        return x
+
+
+def time_call(fn: Callable[[], Any], *, repeat: int = 5, min_seconds: float = 0.2, warmup: int = 1) -> float:
+    """Median seconds per call of `fn()` over `repeat` rounds; each round runs enough calls to last `min_seconds`.
+
+    `warmup` calls run first and are not timed (JAX compiles on the first call).
+    """
+    for _ in range(warmup):
+        block(fn())
+    t0 = time.perf_counter()
+    block(fn())
+    once = max(time.perf_counter() - t0, 1e-9)
+    number = max(1, int(min_seconds / once))
+    rounds = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            block(fn())
+        rounds.append((time.perf_counter() - t0) / number)
+    return statistics.median(rounds)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One benchmark row: our time, the peer's, and peer/ours (above 1: we are faster)."""
+
+    section: str
+    name: str
+    ours: str
+    peer: str
+    ours_seconds: float
+    peer_seconds: float
+    size: str = ""
+
+    @property
+    def speedup(self) -> float:
+        return self.peer_seconds / self.ours_seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "speedup": self.speedup}
+
+
+def compare(
+    section: str,
+    name: str,
+    *,
+    ours: tuple[str, Callable[[], Any]],
+    peer: tuple[str, Callable[[], Any]],
+    size: str = "",
+    **timing: Any,
+) -> Comparison:
+    """Time `ours` and `peer` back to back and return the comparison."""
+    (ours_name, ours_fn), (peer_name, peer_fn) = ours, peer
+    t_peer = time_call(peer_fn, **timing)
+    t_ours = time_call(ours_fn, **timing)
+    return Comparison(section, name, ours_name, peer_name, t_ours, t_peer, size)
+
+
+def markdown_table(rows: list[Comparison]) -> str:
+    lines = [
+        "| section | benchmark | size | ours | peer | ours (ms) | peer (ms) | speed-up vs peer |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.section} | {r.name} | {r.size} | {r.ours} | {r.peer} | {r.ours_seconds * 1e3:.3f} "
+            f"| {r.peer_seconds * 1e3:.3f} | {r.speedup:.2f}x |"
+        )
+    return "\n".join(lines)

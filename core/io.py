@@ -1,0 +1,68 @@
+"""Atomic file output: write to a temporary file in the same directory, then rename over the target.
+
+A reader (or a run killed half-way) sees either the old file or the new one, never a torn one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> Path:
+    """Call `write(fileobj)` on a temporary file next to `path`, fsync it, then rename it to `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the permissions open() would
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    return atomic_write(path, lambda f: f.write(data))
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n")
+
+
+def atomic_savefig(path: str | os.PathLike, figure: Any, **kwargs: Any) -> Path:
+    """Save a matplotlib figure atomically (the format follows the path's suffix)."""
+    fmt = Path(path).suffix.lstrip(".") or "png"
+    kwargs.setdefault("dpi", 120)
+    kwargs.setdefault("bbox_inches", "tight")
+    return atomic_write(path, lambda f: figure.savefig(f, format=fmt, **kwargs))
+
+
+def atomic_symlink(target: str | os.PathLike, link: str | os.PathLike) -> Path:
+    """Point `link` at `target` (stored relative to the link's directory), replacing any old link atomically."""
+    link = Path(link)
+    rel = os.path.relpath(Path(target).resolve(), link.parent.resolve())
+    tmp = link.parent / f".{link.name}.{os.getpid()}.tmp"
+    tmp.unlink(missing_ok=True)
+    os.symlink(rel, tmp)
+    os.replace(tmp, link)
+    return link

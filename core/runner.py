@@ -1,0 +1,244 @@
+"""The runner: what happens between Hydra composing a config and `outputs/<paper>/<run>/report.md`.
+
+`run(cfg)` validates the config, imports the paper, opens the logger, calls `papers.<name>.reproduce(cfg)`, and
+writes the run record (report.md, results.json, figures) atomically, then points `outputs/<paper>/latest` at it.
+Paper code reaches the run it is part of through `current_run()` (run directory, checkpoint directory, seed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import datetime as dt
+import hashlib
+import importlib
+import json
+import logging
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from core.config import ConfigError, validate_run_config
+from core.io import atomic_savefig, atomic_symlink, atomic_write_json, atomic_write_text
+from core.report import Report, format_value, verdict
+from core.tracking import Tracker, activate, make_tracker
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Keys that change where or how a run is recorded but not what it computes: left out of the checkpoint key, so
+# re-running with another logger or output root still resumes the same work.
+_RECORD_ONLY_KEYS = ("logger", "output_root", "resume", "hydra")
+
+_VERSIONED = (
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "numpy",
+    "scipy",
+    "ml_dtypes",
+    "hydra-core",
+    "omegaconf",
+    "wandb",
+)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    paper: str
+    run_dir: Path
+    checkpoint_dir: Path
+    seed: int
+    scale: str
+    resume: bool
+
+
+_CURRENT: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar("current_run", default=None)
+
+
+def current_run() -> RunContext | None:
+    """The run being executed, or None when paper code is called outside the runner."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def _enter(ctx: RunContext) -> Iterator[RunContext]:
+    token = _CURRENT.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _CURRENT.reset(token)
+
+
+def load_paper(module_name: str, paper: str) -> Any:
+    """Import the paper's package and check it honours the contract (a `reproduce(cfg)` function)."""
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name and module_name.startswith(e.name):
+            raise ConfigError(f"paper {paper!r}: its package {module_name!r} (paper.module) does not exist") from e
+        raise
+    if not callable(getattr(module, "reproduce", None)):
+        raise ConfigError(f"paper {paper!r}: package {module_name!r} has no reproduce(cfg) function")
+    return module
+
+
+def prepare(cfg: DictConfig, paper: str) -> tuple[Any, DictConfig]:
+    """Import the paper and validate the whole config against the shared and the paper's schemas."""
+    module_name = OmegaConf.select(cfg, "paper.module") or f"papers.{paper}"
+    module = load_paper(module_name, paper)
+    typed = validate_run_config(cfg, paper, getattr(module, "Config", None))
+    return module, typed
+
+
+def config_key(cfg: DictConfig) -> str:
+    """A short hash of everything in the config that affects what the run computes."""
+    plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    assert isinstance(plain, dict)
+    content = {k: v for k, v in plain.items() if k not in _RECORD_ONLY_KEYS}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def versions() -> dict[str, str]:
+    """Python, platform, the numerical packages and the repository's git commit."""
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for name in _VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    if "jax" in sys.modules:
+        import jax
+
+        out["jax devices"] = ", ".join(sorted({d.platform for d in jax.devices()}))
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        out["git commit"] = commit + (" (modified)" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return out
+
+
+def run(cfg: DictConfig, *, paper: str, run_dir: Path) -> Report:
+    """Run one paper's reproduction and write its record to `run_dir`."""
+    run_dir = Path(run_dir)
+    module, typed = prepare(cfg, paper)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    key = config_key(typed)
+    ctx = RunContext(
+        paper=paper,
+        run_dir=run_dir,
+        checkpoint_dir=Path(typed.output_root) / paper / "checkpoints" / key,
+        seed=int(typed.seed),
+        scale=typed.scale.name.value,
+        resume=bool(typed.resume),
+    )
+    config_plain = OmegaConf.to_container(typed, resolve=True, enum_to_str=True)
+    assert isinstance(config_plain, dict)
+    tracker = make_tracker(
+        typed.logger, run_dir=run_dir, name=f"{paper}/{run_dir.name}", group=paper, config=config_plain
+    )
+    started = dt.datetime.now(dt.UTC)
+    t0 = time.perf_counter()
+    log.info("paper %s, scale %s, seed %d -> %s", paper, ctx.scale, ctx.seed, run_dir)
+    try:
+        with _enter(ctx), activate(tracker):
+            report = module.reproduce(typed)
+        if not isinstance(report, Report):
+            raise TypeError(f"papers.{paper}.reproduce returned {type(report).__name__}, expected core.Report")
+        report.validate()
+        wall = time.perf_counter() - t0
+        write_record(report, run_dir, typed, wall, started, key, tracker)
+    except BaseException:
+        tracker.finish(exit_code=1)
+        raise
+    tracker.finish(exit_code=0)
+    atomic_symlink(run_dir, Path(typed.output_root) / paper / "latest")
+    print(summary_text(report, run_dir, wall))
+    return report
+
+
+def write_record(
+    report: Report,
+    run_dir: Path,
+    cfg: DictConfig,
+    wall: float,
+    started: dt.datetime,
+    key: str,
+    tracker: Tracker,
+) -> None:
+    """report.md, results.json and the figures, each written atomically; figures and summary go to wandb."""
+    for fig in report.figures:
+        path = atomic_savefig(run_dir / fig.filename, fig.figure)
+        tracker.log_figure(fig.name, path, fig.caption)
+    vers = versions()
+    config_plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    results = {
+        **report.to_dict(),
+        "config": config_plain,
+        "config_key": key,
+        "seed": int(cfg.seed),
+        "scale": cfg.scale.name.value,
+        "versions": vers,
+        "started": started.isoformat(timespec="seconds"),
+        "wall_seconds": round(wall, 3),
+        "claims_holding": report.claims_holding,
+        "claims_total": len(report.claims),
+    }
+    atomic_write_json(run_dir / "results.json", results)
+    header = {
+        "paper": report.paper,
+        "scale": results["scale"],
+        "seed": results["seed"],
+        "started": results["started"],
+        "wall time": f"{wall:.1f} s",
+        "reference": OmegaConf.select(cfg, "paper.reference") or "-",
+    }
+    config_yaml = OmegaConf.to_yaml(OmegaConf.create(config_plain))
+    atomic_write_text(run_dir / "report.md", report.to_markdown(header=header, config_yaml=config_yaml, versions=vers))
+    tracker.summary(
+        {
+            "wall_seconds": wall,
+            "claims_holding": report.claims_holding,
+            "claims_total": len(report.claims),
+            **{f"claims/{c.id}": c.holds for c in report.claims if c.holds is not None},
+            **report.metrics,
+        }
+    )
+
+
+def summary_text(report: Report, run_dir: Path, wall: float) -> str:
+    """The claims as a plain-text table for the terminal."""
+    rows = [("claim", "paper", "ours", "verdict")]
+    rows += [(c.id, format_value(c.paper), format_value(c.ours), verdict(c.holds)) for c in report.claims]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["", f"== {report.title} =="]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines += [
+        f"{report.claims_holding} of {len(report.claims)} claims hold · {wall:.1f} s",
+        f"report: {run_dir / 'report.md'}",
+    ]
+    return "\n".join(lines)

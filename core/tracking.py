@@ -1,0 +1,143 @@
+"""Metric and figure logging: wandb (offline by default) or nothing.
+
+Paper code logs through the module-level functions, which route to the tracker of the active run and do
+nothing outside a run (in tests, or when a paper's functions are called as a library):
+
+    from core.tracking import log_metrics
+    log_metrics({"train/loss": loss, "train/bpc": bpc}, step=step)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class Tracker:
+    """Logs nothing. The base of the real trackers and the tracker of `logger=none`."""
+
+    run_path: Path | None = None
+
+    def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+        pass
+
+    def log_figure(self, name: str, path: Path, caption: str = "") -> None:
+        pass
+
+    def summary(self, values: Mapping[str, Any]) -> None:
+        pass
+
+    def finish(self, exit_code: int = 0) -> None:
+        pass
+
+
+class WandbTracker(Tracker):
+    """A wandb run. Offline mode writes `<run_dir>/wandb/offline-run-*`; `wandb sync` uploads it later."""
+
+    def __init__(
+        self,
+        *,
+        run_dir: Path,
+        project: str,
+        name: str,
+        config: dict[str, Any],
+        mode: str = "offline",
+        entity: str | None = None,
+        tags: list[str] | None = None,
+        group: str | None = None,
+    ):
+        import wandb  # imported here: it is slow to import and `logger=none` must not need it
+
+        self._wandb = wandb
+        self._run = wandb.init(
+            project=project,
+            entity=entity,
+            name=name,
+            group=group,
+            tags=tags or None,
+            config=config,
+            dir=str(run_dir),
+            mode=mode,
+            reinit="create_new",
+            settings=wandb.Settings(
+                console="off",  # the run directory already keeps the log; no stdout capture
+                silent=True,
+                x_disable_stats=True,  # no system-metrics sampling thread
+                disable_git=True,
+                save_code=False,
+            ),
+        )
+        run_path = getattr(self._run, "dir", None)
+        self.run_path = Path(run_path).parent if run_path else None
+
+    def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+        clean = {k: _scalar(v) for k, v in metrics.items()}
+        self._run.log({k: v for k, v in clean.items() if v is not None}, step=step)
+
+    def log_figure(self, name: str, path: Path, caption: str = "") -> None:
+        self._run.log({f"figures/{name}": self._wandb.Image(str(path), caption=caption or None)})
+
+    def summary(self, values: Mapping[str, Any]) -> None:
+        for k, v in values.items():
+            self._run.summary[k] = _scalar(v) if _scalar(v) is not None else v
+
+    def finish(self, exit_code: int = 0) -> None:
+        self._run.finish(exit_code=exit_code)
+
+
+def _scalar(v: Any) -> float | int | None:
+    if hasattr(v, "item") and callable(v.item) and getattr(v, "ndim", 0) == 0:
+        v = v.item()
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int | float):
+        return v
+    return None
+
+
+def make_tracker(logger_cfg: Any, *, run_dir: Path, name: str, group: str, config: dict[str, Any]) -> Tracker:
+    """The tracker a run's `logger` config asks for."""
+    name_, mode = (getattr(v, "value", v) for v in (logger_cfg.name, logger_cfg.mode))
+    if name_ == "none" or mode == "disabled":
+        return Tracker()
+    os.environ.setdefault("WANDB_SILENT", "true")
+    return WandbTracker(
+        run_dir=run_dir,
+        project=logger_cfg.project,
+        entity=logger_cfg.entity,
+        tags=list(logger_cfg.tags),
+        name=name,
+        group=group,
+        config=config,
+        mode=mode,
+    )
+
+
+_NO_TRACKER = Tracker()
+_ACTIVE: contextvars.ContextVar[Tracker | None] = contextvars.ContextVar("active_tracker", default=None)
+
+
+@contextlib.contextmanager
+def activate(tracker: Tracker) -> Iterator[Tracker]:
+    """Route the module-level logging functions to `tracker` inside the block."""
+    token = _ACTIVE.set(tracker)
+    try:
+        yield tracker
+    finally:
+        _ACTIVE.reset(token)
+
+
+def active_tracker() -> Tracker:
+    return _ACTIVE.get() or _NO_TRACKER
+
+
+def log_metrics(metrics: Mapping[str, Any], step: int | None = None) -> None:
+    """Log scalar metrics to the active run (no-op outside a run). Non-scalar values are skipped."""
+    active_tracker().log(metrics, step=step)

@@ -1,0 +1,27 @@
+import time
+
+from core.bench import Comparison, compare, markdown_table, time_call
+
+
+def test_time_call_measures_the_call():
+    t = time_call(lambda: time.sleep(0.01), repeat=3, min_seconds=0.0, warmup=0)
+    assert 0.009 < t < 0.5
+
+
+def test_compare_reports_peer_over_ours():
+    c = compare(
+        "s",
+        "sleep",
+        ours=("fast", lambda: time.sleep(0.002)),
+        peer=("slow", lambda: time.sleep(0.02)),
+        repeat=3,
+        min_seconds=0.0,
+    )
+    assert c.speedup > 2  # the peer sleeps 10x longer
+    assert c.to_dict()["speedup"] == c.speedup
+
+
+def test_markdown_table_has_one_row_per_comparison():
+    rows = [Comparison("s", "n", "a", "b", 0.001, 0.002, "1x1")]
+    table = markdown_table(rows)
+    assert table.splitlines()[2] == "| s | n | 1x1 | a | b | 1.000 | 2.000 | 2.00x |"

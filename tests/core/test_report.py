@@ -1,0 +1,126 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from core.report import (
+    Claim,
+    Figure,
+    Report,
+    Table,
+    at_least,
+    at_most,
+    format_value,
+    is_true,
+    within_abs,
+    within_rel,
+)
+
+
+def test_rules_decide_by_their_definitions():
+    assert within_rel(0.01)(1.0099, 1.0)
+    assert not within_rel(0.01)(1.0101, 1.0)
+    assert within_rel(0.01)(-1.005, -1.0)
+    assert within_abs(0.5)(2.5, 2.0) and not within_abs(0.5)(2.51, 2.0)
+    assert at_most(3)(3, None) and not at_most(3)(3.0001, None)
+    assert at_least(3)(3, None) and not at_least(3)(2.999, None)
+    assert is_true("A beats B")(True, None) and not is_true("A beats B")(False, None)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "1.0", True])
+def test_non_finite_or_non_numeric_never_holds(bad):
+    for rule in (within_rel(1e9), within_abs(1e9), at_most(1e9), at_least(-1e9)):
+        assert rule(bad, 1.0) is False
+
+
+def test_rules_reject_negative_tolerances():
+    with pytest.raises(ValueError, match="rel must be >= 0"):
+        within_rel(-0.1)
+    with pytest.raises(ValueError, match="tol must be >= 0"):
+        within_abs(math.nan)
+
+
+def test_holds_is_derived_from_the_rule_and_the_measurement():
+    c = Claim("bpc", "Unit-scaled FP16 matches FP32", paper=1.540, rule=within_rel(0.02))
+    assert c.holds is None and c.ours is None
+    assert c.measured(1.55).holds is True
+    assert c.measured(1.60).holds is False
+    assert c.measured(np.float32(1.55)).ours == pytest.approx(1.55)  # numpy scalars become Python numbers
+    assert isinstance(c.measured(np.float32(1.55)).ours, float)
+    assert c.holds is None  # measured() returns a new claim
+
+
+@pytest.mark.parametrize("bad_id", ["", "Has Upper", "with space", "-leading", "a|b"])
+def test_claim_ids_are_checked(bad_id):
+    with pytest.raises(ValueError, match="not a valid id"):
+        Claim(bad_id, "x", 1.0, within_abs(1))
+
+
+def test_claim_rule_must_be_a_rule():
+    with pytest.raises(TypeError, match="rule must be"):
+        Claim("x", "x", 1.0, lambda o, p: True)
+
+
+def test_table_rows_must_match_columns():
+    with pytest.raises(ValueError, match="row 1 has 1 values but there are 2 columns"):
+        Table("t", "T", ["a", "b"], [[1, 2], [3]])
+
+
+def test_markdown_escapes_pipes_and_puts_claims_first():
+    r = Report("toy", "Toy", notes=["a note"])
+    r.claims.append(Claim("c1", "x | y", 1.0, within_abs(0.1)).measured(1.05))
+    r.claims.append(Claim("c2", "z", 1.0, within_abs(0.1)).measured(2.0))
+    r.claims.append(Claim("c3", "not measured here", 1.0, within_abs(0.1)))
+    r.tables.append(Table("t", "A table", ["k", "v"], [["a", 1.23456789]]))
+    md = r.to_markdown(header={"paper": "toy"}, config_yaml="seed: 0\n", versions={"python": "3"})
+    lines = md.splitlines()
+    claims_at = lines.index("## Claims")
+    assert claims_at < lines.index("## Notes") < lines.index("## A table") < lines.index("## Config")
+    row = next(line for line in lines if line.startswith("| c1 "))
+    assert "x \\| y" in row and row.count(" | ") == 5  # the pipe in the sentence does not split the cell
+    assert "| c2 | z | 1 | 2 |" in md and "does not hold" in md and "not measured" in md
+    assert "1 of 3 claims hold" in md
+    assert "| a | 1.235 |" in md
+
+
+def test_report_dict_is_strict_json():
+    r = Report("toy", "Toy", metrics={"nan": math.nan, "arr": np.float64(2.0), "n": np.int64(3)})
+    r.claims.append(Claim("c", "s", 1.0, within_abs(0.1)).measured(math.nan))
+    d = r.to_dict()
+    text = json.dumps(d, allow_nan=False)
+    back = json.loads(text)
+    assert back["claims"][0]["holds"] is False
+    assert back["claims"][0]["ours"] == "nan"
+    assert back["metrics"] == {"nan": "nan", "arr": 2.0, "n": 3}
+
+
+def test_duplicate_ids_are_rejected():
+    r = Report("toy", "Toy")
+    r.claims += [Claim("c", "s", 1.0, within_abs(0.1)), Claim("c", "s2", 1.0, within_abs(0.1))]
+    with pytest.raises(ValueError, match=r"duplicate claim ids \['c'\]"):
+        r.validate()
+
+
+def test_figure_needs_a_matplotlib_figure():
+    with pytest.raises(TypeError, match="expected a matplotlib Figure"):
+        Figure("f", object())
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (None, "-"),
+        (True, "yes"),
+        (3, "3"),
+        (1.54, "1.54"),
+        (1 / 3, "0.3333"),
+        (123456.0, "1.235e+05"),
+        (1e-5, "1.000e-05"),
+        (0.0, "0"),
+        (math.nan, "nan"),
+        ("x", "x"),
+    ],
+)
+def test_format_value(value, text):
+    assert format_value(value) == text

@@ -1,0 +1,181 @@
+"""End-to-end tests of the command line and the run record, with the toy paper of tests/fixtures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+
+def only_run_dir(root: Path, paper: str = "toy") -> Path:
+    runs = [p for p in (root / paper).iterdir() if p.is_dir() and p.name not in ("checkpoints",) and not p.is_symlink()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def test_run_writes_the_record_and_points_latest_at_it(cli, tmp_path):
+    r = cli(["paper=toy", "scale=smoke", "logger=none", f"output_root={tmp_path}"])
+    assert r.returncode == 0, r.stderr
+    run_dir = only_run_dir(tmp_path)
+    latest = tmp_path / "toy" / "latest"
+    assert latest.is_symlink() and latest.resolve() == run_dir.resolve()
+    assert not os.path.isabs(os.readlink(latest))  # relative: outputs/ can be moved or copied
+    assert {"report.md", "results.json", "running_estimate.png", "reproduce.log"} <= {p.name for p in run_dir.iterdir()}
+    assert not (run_dir / "wandb").exists()  # logger=none leaves no wandb directory
+    assert (run_dir / "running_estimate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    results = json.loads((run_dir / "results.json").read_text())
+    assert [c["id"] for c in results["claims"]] == ["pi-estimate", "pi-exact"]
+    assert [c["holds"] for c in results["claims"]] == [True, False]
+    for c in results["claims"]:
+        assert {"id", "statement", "paper", "ours", "tolerance", "holds"} <= set(c)
+    assert results["config"]["toy"] == {"samples_per_chunk": 20000, "chunks": 3}  # scale=smoke specialisation
+    assert results["scale"] == "smoke" and results["seed"] == 0 and results["wall_seconds"] > 0
+    assert {"python", "jax", "numpy", "hydra-core"} <= set(results["versions"])
+    assert results["metrics"]["samples"] == 60000
+
+    report = (run_dir / "report.md").read_text()
+    sections = [line for line in report.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## Claims"
+    assert "![Running estimate of pi" in report and "does not hold" in report
+    # the claim that does not hold is reported, and the run still succeeds; the terminal gets a summary
+    assert "1 of 2 claims hold" in r.stdout
+
+
+def test_overrides_reach_the_paper_and_beat_the_scale_preset(cli, tmp_path):
+    r = cli(
+        [
+            "paper=toy",
+            "scale=smoke",
+            "toy.chunks=2",
+            "toy.samples_per_chunk=500",
+            "seed=7",
+            "logger=none",
+            f"output_root={tmp_path}",
+        ]
+    )
+    assert r.returncode == 0, r.stderr
+    results = json.loads((only_run_dir(tmp_path) / "results.json").read_text())
+    assert results["metrics"]["samples"] == 1000
+    assert results["config"]["seed"] == 7
+    assert len(results["tables"][0]["rows"]) == 2
+
+
+def test_default_scale_uses_the_paper_yaml(cli, tmp_path):
+    r = cli(["paper=toy", "logger=none", "toy.samples_per_chunk=100", f"output_root={tmp_path}"])
+    assert r.returncode == 0, r.stderr
+    results = json.loads((only_run_dir(tmp_path) / "results.json").read_text())
+    assert results["scale"] == "default" and results["config"]["toy"]["chunks"] == 5
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "no paper chosen: pass paper=<name>"),
+        (["paper=nope"], "unknown paper 'nope': choose one of toy"),
+        (
+            ["paper=toy", "toy.foo=1"],
+            "unknown config key 'toy.foo': allowed keys under 'toy' are samples_per_chunk, chunks",
+        ),
+        (
+            ["paper=toy", "fooo=1"],
+            "unknown config key 'fooo': allowed keys at the top level are seed, output_root",
+        ),
+        (["paper=toy", "toy.chunks=abc"], "invalid value for 'toy.chunks': Value 'abc' of type 'str'"),
+        (["paper=toy", "toy.chunks=0"], "toy.chunks=0 is out of range: allowed values are >= 1 and <= 10000"),
+        (
+            ["paper=toy", "+toy.extra=1"],
+            "unknown config key 'toy.extra': allowed keys here are samples_per_chunk, chunks",
+        ),
+        (["paper=toy", "scale=huge"], "unknown scale 'huge': choose one of default, full, smoke"),
+        (
+            ["paper=toy", "logger.mode=loud"],
+            "'logger.mode': Invalid value 'loud', expected one of [offline, online",
+        ),
+        (["paper=toy", "seed=-1"], "seed=-1 is out of range"),
+        (
+            ["-m", "paper=toy", "numerics=fp32,fp99"],
+            "unknown numerics 'fp99': choose one of bf16, fp16, fp32, fp8",
+        ),
+    ],
+)
+def test_bad_invocations_fail_before_any_work_with_a_clear_message(cli, tmp_path, args, message):
+    r = cli([*args, "logger=none", f"output_root={tmp_path}"])
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "toy").exists()  # nothing ran, nothing was written
+
+
+def test_paper_list_comes_from_the_config_directory(cli, tmp_path):
+    r = cli(["logger=none"], toy=False)
+    assert r.returncode == 2
+    shipped = sorted(p.stem for p in (REPO_ROOT / "configs" / "paper").glob("*.yaml"))
+    listed = r.stderr.strip().split("papers: ")[-1]
+    assert listed == (", ".join(shipped) if shipped else "(none yet)")
+
+
+def test_multirun_sweeps_numerics(cli, tmp_path):
+    r = cli(["-m", "paper=toy", "scale=smoke", "numerics=fp32,fp16", "logger=none", f"output_root={tmp_path}"])
+    assert r.returncode == 0, r.stderr
+    jobs = sorted((tmp_path / "multirun").glob("*/*_toy/results.json"))
+    assert len(jobs) == 2
+    names = [json.loads(p.read_text())["config"]["numerics"]["name"] for p in jobs]
+    assert names == ["fp32", "fp16"]
+    assert (tmp_path / "toy" / "latest").resolve() == jobs[-1].parent.resolve()
+
+
+def test_wandb_offline_run_lands_in_the_run_directory(cli, tmp_path):
+    r = cli(["paper=toy", "scale=smoke", "logger=wandb", f"output_root={tmp_path}"])
+    assert r.returncode == 0, r.stderr
+    offline = list((only_run_dir(tmp_path) / "wandb").glob("offline-run-*"))
+    assert len(offline) == 1
+    assert list(offline[0].glob("*.wandb"))  # the run's records, for `wandb sync`
+
+
+def test_a_crashed_run_resumes_from_its_checkpoint(cli, tmp_path):
+    common = ["paper=toy", "toy.chunks=4", "toy.samples_per_chunk=2000", "logger=none"]
+    crashed = cli([*common, f"output_root={tmp_path / 'a'}"], env={"TOY_CRASH_AFTER_CHUNK": "2"})
+    assert crashed.returncode != 0 and "simulated crash after chunk 2" in crashed.stderr
+    assert not (tmp_path / "a" / "toy" / "latest").exists()  # a failed run is never 'latest'
+    resumed = cli([*common, f"output_root={tmp_path / 'a'}"])
+    assert resumed.returncode == 0, resumed.stderr
+    fresh = cli([*common, f"output_root={tmp_path / 'b'}"])
+    assert fresh.returncode == 0, fresh.stderr
+
+    def result(root):
+        return json.loads((root / "toy" / "latest" / "results.json").read_text())["metrics"]
+
+    assert result(tmp_path / "a")["resumed_from_chunk"] == 2
+    assert result(tmp_path / "b")["resumed_from_chunk"] == 0
+    assert result(tmp_path / "a")["pi_estimate"] == result(tmp_path / "b")["pi_estimate"]
+
+    restart = cli([*common, "resume=false", f"output_root={tmp_path / 'a'}"])
+    assert restart.returncode == 0, restart.stderr
+    assert result(tmp_path / "a")["resumed_from_chunk"] == 0
+
+
+def make(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["make", "--no-print-directory", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_make_reproduce_checks_the_paper_before_installing_anything():
+    r = make("reproduce")
+    assert r.returncode != 0 and "error: no paper chosen: make reproduce PAPER=<name>; papers:" in r.stderr
+    r = make("reproduce", "PAPER=nope")
+    assert r.returncode != 0 and "error: unknown paper 'nope': choose one of" in r.stderr
+    assert "pip" not in r.stdout + r.stderr
+
+
+def test_make_help_lists_the_targets():
+    r = make("help")
+    assert r.returncode == 0
+    for target in ("install", "test", "test-all", "reproduce", "bench", "lint"):
+        assert f"  {target} " in r.stdout
