@@ -8,6 +8,7 @@ checkpoint intact and never a torn file. `restore` rebuilds the pytree with the 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -50,12 +51,13 @@ class Checkpointer:
         return self.directory / f"step_{step:09d}.msgpack"
 
     def save(self, step: int, state: Any, metadata: dict[str, Any] | None = None) -> Path:
-        """Write `state` (any pytree of arrays and scalars) as the checkpoint of `step`; prune old ones."""
+        """Write `state` (any pytree of arrays and scalars) as the checkpoint of `step`, with JSON-able `metadata`
+        (tuples come back as lists); prune old checkpoints."""
         if step < 0:
             raise ValueError(f"Checkpointer.save: step must be >= 0, got {step}")
         payload = {
             "step": step,
-            "metadata": metadata or {},
+            "metadata": json.dumps(metadata or {}),  # JSON: any nesting of lists, tuples, dicts and numbers
             "state": serialization.to_state_dict(state),
         }
         path = atomic_write_bytes(self.path(step), serialization.msgpack_serialize(payload))
@@ -79,7 +81,7 @@ class Checkpointer:
         _check_shapes(like, state, path)
         # msgpack hands back read-only views of its buffer; a resumed run must be able to update its state
         state = jax.tree_util.tree_map(lambda x: np.array(x) if isinstance(x, np.ndarray) else x, state)
-        return int(payload["step"]), state, dict(payload.get("metadata", {}))
+        return int(payload["step"]), state, json.loads(payload.get("metadata", "{}"))
 
 
 def _check_shapes(like: Any, state: Any, path: Path) -> None:

@@ -100,6 +100,59 @@ def bench_numerics(quick: bool) -> list[Comparison]:
     return rows
 
 
+@section("unit_scaling")
+def bench_unit_scaling(quick: bool) -> list[Comparison]:
+    """Training-step time of the unit-scaled transformer LM against its regular twin (same size and numerics)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+
+    from core.bench import time_call
+    from core.nn import Ops, TransformerLM
+
+    d_model, depth, seq, batch = (32, 2, 32, 8) if quick else (64, 2, 64, 16)
+    ids = jnp.asarray(np.random.default_rng(0).integers(0, 80, (batch, seq + 1)))
+    size = f"d_model {d_model}, depth {depth}, seq {seq}, batch {batch}"
+
+    def step_time(scaling: str, fwd: str | None, bwd: str | None) -> float:
+        model = TransformerLM(
+            vocab=80,
+            d_model=d_model,
+            depth=depth,
+            heads=4,
+            seq_len=seq,
+            ops=Ops(scaling=scaling, fwd_fmt=fwd, bwd_fmt=bwd),
+        )
+        params = model.init(jax.random.key(0), ids[:, :-1])
+        opt = optax.adamw(1e-3)
+        state = (params, opt.init(params))
+
+        @jax.jit
+        def train_step(state):
+            params, opt_state = state
+            grads = jax.grad(lambda p: model.apply(p, ids[:, :-1], ids[:, 1:], method=TransformerLM.loss))(params)
+            updates, opt_state = opt.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state
+
+        return time_call(lambda: train_step(state))
+
+    rows = []
+    for label, fwd, bwd in (("FP32", None, None), ("FP8 (E4M3/E5M2 casts)", "e4m3", "e5m2")):
+        rows.append(
+            Comparison(
+                "unit_scaling",
+                f"train step, {label}",
+                "unit-scaled",
+                "regular",
+                step_time("unit", fwd, bwd),
+                step_time("regular", fwd, bwd),
+                size,
+            )
+        )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--section", action="append", help="run only this section (repeatable)")

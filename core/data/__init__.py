@@ -1,0 +1,1 @@
+"""Offline corpora and molecule sources: nothing here downloads anything."""

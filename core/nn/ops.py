@@ -1,0 +1,140 @@
+"""The ops a model is built from, chosen by config: regular or unit-scaled, in any number format.
+
+A model written against `Ops` becomes its unit-scaled twin by `Ops(scaling="unit")`: the same parameters and
+graph, with the unit-scaling rules (core.unit_scaling) for scales and N(0, 1) initialisation instead of the
+regular GPT-2-style one. Casting: every op's inputs, weights and output pass through `quantise` (forward values to
+`fwd_fmt`, their gradients to `bwd_fmt`), so activations, weights *and* gradients live on the format's grid; the
+arithmetic between casts is FP32, as on a chip with FP32 accumulation. In the unit-scaled ops the scales are applied
+before the casts, which is the point: the cast sees well-scaled values in both directions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from core import unit_scaling as us
+from core.numerics import FloatFormat, get_format, quantise
+
+SCALINGS = ("regular", "unit")
+RESIDUALS = ("fixed", "running_mean")
+
+
+@dataclass(frozen=True)
+class Ops:
+    scaling: str = "regular"
+    fwd_fmt: FloatFormat | str | None = None
+    bwd_fmt: FloatFormat | str | None = None
+    constraint: str | None = "gmean"
+    residual: str = "fixed"
+    tau_attention: float = 0.01  # the paper's fixed-tau values: small for attention, 0.5 for the MLP
+    tau_mlp: float = 0.5
+    regular_init_std: float = 0.02  # GPT-2's
+
+    def __post_init__(self) -> None:
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"Ops: scaling must be one of {', '.join(SCALINGS)}, got {self.scaling!r}")
+        if self.residual not in RESIDUALS:
+            raise ValueError(f"Ops: residual must be one of {', '.join(RESIDUALS)}, got {self.residual!r}")
+        us.apply_constraint(self.constraint, 1.0, 1.0)  # validates the name
+        for name in ("fwd_fmt", "bwd_fmt"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, get_format(value))
+
+    @property
+    def unit(self) -> bool:
+        return self.scaling == "unit"
+
+    @cached_property
+    def _casts(self) -> bool:
+        return any(f is not None and f.name != "fp32" for f in (self.fwd_fmt, self.bwd_fmt))
+
+    # ------------------------------------------------------------------ casting and initialisation
+    def q(self, x: jax.Array) -> jax.Array:
+        """Cast a value to the forward format and, on the way back, its gradient to the backward format."""
+        return quantise(x, self.fwd_fmt, self.bwd_fmt) if self._casts else x
+
+    def init_std(self, *, residual_output: bool = False, depth: int = 1) -> float:
+        """N(0, std) for weights: 1 for unit scaling; 0.02 (and 0.02/sqrt(2 depth) for residual outputs) regular."""
+        if self.unit:
+            return 1.0
+        return self.regular_init_std / (math.sqrt(2 * depth) if residual_output else 1.0)
+
+    # ------------------------------------------------------------------ ops
+    def linear(self, x: jax.Array, w: jax.Array, b: jax.Array | None = None) -> jax.Array:
+        x, w = self.q(x), self.q(w)
+        if self.unit:
+            y = us.linear(x, w, b, constraint=self.constraint)
+        else:
+            y = jnp.matmul(x, w) + (0 if b is None else b)
+        return self.q(y)
+
+    def gelu(self, x: jax.Array) -> jax.Array:
+        y = us.gelu(x, constraint=self.constraint) if self.unit else jax.nn.gelu(x, approximate=False)
+        return self.q(y)
+
+    def embedding(self, ids: jax.Array, table: jax.Array) -> jax.Array:
+        table = self.q(table)
+        return self.q(us.embedding(ids, table) if self.unit else jnp.take(table, ids, axis=0))
+
+    def layer_norm(self, x: jax.Array, weight: jax.Array, bias: jax.Array | None = None) -> jax.Array:
+        weight = self.q(weight)
+        bias = None if bias is None else self.q(bias)
+        if self.unit:
+            return self.q(us.layer_norm(x, weight, bias))
+        y = us.layer_norm(x) * weight  # without affine parameters the unit and regular layer norms coincide
+        return self.q(y if bias is None else y + bias)
+
+    def tau(self, kind: str, layer: int) -> float:
+        """The residual weight of branch `layer` (1-based over all branches) of kind 'attention' or 'mlp'."""
+        if self.residual == "running_mean":
+            return us.running_mean_tau(layer)
+        return self.tau_attention if kind == "attention" else self.tau_mlp
+
+    def residual_split(self, x: jax.Array, tau: float) -> tuple[jax.Array, jax.Array]:
+        return us.residual_split(x, tau) if self.unit else (x, x)
+
+    def residual_add(self, branch: jax.Array, skip: jax.Array, tau: float) -> jax.Array:
+        return self.q(us.residual_add(branch, skip, tau) if self.unit else branch + skip)
+
+    def causal_attention(self, q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+        """softmax(q k^T / sqrt(d) + causal mask) v for q, k, v [..., S, d].
+
+        Both models use the standard 1/sqrt(d) temperature (it makes the logits unit-variance, so unit scaling
+        needs no other). Unit scaling then scales the mixing op by constants for uniform causal attention at
+        initialisation: row i averages i + 1 values, so the output variance is E_i[1/(i+1)], and the gradient
+        reaching value j sums (1/(i+1))^2 over the rows i >= j that see it.
+        """
+        seq, d = q.shape[-2], q.shape[-1]
+        q, k, v = self.q(q), self.q(k), self.q(v)
+        mask = jnp.tril(jnp.ones((seq, seq), bool))
+        scores = self.q(jnp.einsum("...qd,...kd->...qk", q, k) / math.sqrt(d))
+        probs = self.q(jax.nn.softmax(scores, axis=-1, where=mask))
+        if self.unit:
+            fwd, bwd = _causal_mixing_scales(seq)
+            fwd, bwd = us.apply_constraint(self.constraint, fwd, bwd)
+            v = us.scale_bwd(v, bwd)
+            return self.q(us.scale_fwd(jnp.einsum("...qk,...kd->...qd", probs, v), fwd))
+        return self.q(jnp.einsum("...qk,...kd->...qd", probs, v))
+
+    def cross_entropy(self, logits: jax.Array, labels: jax.Array) -> jax.Array:
+        """Mean next-token cross-entropy in nats (unit: with the gradient of the sum, scaled per the paper)."""
+        logits = self.q(logits)
+        if self.unit:
+            return us.cross_entropy(logits, labels)
+        logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1))
+
+
+def _causal_mixing_scales(seq: int) -> tuple[float, float]:
+    rows = 1.0 / np.arange(1, seq + 1, dtype=np.float64)  # the weight each key gets in row i: 1/(i+1)
+    out_var = float(np.mean(rows))
+    # value j is seen by rows i >= j with weight 1/(i+1): its gradient variance sums those squares
+    grad_var = float(np.mean(np.cumsum((rows**2)[::-1])[::-1]))
+    return out_var**-0.5, grad_var**-0.5

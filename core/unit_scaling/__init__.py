@@ -1,0 +1,40 @@
+"""Unit scaling (Blake, Orr & Luschi, ICML 2023): scale_fwd/scale_bwd, the scaled ops, and an analysis tool that
+measures the scale of every tensor of a model (core.unit_scaling.analysis)."""
+
+from core.unit_scaling.ops import (
+    CONSTRAINTS,
+    add,
+    apply_constraint,
+    cross_entropy,
+    dropout,
+    embedding,
+    gelu,
+    layer_norm,
+    linear,
+    matmul,
+    residual_add,
+    residual_split,
+    running_mean_tau,
+    scale_bwd,
+    scale_fwd,
+    softmax,
+)
+
+__all__ = [
+    "CONSTRAINTS",
+    "add",
+    "apply_constraint",
+    "cross_entropy",
+    "dropout",
+    "embedding",
+    "gelu",
+    "layer_norm",
+    "linear",
+    "matmul",
+    "residual_add",
+    "residual_split",
+    "running_mean_tau",
+    "scale_bwd",
+    "scale_fwd",
+    "softmax",
+]

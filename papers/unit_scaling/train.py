@@ -1,0 +1,244 @@
+"""Training one arm of the character-LM experiment: every seed at once (vmapped), resumable, with progress."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from core.checkpoint import Checkpointer
+from core.data.shakespeare import CharCorpus, evaluation_windows, sample_windows
+from core.nn import Ops, TransformerLM
+from core.numerics import (
+    all_finite,
+    dynamic_loss_scale_init,
+    dynamic_loss_scale_update,
+    format_stats,
+    unscale_grads,
+)
+from core.progress import progress
+from core.tracking import log_metrics
+from core.unit_scaling.analysis import collect_tensors
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One column of the paper's table: a scaling, number formats and a loss-scaling rule."""
+
+    name: str
+    label: str
+    scaling: str  # "regular" | "unit"
+    fwd: str | None  # format of weights and activations (None: FP32)
+    bwd: str | None  # format of gradients
+    loss_scale: str = "none"  # "none" | "static" | "dynamic"
+    static_scale: float = 1.0
+
+    def ops(self, constraint: str | None = "gmean") -> Ops:
+        return Ops(scaling=self.scaling, fwd_fmt=self.fwd, bwd_fmt=self.bwd, constraint=constraint)
+
+
+ARMS: dict[str, Arm] = {
+    a.name: a
+    for a in (
+        Arm("fp32_regular", "FP32 regular", "regular", None, None),
+        Arm("fp32_unit", "FP32 unit-scaled", "unit", None, None),
+        Arm("fp16_regular", "FP16 regular, no loss scale", "regular", "fp16", "fp16"),
+        Arm("fp16_regular_ls2048", "FP16 regular, loss scale 2048", "regular", "fp16", "fp16", "static", 2048.0),
+        Arm("fp16_regular_dynamic", "FP16 regular, dynamic loss scale", "regular", "fp16", "fp16", "dynamic"),
+        Arm("fp16_unit", "FP16 unit-scaled", "unit", "fp16", "fp16"),
+        Arm("fp8_regular", "FP8 regular (E4M3/E5M2 casts)", "regular", "e4m3", "e5m2"),
+        Arm("fp8_unit", "FP8 unit-scaled (E4M3/E5M2 casts)", "unit", "e4m3", "e5m2"),
+    )
+}
+
+
+@dataclass
+class ArmResult:
+    arm: str
+    test_bpc: list[float]  # per seed
+    valid_curve: list[tuple[int, list[float]]]  # (step, per-seed valid BPC)
+    train_curve: list[tuple[int, list[float]]]  # (step, per-seed train loss in BPC)
+    skipped_steps: list[int]  # per seed: updates skipped for non-finite gradients
+    grad_underflow: dict[str, float]  # 'init' and 'final': fraction of activation gradients that underflow
+    final_loss_scale: list[float]
+    seconds: float
+    resumed_from: int = 0  # the step training resumed from (0: a fresh start)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def build_model(cfg, corpus: CharCorpus, arm: Arm) -> TransformerLM:
+    m = cfg.model
+    return TransformerLM(
+        vocab=corpus.vocab_size,
+        d_model=m.d_model,
+        depth=m.depth,
+        heads=m.heads,
+        seq_len=m.seq_len,
+        ops=arm.ops(cfg.constraint),
+        norm=m.norm,
+    )
+
+
+def schedule(cfg, lr: float) -> optax.Schedule:
+    warmup = max(1, min(cfg.warmup_steps, cfg.steps - 1))
+    return optax.warmup_cosine_decay_schedule(0.0, lr, warmup, max(cfg.steps, warmup + 1), end_value=lr * 0.1)
+
+
+def _bpc(nats):
+    return nats / math.log(2)
+
+
+def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path | None, resume: bool) -> ArmResult:
+    """Train `arm` for cfg.steps steps on every seed of cfg.seeds at once; return its measurements."""
+    import time
+
+    t_start = time.perf_counter()
+    seeds = list(cfg.seeds)
+    model = build_model(cfg, corpus, arm)
+    seq = cfg.model.seq_len
+    optimizer = optax.adamw(schedule(cfg, lr), b1=0.9, b2=0.99, eps=1e-8, weight_decay=cfg.weight_decay)
+    dummy = jnp.zeros((1, seq), jnp.int32)
+
+    def init_one(seed):
+        params = model.init(jax.random.key(seed), dummy)
+        ls = dynamic_loss_scale_init(cfg.dynamic_initial_scale) if arm.loss_scale == "dynamic" else None
+        return {"params": params, "opt": optimizer.init(params), "loss_scale": ls, "skipped": jnp.int32(0)}
+
+    state = jax.vmap(init_one)(jnp.asarray(seeds))
+    init_params = state["params"]
+
+    def loss_fn(params, ids, labels):
+        return model.apply(params, ids, labels, method=TransformerLM.loss)
+
+    def train_step(s, windows):
+        ids, labels = windows[:, :-1], windows[:, 1:]
+        if arm.loss_scale == "dynamic":
+            scale = s["loss_scale"].scale
+        else:
+            scale = jnp.float32(arm.static_scale if arm.loss_scale == "static" else 1.0)
+        loss, grads = jax.value_and_grad(lambda p: loss_fn(p, ids, labels) * scale)(s["params"])
+        grads = unscale_grads(grads, scale)
+        finite = all_finite(grads)
+        updates, opt = optimizer.update(grads, s["opt"], s["params"])
+        params = optax.apply_updates(s["params"], updates)
+
+        def keep(new, old):  # a step with non-finite gradients changes nothing
+            return jax.tree_util.tree_map(lambda a, b: jnp.where(finite, a, b), new, old)
+
+        new = {
+            "params": keep(params, s["params"]),
+            "opt": keep(opt, s["opt"]),
+            "loss_scale": (
+                dynamic_loss_scale_update(s["loss_scale"], finite, growth_interval=cfg.dynamic_growth_interval)
+                if arm.loss_scale == "dynamic"
+                else None
+            ),
+            "skipped": s["skipped"] + (~finite).astype(jnp.int32),
+        }
+        return new, loss / scale
+
+    step_fn = jax.jit(jax.vmap(train_step))
+    eval_fn = jax.jit(jax.vmap(lambda p, w: loss_fn(p, w[:, :-1], w[:, 1:]), in_axes=(0, None)))
+
+    valid_windows = evaluation_windows(corpus.valid, seq + 1, cfg.valid_windows)
+    test_windows = evaluation_windows(corpus.test, seq + 1, cfg.test_windows)
+
+    def evaluate(params, windows) -> list[float]:
+        losses = []
+        for i in range(0, len(windows), cfg.eval_batch_size):
+            losses.append(np.asarray(eval_fn(params, jnp.asarray(windows[i : i + cfg.eval_batch_size]))))
+        weights = [min(cfg.eval_batch_size, len(windows) - i) for i in range(0, len(windows), cfg.eval_batch_size)]
+        return [float(_bpc(v)) for v in np.average(np.stack(losses), axis=0, weights=weights)]
+
+    history: dict[str, Any] = {"valid": [], "train": []}
+    start = 0
+    ckpt = Checkpointer(checkpoint_dir, keep=1) if checkpoint_dir is not None else None
+    if ckpt is not None and resume and ckpt.latest_step() is not None:
+        start, state, meta = ckpt.restore(state)
+        history = meta["history"]
+
+    train_loss_acc: list[np.ndarray] = []
+    bar = progress(range(start, cfg.steps), desc=arm.name, total=cfg.steps, initial=start, unit="step")
+    for step in bar:
+        batch = np.stack(
+            [sample_windows(corpus.train, seq + 1, cfg.batch_size, np.random.default_rng([s, step])) for s in seeds]
+        )
+        state, loss = step_fn(state, jnp.asarray(batch))
+        train_loss_acc.append(np.asarray(loss))
+        done = step + 1
+        if done % cfg.eval_every == 0 or done == cfg.steps:
+            train_bpc = [float(_bpc(v)) for v in np.mean(train_loss_acc, axis=0)]
+            train_loss_acc = []
+            valid_bpc = evaluate(state["params"], valid_windows)
+            history["train"].append((done, train_bpc))
+            history["valid"].append((done, valid_bpc))
+            bar.set_postfix(valid_bpc=f"{np.mean(valid_bpc):.3f}")
+            log_metrics(
+                {
+                    f"{arm.name}/train_bpc": float(np.mean(train_bpc)),
+                    f"{arm.name}/valid_bpc": float(np.mean(valid_bpc)),
+                },
+                step=done,
+            )
+            if ckpt is not None and (done % cfg.checkpoint_every == 0 or done == cfg.steps):
+                ckpt.save(done, state, metadata={"history": history})
+    bar.close()
+
+    test_bpc = evaluate(state["params"], test_windows)
+    initial_scale = {"static": arm.static_scale, "dynamic": cfg.dynamic_initial_scale}.get(arm.loss_scale, 1.0)
+    final_scale = (
+        [float(v) for v in np.asarray(state["loss_scale"].scale)]
+        if arm.loss_scale == "dynamic"
+        else [initial_scale] * len(seeds)
+    )
+    underflow = {
+        "init": gradient_underflow(cfg, corpus, arm, model, init_params, initial_scale),
+        "final": gradient_underflow(cfg, corpus, arm, model, state["params"], final_scale[0]),
+    }
+    return ArmResult(
+        arm=arm.name,
+        test_bpc=test_bpc,
+        valid_curve=[(int(s), list(v)) for s, v in history["valid"]],
+        train_curve=[(int(s), list(v)) for s, v in history["train"]],
+        skipped_steps=[int(v) for v in np.asarray(state["skipped"])],
+        grad_underflow=underflow,
+        final_loss_scale=final_scale,
+        seconds=time.perf_counter() - t_start,
+        resumed_from=int(start),
+    )
+
+
+def gradient_underflow(
+    cfg, corpus: CharCorpus, arm: Arm, model: TransformerLM, stacked_params, loss_scale: float
+) -> float:
+    """Fraction of non-zero activation-gradient values (computed in FP32, with the arm's scaling and the given
+    loss scale) that the arm's gradient format would flush to zero. 0 for FP32 arms. Measured on the first seed."""
+    if arm.bwd is None:
+        return 0.0
+    params = jax.tree_util.tree_map(lambda x: x[0], stacked_params)
+    fp32_model = model.clone(ops=Ops(scaling=arm.scaling, constraint=cfg.constraint))
+    windows = sample_windows(corpus.valid, cfg.model.seq_len + 1, cfg.batch_size, np.random.default_rng(12345))
+    ids, labels = jnp.asarray(windows[:, :-1]), jnp.asarray(windows[:, 1:])
+    scale = (
+        arm.static_scale
+        if arm.loss_scale == "static"
+        else cfg.dynamic_initial_scale
+        if arm.loss_scale == "dynamic"
+        else 1.0
+    )
+    tensors = collect_tensors(fp32_model, params, lambda m: m.loss(ids, labels), loss_scale=scale)
+    grads = [np.asarray(v).ravel() for (_, kind), v in tensors.items() if kind == "activation grad"]
+    flat = np.concatenate(grads)
+    flat = flat[flat != 0]
+    if flat.size == 0:
+        return 0.0
+    stats = format_stats(flat, arm.bwd)
+    return stats["underflow"]

@@ -1,0 +1,93 @@
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+from core.nn import Ops, TransformerLM
+
+
+def model(scaling="regular", norm="pre", fwd=None, bwd=None, **kw):
+    return TransformerLM(
+        vocab=32,
+        d_model=16,
+        depth=2,
+        heads=2,
+        seq_len=12,
+        norm=norm,
+        ops=Ops(scaling=scaling, fwd_fmt=fwd, bwd_fmt=bwd),
+        **kw,
+    )
+
+
+IDS = jnp.asarray(np.random.default_rng(0).integers(0, 32, (3, 12)))
+
+
+@pytest.mark.parametrize("scaling", ["regular", "unit"])
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_logits_are_causal(scaling, norm):
+    m = model(scaling, norm)
+    params = m.init(jax.random.key(0), IDS)
+    logits = m.apply(params, IDS)
+    assert logits.shape == (3, 12, 32)
+    changed = IDS.at[:, 7:].set((IDS[:, 7:] + 1) % 32)  # alter the future
+    np.testing.assert_allclose(np.asarray(m.apply(params, changed)[:, :7]), np.asarray(logits[:, :7]), atol=1e-5)
+    assert not np.allclose(np.asarray(m.apply(params, changed)[:, 7:]), np.asarray(logits[:, 7:]))
+
+
+def test_unit_and_regular_twins_share_parameters_but_not_initialisation():
+    regular, unit = model("regular"), model("unit")
+    p_reg, p_unit = regular.init(jax.random.key(0), IDS), unit.init(jax.random.key(0), IDS)
+    assert jax.tree_util.tree_structure(p_reg) == jax.tree_util.tree_structure(p_unit)
+    w_reg = p_reg["params"]["block_0"]["mlp"]["up"]["kernel"]
+    w_unit = p_unit["params"]["block_0"]["mlp"]["up"]["kernel"]
+    assert float(jnp.std(w_reg)) == pytest.approx(0.02, rel=0.2)
+    assert float(jnp.std(w_unit)) == pytest.approx(1.0, rel=0.2)
+
+
+def test_casts_put_logits_on_the_forward_grid_and_gradients_on_the_backward_grid():
+    m = model("unit", fwd="e4m3", bwd="e5m2")
+    params = m.init(jax.random.key(0), IDS)
+    logits = np.asarray(m.apply(params, IDS))
+    np.testing.assert_array_equal(logits, logits.astype(ml_dtypes.float8_e4m3fn).astype(np.float32))
+    # weights pass a cast point on their way in, so their gradients (already unit-scaled) leave on the E5M2 grid
+    g = jax.grad(lambda p: m.apply(p, IDS[:, :-1], IDS[:, 1:], method=TransformerLM.loss))(params)
+    for grad in jax.tree_util.tree_leaves(g):
+        grad = np.asarray(grad)
+        np.testing.assert_array_equal(grad, grad.astype(ml_dtypes.float8_e5m2).astype(np.float32))
+
+
+def test_loss_is_mean_cross_entropy_in_both_models():
+    for scaling in ("regular", "unit"):
+        m = model(scaling)
+        params = m.init(jax.random.key(1), IDS)
+        logits = m.apply(params, IDS[:, :-1])
+        ref = -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), IDS[:, 1:, None], axis=-1))
+        loss = m.apply(params, IDS[:, :-1], IDS[:, 1:], method=TransformerLM.loss)
+        assert float(loss) == pytest.approx(float(ref), rel=1e-5)
+
+
+def test_fp8_regular_gradients_underflow_where_unit_scaled_ones_do_not():
+    grads_zero = {}
+    for scaling in ("regular", "unit"):
+        m = TransformerLM(
+            vocab=64, d_model=32, depth=2, heads=2, seq_len=32, ops=Ops(scaling=scaling, fwd_fmt="e4m3", bwd_fmt="e5m2")
+        )
+        ids = jnp.asarray(np.random.default_rng(1).integers(0, 64, (8, 33)))
+        params = m.init(jax.random.key(0), ids[:, :-1])
+        g = jax.grad(lambda p, m=m, ids=ids: m.apply(p, ids[:, :-1], ids[:, 1:], method=TransformerLM.loss))(params)
+        w = g["params"]["block_0"]["attention"]["qkv"]["kernel"]
+        grads_zero[scaling] = float(jnp.mean(w == 0))
+    assert grads_zero["regular"] > 0.5 and grads_zero["unit"] < 0.05
+
+
+def test_bad_model_arguments():
+    with pytest.raises(ValueError, match="scaling must be one of regular, unit"):
+        Ops(scaling="mup")
+    with pytest.raises(ValueError, match="unknown number format"):
+        Ops(fwd_fmt="fp9")
+    with pytest.raises(ValueError, match="not divisible by heads"):
+        TransformerLM(vocab=8, d_model=10, depth=1, heads=3, seq_len=4, ops=Ops()).init(jax.random.key(0), IDS[:, :4])
+    with pytest.raises(ValueError, match="exceeds seq_len"):
+        m = model()
+        m.init(jax.random.key(0), jnp.zeros((1, 13), jnp.int32))
