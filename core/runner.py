@@ -7,7 +7,6 @@ Paper code reaches the run it is part of through `current_run()` (run directory,
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import datetime as dt
 import hashlib
@@ -18,7 +17,6 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -29,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from core.config import ConfigError, validate_run_config
 from core.io import atomic_savefig, atomic_symlink, atomic_write_json, atomic_write_text
 from core.report import Report, format_value, verdict
-from core.tracking import Tracker, activate, make_tracker
+from core.tracking import Tracker, activate, make_tracker, scoped
 
 log = logging.getLogger(__name__)
 
@@ -69,15 +67,6 @@ _CURRENT: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar("cu
 def current_run() -> RunContext | None:
     """The run being executed, or None when paper code is called outside the runner."""
     return _CURRENT.get()
-
-
-@contextlib.contextmanager
-def _enter(ctx: RunContext) -> Iterator[RunContext]:
-    token = _CURRENT.set(ctx)
-    try:
-        yield ctx
-    finally:
-        _CURRENT.reset(token)
 
 
 def load_paper(module_name: str, paper: str) -> Any:
@@ -122,24 +111,17 @@ def versions() -> dict[str, str]:
 
         out["jax devices"] = ", ".join(sorted({d.platform for d in jax.devices()}))
     try:
-        commit = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        out["git commit"] = commit + (" (modified)" if dirty else "")
+        dirty = _git("status", "--porcelain", "--untracked-files=no")
+        out["git commit"] = _git("rev-parse", "--short", "HEAD") + (" (modified)" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         pass
     return out
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True, timeout=5, check=True
+    ).stdout.strip()
 
 
 def run(cfg: DictConfig, *, paper: str, run_dir: Path) -> Report:
@@ -165,7 +147,7 @@ def run(cfg: DictConfig, *, paper: str, run_dir: Path) -> Report:
     t0 = time.perf_counter()
     log.info("paper %s, scale %s, seed %d -> %s", paper, ctx.scale, ctx.seed, run_dir)
     try:
-        with _enter(ctx), activate(tracker):
+        with scoped(_CURRENT, ctx), activate(tracker):
             report = module.reproduce(typed)
         if not isinstance(report, Report):
             raise TypeError(f"papers.{paper}.reproduce returned {type(report).__name__}, expected core.Report")

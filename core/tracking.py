@@ -13,7 +13,7 @@ import contextlib
 import contextvars
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -125,13 +125,18 @@ _ACTIVE: contextvars.ContextVar[Tracker | None] = contextvars.ContextVar("active
 
 
 @contextlib.contextmanager
-def activate(tracker: Tracker) -> Iterator[Tracker]:
-    """Route the module-level logging functions to `tracker` inside the block."""
-    token = _ACTIVE.set(tracker)
+def scoped(var: contextvars.ContextVar, value):
+    """Set a context variable for the duration of a with-block."""
+    token = var.set(value)
     try:
-        yield tracker
+        yield value
     finally:
-        _ACTIVE.reset(token)
+        var.reset(token)
+
+
+def activate(tracker: Tracker):
+    """Route the module-level logging functions to `tracker` inside the with-block."""
+    return scoped(_ACTIVE, tracker)
 
 
 def active_tracker() -> Tracker:

@@ -23,6 +23,7 @@ from core.numerics import FloatFormat, get_format, quantise
 
 SCALINGS = ("regular", "unit")
 RESIDUALS = ("fixed", "running_mean")
+CAST_SCOPES = ("all", "matmul")
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,11 @@ class Ops:
     fwd_fmt: FloatFormat | str | None = None
     bwd_fmt: FloatFormat | str | None = None
     constraint: str | None = "gmean"
+    # "all": every op's inputs, weights and outputs, and every gradient at those points, are cast (pure
+    # low-precision training, as the FP16 arms do); "matmul": only the operands of matmuls, forward and backward
+    # (activations and weights to fwd_fmt; the output gradient that the backward matmuls consume to bwd_fmt), the
+    # FP8 recipe of the unit-scaling and FP8 papers, with FP32 accumulation and everything else in FP32.
+    cast_scope: str = "all"
     residual: str = "fixed"
     tau_attention: float = 0.01  # the paper's fixed-tau values: small for attention, 0.5 for the MLP
     tau_mlp: float = 0.5
@@ -39,6 +45,8 @@ class Ops:
     def __post_init__(self) -> None:
         if self.scaling not in SCALINGS:
             raise ValueError(f"Ops: scaling must be one of {', '.join(SCALINGS)}, got {self.scaling!r}")
+        if self.cast_scope not in CAST_SCOPES:
+            raise ValueError(f"Ops: cast_scope must be one of {', '.join(CAST_SCOPES)}, got {self.cast_scope!r}")
         if self.residual not in RESIDUALS:
             raise ValueError(f"Ops: residual must be one of {', '.join(RESIDUALS)}, got {self.residual!r}")
         us.apply_constraint(self.constraint, 1.0, 1.0)  # validates the name
@@ -57,8 +65,24 @@ class Ops:
 
     # ------------------------------------------------------------------ casting and initialisation
     def q(self, x: jax.Array) -> jax.Array:
-        """Cast a value to the forward format and, on the way back, its gradient to the backward format."""
-        return quantise(x, self.fwd_fmt, self.bwd_fmt) if self._casts else x
+        """At an op boundary: cast the value to the forward format and its gradient to the backward format
+        (only when cast_scope is "all")."""
+        return quantise(x, self.fwd_fmt, self.bwd_fmt) if self._casts and self.cast_scope == "all" else x
+
+    def q_operand(self, x: jax.Array) -> jax.Array:
+        """A matmul operand: cast to the forward format. In the "matmul" scope its gradient is left alone: the
+        backward matmuls produce it in FP32 (a weight's gradient goes to the FP32 master weight; an activation's
+        is cast where the next backward matmul consumes it, at that matmul's q_product)."""
+        if not self._casts:
+            return x
+        return quantise(x, self.fwd_fmt, self.bwd_fmt if self.cast_scope == "all" else None)
+
+    def q_product(self, y: jax.Array) -> jax.Array:
+        """A matmul's output: in the "matmul" scope its value stays FP32 (FP32 accumulation) but the gradient that
+        the backward matmuls consume is cast to the backward format; in the "all" scope, a plain op boundary."""
+        if self._casts and self.cast_scope == "matmul":
+            return quantise(y, None, self.bwd_fmt)
+        return self.q(y)
 
     def init_std(self, *, residual_output: bool = False, depth: int = 1) -> float:
         """N(0, std) for weights: 1 for unit scaling; 0.02 (and 0.02/sqrt(2 depth) for residual outputs) regular."""
@@ -68,12 +92,12 @@ class Ops:
 
     # ------------------------------------------------------------------ ops
     def linear(self, x: jax.Array, w: jax.Array, b: jax.Array | None = None) -> jax.Array:
-        x, w = self.q(x), self.q(w)
+        x, w = self.q_operand(x), self.q_operand(w)
         if self.unit:
             y = us.linear(x, w, b, constraint=self.constraint)
         else:
             y = jnp.matmul(x, w) + (0 if b is None else b)
-        return self.q(y)
+        return self.q_product(y)
 
     def gelu(self, x: jax.Array) -> jax.Array:
         y = us.gelu(x, constraint=self.constraint) if self.unit else jax.nn.gelu(x, approximate=False)
@@ -112,16 +136,19 @@ class Ops:
         reaching value j sums (1/(i+1))^2 over the rows i >= j that see it.
         """
         seq, d = q.shape[-2], q.shape[-1]
-        q, k, v = self.q(q), self.q(k), self.q(v)
+        q, k, v = self.q_operand(q), self.q_operand(k), self.q_operand(v)
         mask = jnp.tril(jnp.ones((seq, seq), bool))
-        scores = self.q(jnp.einsum("...qd,...kd->...qk", q, k) / math.sqrt(d))
-        probs = self.q(jax.nn.softmax(scores, axis=-1, where=mask))
-        if self.unit:
-            fwd, bwd = _causal_mixing_scales(seq)
-            fwd, bwd = us.apply_constraint(self.constraint, fwd, bwd)
-            v = us.scale_bwd(v, bwd)
-            return self.q(us.scale_fwd(jnp.einsum("...qk,...kd->...qd", probs, v), fwd))
-        return self.q(jnp.einsum("...qk,...kd->...qd", probs, v))
+        scores = self.q_product(jnp.einsum("...qd,...kd->...qk", q, k) / math.sqrt(d))
+        probs = jax.nn.softmax(scores, axis=-1, where=mask)
+        if not self.unit:
+            return self.q_product(jnp.einsum("...qk,...kd->...qd", self.q_operand(self.q(probs)), v))
+        # The probabilities (about 1/(i+1) each) are scaled by seq before they are cast, so the cast sees values
+        # of order 1; the product and the values' gradient are scaled back by 1/seq, so that the output is
+        # fwd * probs @ v and the values' gradient bwd * probs^T @ dy, exactly as without the detour.
+        fwd, bwd = us.apply_constraint(self.constraint, *_causal_mixing_scales(seq))
+        probs = self.q_operand(self.q(us.scale_fwd(probs, float(seq))))
+        v = us.scale_bwd(v, bwd / seq)
+        return self.q_product(us.scale_fwd(jnp.einsum("...qk,...kd->...qd", probs, v), fwd / seq))
 
     def cross_entropy(self, logits: jax.Array, labels: jax.Array) -> jax.Array:
         """Mean next-token cross-entropy in nats (unit: with the gradient of the sum, scaled per the paper)."""

@@ -39,8 +39,15 @@ class Arm:
     loss_scale: str = "none"  # "none" | "static" | "dynamic"
     static_scale: float = 1.0
 
+    @property
+    def cast_scope(self) -> str:
+        # FP16 arms train in pure FP16 (every op boundary); FP8 arms use FP8 for matmuls only, as the paper
+        return "matmul" if self.fwd in ("e4m3", "e5m2") else "all"
+
     def ops(self, constraint: str | None = "gmean") -> Ops:
-        return Ops(scaling=self.scaling, fwd_fmt=self.fwd, bwd_fmt=self.bwd, constraint=constraint)
+        return Ops(
+            scaling=self.scaling, fwd_fmt=self.fwd, bwd_fmt=self.bwd, constraint=constraint, cast_scope=self.cast_scope
+        )
 
 
 ARMS: dict[str, Arm] = {
@@ -180,7 +187,7 @@ def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path
             valid_bpc = evaluate(state["params"], valid_windows)
             history["train"].append((done, train_bpc))
             history["valid"].append((done, valid_bpc))
-            bar.set_postfix(valid_bpc=f"{np.mean(valid_bpc):.3f}")
+            bar.set_postfix(valid_bpc=f"{np.mean(valid_bpc):.3f}", refresh=False)
             log_metrics(
                 {
                     f"{arm.name}/train_bpc": float(np.mean(train_bpc)),

@@ -91,3 +91,54 @@ def test_bad_model_arguments():
     with pytest.raises(ValueError, match="exceeds seq_len"):
         m = model()
         m.init(jax.random.key(0), jnp.zeros((1, 13), jnp.int32))
+
+
+def test_matmul_cast_scope_keeps_outputs_in_fp32_but_casts_operands_and_gradients():
+    m = TransformerLM(
+        vocab=32,
+        d_model=16,
+        depth=1,
+        heads=2,
+        seq_len=12,
+        ops=Ops(scaling="unit", fwd_fmt="e4m3", bwd_fmt="e5m2", cast_scope="matmul"),
+    )
+    params = m.init(jax.random.key(0), IDS)
+    logits = np.asarray(m.apply(params, IDS))
+    on_grid = logits == logits.astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    assert on_grid.mean() < 0.5  # matmul outputs keep their FP32 accumulation
+
+    # the weight gradient is an FP32 accumulation (of E5M2 output gradients times E4M3 activations), not itself
+    # cast to E5M2; and it differs from the gradient without the E5M2 cast of the output gradient
+    def head_grad(ops):
+        model = m.clone(ops=ops)
+        g = jax.grad(lambda p: model.apply(p, IDS[:, :-1], IDS[:, 1:], method=TransformerLM.loss))(params)
+        return np.asarray(g["params"]["head"]["kernel"])
+
+    head = head_grad(m.ops)
+    assert (head != head.astype(ml_dtypes.float8_e5m2).astype(np.float32)).any()
+    no_bwd_cast = head_grad(Ops(scaling="unit", fwd_fmt="e4m3", bwd_fmt=None, cast_scope="matmul"))
+    assert not np.array_equal(head, no_bwd_cast)
+    with pytest.raises(ValueError, match="cast_scope must be one of all, matmul"):
+        Ops(cast_scope="some")
+
+
+def test_unit_attention_is_scaled_causal_attention_with_scaled_value_gradients():
+    from core.nn.ops import _causal_mixing_scales
+
+    q, k, v = (jax.random.normal(jax.random.key(i), (2, 8, 4)) for i in range(3))
+    ops = Ops(scaling="unit", constraint=None)
+    fwd, bwd = _causal_mixing_scales(8)
+    mask = np.tril(np.ones((8, 8), bool))
+    probs = jax.nn.softmax(jnp.einsum("bqd,bkd->bqk", q, k) / 2.0, axis=-1, where=mask)
+    ref = fwd * jnp.einsum("bqk,bkd->bqd", probs, v)
+    out, vjp = jax.vjp(ops.causal_attention, q, k, v)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-5, atol=1e-6)
+    dy = jax.random.normal(jax.random.key(9), out.shape)
+    _, _, dv = vjp(dy)
+    np.testing.assert_allclose(
+        np.asarray(dv), bwd * np.asarray(jnp.einsum("bqk,bqd->bkd", probs, dy)), rtol=1e-5, atol=1e-6
+    )
+    # with uniform attention (q = 0) and unit values, the output has unit variance, as the scales intend
+    big_v = jax.random.normal(jax.random.key(4), (64, 128, 16))
+    uniform = ops.causal_attention(jnp.zeros((64, 128, 16)), jnp.zeros((64, 128, 16)), big_v)
+    assert float(jnp.std(uniform)) == pytest.approx(1.0, rel=0.1)
