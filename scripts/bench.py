@@ -138,7 +138,7 @@ def bench_unit_scaling(quick: bool) -> list[Comparison]:
         return time_call(lambda: train_step(state))
 
     rows = []
-    for label, fwd, bwd in (("FP32", None, None), ("FP8 (E4M3/E5M2 casts)", "e4m3", "e5m2")):
+    for label, fwd, bwd in (("FP32", None, None), ("FP8 (E4M3/E5M2 matmul casts)", "e4m3", "e5m2")):
         rows.append(
             Comparison(
                 "unit_scaling",
