@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,8 +106,6 @@ def _bpc(nats):
 
 def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path | None, resume: bool) -> ArmResult:
     """Train `arm` for cfg.steps steps on every seed of cfg.seeds at once; return its measurements."""
-    import time
-
     t_start = time.perf_counter()
     seeds = list(cfg.seeds)
     model = build_model(cfg, corpus, arm)
