@@ -153,6 +153,36 @@ def bench_unit_scaling(quick: bool) -> list[Comparison]:
     return rows
 
 
+@section("prng")
+def bench_prng(quick: bool) -> list[Comparison]:
+    """Raw 64-bit output rate of xoroshiro128aox (numpy and jitted JAX, many streams) vs numpy's PCG64 and Philox."""
+    import jax
+    import numpy as np
+
+    from core.bench import time_call
+    from core.random import aox_generate
+    from core.random import jax_xoroshiro as jx
+
+    streams, steps = (4096, 16) if quick else (65536, 64)
+    n = streams * steps
+    rng = np.random.default_rng(0)
+    s0 = rng.integers(1, 2**63, streams, dtype=np.uint64)
+    s1 = rng.integers(1, 2**63, streams, dtype=np.uint64)
+    state = jx.to_jax_state(s0, s1)
+    size = f"{n:,} outputs ({streams:,} streams x {steps})"
+    t_np = time_call(lambda: aox_generate(s0, s1, steps))
+    t_jax = time_call(lambda: jax.block_until_ready(jx.generate(state, steps, "aox", steps_major=True)))
+    rows = []
+    for peer, bitgen in (
+        ("numpy PCG64 random_raw", np.random.PCG64(0)),
+        ("numpy Philox random_raw", np.random.Philox(0)),
+    ):
+        t_peer = time_call(lambda b=bitgen: b.random_raw(n))
+        rows.append(Comparison("prng", "raw outputs", "aox numpy (streams)", peer, t_np, t_peer, size))
+        rows.append(Comparison("prng", "raw outputs", "aox JAX jit (streams)", peer, t_jax, t_peer, size))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--section", action="append", help="run only this section (repeatable)")

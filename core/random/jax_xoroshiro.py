@@ -86,14 +86,17 @@ def step(state: State) -> State:
     return _xor(_xor(_rotl(s0, A), sx), _shl(sx, B)), _rotl(sx, C)
 
 
-@partial(jax.jit, static_argnames=("n", "kind"))
-def generate(state: State, n: int, kind: str = "aox") -> tuple[Word, State]:
-    """`n` outputs per stream as (hi, lo) uint32 arrays of shape streams + (n,), and the next state."""
+@partial(jax.jit, static_argnames=("n", "kind", "steps_major"))
+def generate(state: State, n: int, kind: str = "aox", steps_major: bool = False) -> tuple[Word, State]:
+    """`n` outputs per stream as (hi, lo) uint32 arrays of shape streams + (n,) (or (n,) + streams with
+    `steps_major`, which saves a transpose: the fast layout for bulk generation), and the next state."""
     if kind not in OUTPUTS:
         raise ValueError(f"kind must be one of {', '.join(OUTPUTS)}, got {kind!r}")
 
     def body(s, _):
         return step(s), output(s, kind)
 
-    final, (hi, lo) = lax.scan(body, state, None, length=n)
+    final, (hi, lo) = lax.scan(body, state, None, length=n, unroll=min(n, 16) if n else 1)
+    if steps_major:
+        return (hi, lo), final
     return (jnp.moveaxis(hi, 0, -1), jnp.moveaxis(lo, 0, -1)), final

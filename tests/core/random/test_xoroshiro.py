@@ -78,6 +78,8 @@ def test_jax_stream_is_identical_and_resumes(kind):
     second, _ = jx.generate(state, 15, kind)
     got = np.concatenate([jx.join_words(first), jx.join_words(second)], axis=-1)
     np.testing.assert_array_equal(got, ref)
+    major, _ = jx.generate(jx.to_jax_state(s0, s1), 40, kind, steps_major=True)
+    np.testing.assert_array_equal(jx.join_words(major).T, ref)
 
 
 def test_stateful_generator_continues_the_stream():
