@@ -77,7 +77,7 @@ def test_default_scale_uses_the_paper_yaml(cli, tmp_path):
     ("args", "message"),
     [
         ([], "no paper chosen: pass paper=<name>"),
-        (["paper=nope"], "unknown paper 'nope': choose one of toy"),
+        (["paper=nope"], "unknown paper 'nope': choose one of prng, toy, unit_scaling"),
         (
             ["paper=toy", "toy.foo=1"],
             "unknown config key 'toy.foo': allowed keys under 'toy' are samples_per_chunk, chunks",
