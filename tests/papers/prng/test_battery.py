@@ -94,8 +94,11 @@ def test_gate_counts_by_formula():
 
 def test_smoke_run_and_dieharder_notice(cli, tmp_path):
     # a PATH without dieharder: the subset is skipped with a notice (whether or not this machine has it)
-    r = cli(["paper=prng", "scale=smoke", "logger=none", "prng.dieharder=true", f"output_root={tmp_path}"], toy=False,
-            env={"PATH": str(tmp_path)})
+    r = cli(
+        ["paper=prng", "scale=smoke", "logger=none", "prng.dieharder=true", f"output_root={tmp_path}"],
+        toy=False,
+        env={"PATH": str(tmp_path)},
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     results = json.loads((tmp_path / "prng" / "latest" / "results.json").read_text())
     assert [c["id"] for c in results["claims"]] == [
