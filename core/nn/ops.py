@@ -141,12 +141,12 @@ class Ops:
         scores = self.q_product(jnp.einsum("...qd,...kd->...qk", q, k) / math.sqrt(d))
         probs = jax.nn.softmax(scores, axis=-1, where=mask)
         if not self.unit:
-            return self.q_product(jnp.einsum("...qk,...kd->...qd", self.q_operand(self.q(probs)), v))
+            return self.q_product(jnp.einsum("...qk,...kd->...qd", self.q_operand(probs), v))
         # The probabilities (about 1/(i+1) each) are scaled by seq before they are cast, so the cast sees values
         # of order 1; the product and the values' gradient are scaled back by 1/seq, so that the output is
         # fwd * probs @ v and the values' gradient bwd * probs^T @ dy, exactly as without the detour.
         fwd, bwd = us.apply_constraint(self.constraint, *_causal_mixing_scales(seq))
-        probs = self.q_operand(self.q(us.scale_fwd(probs, float(seq))))
+        probs = self.q_operand(us.scale_fwd(probs, float(seq)))
         v = us.scale_bwd(v, bwd / seq)
         return self.q_product(us.scale_fwd(jnp.einsum("...qk,...kd->...qd", probs, v), fwd / seq))
 
