@@ -64,11 +64,7 @@ def collect_tensors(
     _, shapes = jax.eval_shape(lambda v: run(v, None), variables)
     probes = {k: jnp.zeros(s.shape, s.dtype) for k, s in shapes.items()}
 
-    def scalar(variables, probes):
-        loss, outputs = run(variables, probes)
-        return loss, outputs
-
-    (_, activations), (weight_grads, probe_grads) = jax.value_and_grad(scalar, argnums=(0, 1), has_aux=True)(
+    (_, activations), (weight_grads, probe_grads) = jax.value_and_grad(run, argnums=(0, 1), has_aux=True)(
         variables, probes
     )
     out: dict[tuple[str, str], jax.Array] = {}
