@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from core.data.shakespeare import CharCorpus, sample_windows
-from core.report import Claim, Figure, Report, Rule, Table, at_most
+from core.report import Claim, Figure, Report, Rule, Table, at_least, at_most
 from core.unit_scaling.analysis import TensorScale, plot_scales, tensor_scales
 from papers.unit_scaling.train import ARMS, ArmResult, build_model
 
@@ -37,19 +37,15 @@ REGULAR_GRADIENTS_BELOW = math.log2(1 / 100)  # "orders of magnitude lower": a m
 
 
 def _worse_or_diverged(threshold: float) -> Rule:
+    worse = at_least(threshold)
     return Rule(
         f"gap >= {threshold:.0%} (worse than FP32), or diverged",
-        lambda ours, paper: (
-            ours == "diverged" or (isinstance(ours, float) and math.isfinite(ours) and ours >= threshold)
-        ),
+        lambda ours, paper: ours == "diverged" or worse(ours, paper),
     )
 
 
 def _gap_rule(threshold: float) -> Rule:
-    return Rule(
-        f"gap <= {threshold:.0%} (at most {threshold:.0%} worse than FP32)",
-        lambda ours, paper: isinstance(ours, float) and math.isfinite(ours) and ours <= threshold,
-    )
+    return Rule(f"gap <= {threshold:.0%} (at most {threshold:.0%} worse than FP32)", at_most(threshold).check)
 
 
 CLAIMS = {
