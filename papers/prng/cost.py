@@ -28,6 +28,14 @@ class Netlist:
         self.depth_of[self._next] = max(self.depth_of[a], self.depth_of[b]) + 1
         return self._next
 
+    def word(self) -> list[int]:
+        """A 64-bit input word."""
+        return [self.input() for _ in range(WIDTH)]
+
+    def bitwise(self, a: list[int], b: list[int], width: int = WIDTH) -> list[int]:
+        """One gate per bit position (XOR, AND or OR alike: only the count and the depth matter)."""
+        return [self.gate(a[i], b[i]) for i in range(width)]
+
     def depth(self, nodes: list[int]) -> int:
         return max(self.depth_of[n] for n in nodes)
 
@@ -35,21 +43,18 @@ class Netlist:
 def aox_netlist() -> tuple[int, int]:
     """out_i = (s0_i ^ s1_i) ^ ((a_{i-1}) | (a_{i-2})), a = s0 & s1."""
     n = Netlist()
-    s0 = [n.input() for _ in range(WIDTH)]
-    s1 = [n.input() for _ in range(WIDTH)]
-    x = [n.gate(s0[i], s1[i]) for i in range(WIDTH)]
-    a = [n.gate(s0[i], s1[i]) for i in range(WIDTH)]
+    s0, s1 = n.word(), n.word()
+    x, a = n.bitwise(s0, s1), n.bitwise(s0, s1)
     o = [n.gate(a[(i - 1) % WIDTH], a[(i - 2) % WIDTH]) for i in range(WIDTH)]
-    out = [n.gate(x[i], o[i]) for i in range(WIDTH)]
+    out = n.bitwise(x, o)
     return n.gates, n.depth(out)
 
 
 def ripple_adder_netlist() -> tuple[int, int]:
     """s = a + b mod 2^64 with a ripple of full adders (no carry out of the top bit)."""
     n = Netlist()
-    a = [n.input() for _ in range(WIDTH)]
-    b = [n.input() for _ in range(WIDTH)]
-    p = [n.gate(a[i], b[i]) for i in range(WIDTH)]
+    a, b = n.word(), n.word()
+    p = n.bitwise(a, b)
     out = [p[0]]
     carry = n.gate(a[0], b[0])
     for i in range(1, WIDTH):
@@ -63,10 +68,9 @@ def ripple_adder_netlist() -> tuple[int, int]:
 def kogge_stone_netlist() -> tuple[int, int]:
     """s = a + b mod 2^64 with a Kogge-Stone parallel-prefix carry network (the fast adder of a one-cycle design)."""
     n = Netlist()
-    a = [n.input() for _ in range(WIDTH)]
-    b = [n.input() for _ in range(WIDTH)]
-    p = [n.gate(a[i], b[i]) for i in range(WIDTH)]
-    g = [n.gate(a[i], b[i]) for i in range(WIDTH - 1)]  # the top bit's generate is never used
+    a, b = n.word(), n.word()
+    p = n.bitwise(a, b)
+    g = n.bitwise(a, b, WIDTH - 1)  # the top bit's generate is never used
     big_g, big_p = list(g), list(p[: WIDTH - 1])
     d = 1
     while d < WIDTH - 1:
