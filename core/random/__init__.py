@@ -6,9 +6,10 @@ from core.random.xoroshiro import (
     Xoroshiro128,
     advance,
     aox_generate,
+    draw,
     generate,
     jump,
     plus_generate,
 )
 
-__all__ = ["JUMP_2_64", "Xoroshiro128", "advance", "aox_generate", "generate", "jump", "plus_generate"]
+__all__ = ["JUMP_2_64", "Xoroshiro128", "advance", "aox_generate", "draw", "generate", "jump", "plus_generate"]

@@ -91,6 +91,11 @@ def _run(s0, s1, n: int, output: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return out, s0, s1
 
 
+def draw(s0, s1, n: int, output: str = "aox") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`n` outputs per stream and the streams' next state: (uint64 outputs of shape s0.shape + (n,), s0, s1)."""
+    return _run(s0, s1, n, output)
+
+
 def generate(s0, s1, n: int, output: str = "aox") -> np.ndarray:
     """`n` outputs per stream: uint64 of shape s0.shape + (n,)."""
     return _run(s0, s1, n, output)[0]
