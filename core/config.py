@@ -173,6 +173,9 @@ class RunConfig:
     scale: ScaleConfig = field(default_factory=ScaleConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     numerics: NumericsConfig = field(default_factory=NumericsConfig)
+    # the simulated IPU's spec (configs/device/*.yaml); validated by ipu_model.device_from_config where it is used,
+    # since core does not depend on ipu_model
+    device: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_range("seed", self.seed, ge=0, lt=2**32)

@@ -1,2 +1,57 @@
 """The simulated IPU: device specs, Graph/Tensor tile mapping, vertices, compute sets, programs, and an Engine
-that executes them with a BSP cost model. Depends on `core` only."""
+that executes them with a BSP cost model and reports a profile. Depends on `core` only.
+
+    g = Graph("mk2")                                  # or Graph(get_device("mk2", tiles=46))
+    a = g.add_variable((1024, 1024), "float16", "A"); g.map_linearly(a)
+    ...
+    prog, c, plan = ops.matmul(g, a, b)
+    engine = Engine(g, prog)                          # checks mapping, locality, conflicts, memory
+    engine.write(a, x); engine.write(b, y); engine.run()
+    print(engine.profile.report())
+"""
+
+from ipu_model import ops
+from ipu_model.device import PRESETS, DeviceSpec, device_from_config, get_device
+from ipu_model.engine import Engine, OutOfMemoryError, RemoteAccessError, RunResult, WriteConflictError
+from ipu_model.graph import Codelet, ComputeSet, Graph, GraphError, Tensor, codelet
+from ipu_model.profile import Profile
+from ipu_model.programs import (
+    Copy,
+    DeviceToHost,
+    Execute,
+    HostToDevice,
+    If,
+    Program,
+    Repeat,
+    RepeatWhileTrue,
+    Sequence,
+)
+
+__all__ = [
+    "PRESETS",
+    "Codelet",
+    "ComputeSet",
+    "Copy",
+    "DeviceSpec",
+    "DeviceToHost",
+    "Engine",
+    "Execute",
+    "Graph",
+    "GraphError",
+    "HostToDevice",
+    "If",
+    "OutOfMemoryError",
+    "Profile",
+    "Program",
+    "RemoteAccessError",
+    "Repeat",
+    "RepeatWhileTrue",
+    "RunResult",
+    "Sequence",
+    "Tensor",
+    "WriteConflictError",
+    "codelet",
+    "device_from_config",
+    "get_device",
+    "ops",
+]

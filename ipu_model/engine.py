@@ -442,6 +442,7 @@ class Engine:
         args = {f: np.stack([v.fields[f].read() for v in g.vertices]) for f in code.reads}
         if code.random:
             args["rng"] = self._rng_for(g)
+            args["shapes"] = {f: t.shape for f, t in g.vertices[0].fields.items()}
         out = code.fn(**args)
         if not isinstance(out, Mapping):
             raise GraphError(

@@ -161,7 +161,8 @@ class Codelet:
     fn(**fields) -> dict of output values: every field arrives with a leading vertex axis (a batch of vertices that
     share this codelet and field shapes); inputs and in-outs are read, outputs and in-outs are written from the dict
     it returns. A random codelet also receives `rng`, a function `rng(n) -> uint64 array [batch, n]` that draws
-    from each vertex's worker stream (xoroshiro128aox, seeded as the IPU seeds it).
+    from each vertex's worker stream (xoroshiro128aox, seeded as the IPU seeds it), and `shapes`, the field shapes
+    of one vertex (so it knows how much to draw for an output it does not read).
 
     Cost: `flops(**shapes)` gives a vertex's arithmetic (default: one operation per output element); `cycles`, when
     given, replaces the default estimate entirely: cycles(device, **shapes) -> cycles on one worker.

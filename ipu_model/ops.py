@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.random.ipu import uniform_float32
 from ipu_model.graph import Codelet, Graph, GraphError, Tensor
 from ipu_model.programs import Copy, Execute, Program, Sequence
 
@@ -113,6 +114,28 @@ def elementwise(graph: Graph, op: str, *inputs: Tensor, name: str = "") -> tuple
             graph.add_vertex(cs, code, tile, out=out_flat[chunk], **fields)
     steps = [Copy([s for s, _ in copies], [d for _, d in copies], name=f"{name}/exchange")] if copies else []
     return Sequence(*steps, Execute(cs), name=name), out
+
+
+# --------------------------------------------------------------------------------------------------------- random
+def _uniform(rng, shapes):
+    n = int(np.prod(shapes["out"]))
+    return {"out": uniform_float32(rng(n)).reshape(-1, *shapes["out"])}
+
+
+UNIFORM = Codelet("uniform", _uniform, outputs=("out",), random=True, flops=lambda out: 4 * math.prod(out))
+
+
+def fill_uniform(graph: Graph, t: Tensor, name: str = "uniform") -> Program:
+    """Fill float32 `t` with uniforms in [0, 1) where it lives: each worker of each tile draws from its own
+    xoroshiro128aox stream (one 64-bit output per element, top 24 bits; core.random.ipu), as poprand does."""
+    if t.dtype != np.float32:
+        raise GraphError(f"fill_uniform fills float32 tensors, {t.name!r} is {t.dtype}")
+    cs = graph.add_compute_set(name)
+    flat = t.flatten()
+    for tile, positions in tile_ranges(flat).items():
+        for chunk in _worker_chunks(positions, graph.device.workers):
+            graph.add_vertex(cs, UNIFORM, tile, out=flat[chunk])
+    return Execute(cs)
 
 
 # ------------------------------------------------------------------------------------------------------ reduction

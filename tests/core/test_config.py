@@ -51,7 +51,7 @@ def test_schema_defaults_fill_a_missing_section():
         ({"logger": {"modes": "x"}}, r"unknown config key 'logger\.modes': allowed keys here are name, mode"),
         ({"numerics": {"forward": "fp9"}}, r"'numerics\.forward'.*'fp9'.*e4m3, e5m2"),
         ({"numerics": {"loss_scale": 0.0}}, r"numerics\.loss_scale=0\.0 is out of range"),
-        ({"foo": 1}, r"unknown top-level config key\(s\) foo: allowed are logger, numerics"),
+        ({"foo": 1}, r"unknown top-level config key\(s\) foo: allowed are device, logger, numerics"),
         ({"paper": {}}, r"paper\.module is empty"),
     ],
 )
