@@ -180,19 +180,14 @@ def reduce(
     tiles = graph.num_tiles
     steps: list[Program] = []
     # Two stages when there are far fewer results than tiles: partials of contiguous pieces, then the partials.
-    groups = _divisor_at_most(length, max(1, min(tiles // max(rows, 1), length // 64)))
-    if groups > 1:
-        partial_dtype = "float32" if t.dtype == np.float16 else t.dtype.name
-        p1, partial = reduce(
-            graph,
-            view.reshape(rows, groups, length // groups),
-            axis=2,
-            op=op,
-            out_dtype=partial_dtype,
-            name=f"{name}/partials",
-        )
-        steps.append(p1)
-        view, length = partial, groups
+    if rows < tiles:
+        local = _local_partials(graph, view, op, name)
+        if local is not None:  # reduce the partials in turn (per tile first again, if tiles hold several)
+            p1, partial = local
+            if out is not None:
+                out = out.reshape(rows)
+            p2, result = reduce(graph, partial, axis=1, op=op, out_dtype=out_dtype, name=name, out=out)
+            return Sequence(p1, p2, name=name), result.reshape(tuple(rows_shape))
     if out is None:
         out = graph.add_variable(rows_shape, out_dtype, f"{name}/out")
         graph.map_linearly(out)
@@ -211,11 +206,34 @@ def reduce(
     return Sequence(*steps, name=name), out
 
 
-def _divisor_at_most(n: int, target: int) -> int:
-    for d in range(min(target, n), 0, -1):
-        if n % d == 0:
-            return d
-    return 1
+def _local_partials(graph: Graph, view: Tensor, op: str, name: str) -> tuple[Program, Tensor] | None:
+    """First stage of a reduction of few long rows: each tile reduces, per row, the elements it already holds
+    (split over its workers when it holds many), so only partials cross the exchange. None when no tile holds
+    two elements of a row, or rows would get different numbers of partials."""
+    rows, length = view.shape
+    w = graph.device.workers
+    pieces = []
+    for r in range(rows):
+        for tile, positions in tile_ranges(view[r]).items():
+            parts = w if positions.size >= 64 * w else 1  # many elements: every worker takes a share
+            pieces += [(r, tile, chunk) for chunk in _worker_chunks(positions, parts)]
+    per_row = len(pieces) // rows
+    if per_row * rows != len(pieces) or per_row >= length:
+        return None
+    dtype = "float32" if view.dtype == np.float16 else view.dtype.name
+    partial = graph.add_variable((rows, per_row), dtype, f"{name}/partials")
+    cs = graph.add_compute_set(f"{name}/partials")
+    code = _reduce_codelet(op, dtype)
+    counts = np.zeros(rows, int)
+    for r, tile, chunk in pieces:
+        if counts[r] >= per_row:
+            return None
+        target = partial[r, counts[r] : counts[r] + 1]
+        graph.set_tile_mapping(target, tile)
+        src = view[r][chunk]
+        graph.add_vertex(cs, code, tile, a=src.reshape(src.size, 1), out=target)
+        counts[r] += 1
+    return Execute(cs), partial
 
 
 # ---------------------------------------------------------------------------------------------------------- matmul
