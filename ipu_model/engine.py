@@ -443,7 +443,7 @@ class Engine:
         if code.random:
             args["rng"] = self._rng_for(g)
             args["shapes"] = {f: t.shape for f, t in g.vertices[0].fields.items()}
-        out = code.fn(**args)
+        out = code.fn(**args) if code.vectorised else _vmapped(code)(**args)
         if not isinstance(out, Mapping):
             raise GraphError(
                 f"codelet {code.name!r} must return a dict of its written fields, got {type(out).__name__}"
@@ -533,6 +533,21 @@ def _cut_runs(ss: np.ndarray, ds: np.ndarray, length: int, ms: _Mapping, md: _Ma
     last[:-1] = run[1:] != run[:-1]
     end = np.where(last, length, np.roll(off, -1))
     return ss[run] + off, ds[run] + off, end - off
+
+
+_VMAPPED: dict[int, Any] = {}
+
+
+def _vmapped(code) -> Any:
+    """jit(vmap(fn)) for a codelet written for one vertex, cached per codelet."""
+    fn = _VMAPPED.get(id(code))
+    if fn is None:
+        import jax
+
+        if code.random:
+            raise GraphError(f"codelet {code.name!r}: random codelets must be vectorised (numpy over the batch)")
+        fn = _VMAPPED[id(code)] = jax.jit(jax.vmap(code.fn))
+    return fn
 
 
 def _signature(v: Vertex) -> tuple:

@@ -164,6 +164,9 @@ class Codelet:
     from each vertex's worker stream (xoroshiro128aox, seeded as the IPU seeds it), and `shapes`, the field shapes
     of one vertex (so it knows how much to draw for an output it does not read).
 
+    With `vectorised=False`, fn is written for one vertex (fields without the vertex axis) in jax.numpy, and the
+    engine runs it as jax.jit(jax.vmap(fn)) over the batch (not for random codelets).
+
     Cost: `flops(**shapes)` gives a vertex's arithmetic (default: one operation per output element); `cycles`, when
     given, replaces the default estimate entirely: cycles(device, **shapes) -> cycles on one worker.
     """
@@ -178,6 +181,7 @@ class Codelet:
     compute_dtype: str | None = None  # dtype whose FLOP rate applies (default: the first field's dtype)
     random: bool = False
     state_bytes: int = 0  # extra vertex state beyond the field pointers
+    vectorised: bool = True  # False: fn takes one vertex's fields (a JAX function) and is vmapped over the batch
 
     @property
     def fields(self) -> tuple[str, ...]:

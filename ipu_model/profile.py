@@ -189,6 +189,12 @@ class Profile:
             f"({total[t] / m.capacity:.0%}); mean {total.mean() / 1024:,.1f} KiB",
             f"  tensors {m.variables.sum() / 1e6:,.2f} MB, vertex state {m.vertex_state.sum() / 1e6:,.3f} MB, "
             f"code {m.code.sum() / 1e6:,.3f} MB, exchange code {m.exchange_code.sum() / 1e6:,.3f} MB",
+            "  fullest tiles (bytes: tensors + vertex state + code + exchange code = total):",
+            *(
+                f"    tile {i:>5}: {m.variables[i]:,.0f} + {m.vertex_state[i]:,.0f} + {m.code[i]:,.0f} + "
+                f"{m.exchange_code[i]:,.0f} = {total[i]:,.0f}"
+                for i in np.argsort(-total, kind="stable")[:3].tolist()
+            ),
         ]
 
     # ----------------------------------------------------------------------------------------------- figure
