@@ -145,7 +145,7 @@ class Profile:
                     "host": s.host,
                     "bytes_exchanged": s.exchanged,
                     "tiles_used": s.tiles_used,
-                    "balance": s.balance,
+                    "balance": s.balance if s.tile_cycles.any() else None,
                 }
                 for s in self.steps.values()
             ],
