@@ -239,7 +239,8 @@ class Engine:
                 owner = m.owner(starts, length)
                 bad = np.flatnonzero(owner != tile)
                 if bad.size:
-                    pos = int(starts[bad[0]])
+                    run = int(starts[bad[0]]) + np.arange(length)
+                    pos = int(run[np.argmax(vars_[key].tile[run] != tile)])  # the first element elsewhere
                     raise RemoteAccessError(
                         f"compute set {cs.name!r}: vertex {where} on tile {tile} reads {vars_[key].name!r} "
                         f"element {pos}, which lives on tile {int(vars_[key].tile[pos])}; bring the data over with "
@@ -410,6 +411,8 @@ class Engine:
                     return
                 self._run(p.body)
                 self._run(p.condition)
+            if not self._predicate(p.predicate, stats):
+                return
             raise RuntimeError(f"RepeatWhileTrue {p.name!r} did not stop within {p.max_iterations} iterations")
         elif isinstance(p, If):
             self._run(p.then if self._predicate(p.predicate, stats) else p.otherwise)
@@ -431,7 +434,8 @@ class Engine:
         plan = self._compute[id(p.compute_set)]
         for g in plan.groups:
             self._evaluate(g)
-        sync = 0 if self._phase == "exchange" else self.device.sync_cycles  # a superstep starts with one sync
+        # a superstep starts with one sync, unless an exchange or a branch's sync has just aligned the tiles
+        sync = 0 if self._phase in ("exchange", "sync") else self.device.sync_cycles
         stats.add(
             sync=sync, compute=float(plan.tile_cycles.max(initial=0)), tile_cycles=plan.tile_cycles, flops=plan.flops
         )
@@ -470,8 +474,9 @@ class Engine:
         return rng
 
     def _copy(self, p: Copy, stats: StepStats) -> None:
-        for src, dst in p.pairs:
-            dst.var.data[dst.idx] = src.var.data[src.idx]
+        values = [src.var.data[src.idx] for src, _ in p.pairs]  # one phase: every source is read before any write
+        for (_, dst), value in zip(p.pairs, values, strict=True):
+            dst.var.data[dst.idx] = value
         plan = self._copies[p.id]
         if plan.remote:
             ex = exchange_cycles(plan.bytes_in, plan.bytes_out, self.device)
@@ -535,18 +540,18 @@ def _cut_runs(ss: np.ndarray, ds: np.ndarray, length: int, ms: _Mapping, md: _Ma
     return ss[run] + off, ds[run] + off, end - off
 
 
-_VMAPPED: dict[int, Any] = {}
+_VMAPPED: dict[Any, Any] = {}
 
 
 def _vmapped(code) -> Any:
     """jit(vmap(fn)) for a codelet written for one vertex, cached per codelet."""
-    fn = _VMAPPED.get(id(code))
+    fn = _VMAPPED.get(code)
     if fn is None:
         import jax
 
         if code.random:
             raise GraphError(f"codelet {code.name!r}: random codelets must be vectorised (numpy over the batch)")
-        fn = _VMAPPED[id(code)] = jax.jit(jax.vmap(code.fn))
+        fn = _VMAPPED[code] = jax.jit(jax.vmap(code.fn))
     return fn
 
 

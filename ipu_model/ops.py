@@ -217,8 +217,9 @@ def _local_partials(graph: Graph, view: Tensor, op: str, name: str) -> tuple[Pro
         for tile, positions in tile_ranges(view[r]).items():
             parts = w if positions.size >= 64 * w else 1  # many elements: every worker takes a share
             pieces += [(r, tile, chunk) for chunk in _worker_chunks(positions, parts)]
-    per_row = len(pieces) // rows
-    if per_row * rows != len(pieces) or per_row >= length:
+    per_row_counts = np.bincount([r for r, _, _ in pieces], minlength=rows)
+    per_row = int(per_row_counts[0])
+    if np.any(per_row_counts != per_row) or per_row >= length:
         return None
     dtype = "float32" if view.dtype == np.float16 else view.dtype.name
     partial = graph.add_variable((rows, per_row), dtype, f"{name}/partials")
@@ -226,8 +227,6 @@ def _local_partials(graph: Graph, view: Tensor, op: str, name: str) -> tuple[Pro
     code = _reduce_codelet(op, dtype)
     counts = np.zeros(rows, int)
     for r, tile, chunk in pieces:
-        if counts[r] >= per_row:
-            return None
         target = partial[r, counts[r] : counts[r] + 1]
         graph.set_tile_mapping(target, tile)
         src = view[r][chunk]
@@ -338,6 +337,8 @@ def matmul(
     if plan.tiles > graph.num_tiles:
         raise GraphError(f"matmul plan {plan} needs {plan.tiles} tiles, the graph has {graph.num_tiles}")
     pm, pk, pn = plan.pm, plan.pk, plan.pn
+    if not (1 <= pm <= m and 1 <= pk <= k and 1 <= pn <= n):
+        raise GraphError(f"matmul plan {pm}x{pk}x{pn} does not fit {m}x{k}x{n}: need 1 <= pm <= m, pk <= k, pn <= n")
     ms, ks, ns = _splits(m, pm), _splits(k, pk), _splits(n, pn)
     tile = lambda i, j, q: (i * pk + j) * pn + q
     a_rep = graph.add_variable((pn, m, k), in_dtype, f"{name}/A_tiles")

@@ -37,4 +37,5 @@ def test_bench_rejects_unknown_sections():
         text=True,
         timeout=60,
     )
-    assert r.returncode == 2 and "unknown section(s) nope: choose from numerics, unit_scaling, prng, ipu_model" in r.stderr
+    assert r.returncode == 2
+    assert "unknown section(s) nope: choose from numerics, unit_scaling, prng, ipu_model" in r.stderr

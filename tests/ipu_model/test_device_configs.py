@@ -31,7 +31,7 @@ def test_default_device_is_mk2_and_overridable():
 
 
 def test_bad_device_values_are_named():
-    with pytest.raises(ConfigError, match="device.tiles"):
+    with pytest.raises(ConfigError, match=r"device\.tiles"):
         device_from_config({**_compose([]).device, "tiles": 0})
-    with pytest.raises(ConfigError, match="device.cores"):
+    with pytest.raises(ConfigError, match=r"device\.cores"):
         device_from_config({**_compose([]).device, "cores": 3})

@@ -1,0 +1,380 @@
+"""The BSP cost model: exchange, broadcast, compute, worker scheduling, sync and host transfers, each checked
+against hand computations or brute-force references written here."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from ipu_model import (
+    Copy,
+    DeviceToHost,
+    Engine,
+    Execute,
+    Graph,
+    HostToDevice,
+    Sequence,
+    codelet,
+    get_device,
+    ops,
+)
+from ipu_model.cost import schedule_workers
+
+DEV = get_device("mk2", tiles=8)
+SYNC, XRATE, MEMRATE, OVERHEAD, W = (
+    DEV.sync_cycles,
+    DEV.exchange_bytes_per_cycle,
+    DEV.memory_bytes_per_cycle,
+    DEV.vertex_overhead_cycles,
+    DEV.workers,
+)
+
+
+@codelet(inputs=("a",), outputs=("out",))
+def copy_vertex(a):
+    return {"out": a.copy()}
+
+
+@codelet(inputs=("a", "b"), outputs=("out",))
+def add_vertex(a, b):
+    return {"out": a + b}
+
+
+def var(g, shape, tiles, dtype="float32", name="x"):
+    """A variable with an explicit tile per element (`tiles` broadcast to `shape`)."""
+    t = g.add_variable(shape, dtype, name)
+    flat = np.broadcast_to(np.asarray(tiles), t.shape).reshape(-1)
+    for i, tile in enumerate(flat):
+        g.set_tile_mapping(t.flatten()[i], int(tile))
+    return t
+
+
+def run(g, prog, **kw):
+    engine = Engine(g, prog)
+    engine.run(**kw)
+    return engine
+
+
+# ---------------------------------------------------------------------------------------------------- exchange
+def test_exchange_cycles_hand_computed():
+    """x: elements 0-9 on tile 0, 10-15 on tile 1; y: 0-2 on tile 0, 3-15 on tile 2. Copy x -> y moves 13 float32:
+    tile 0 sends 7 (28 B), tile 1 sends 6 (24 B), tile 2 receives 13 (52 B); 3 stay on tile 0 (12 B)."""
+    g = Graph(DEV)
+    x = var(g, 16, [0] * 10 + [1] * 6, name="x")
+    y = var(g, 16, [0] * 3 + [2] * 13, name="y")
+    copy = Copy(x, y)
+    engine = run(g, copy)
+    s = engine.profile.steps[copy.id]
+    assert s.exchange == math.ceil(52 / XRATE) == 13
+    assert s.sync == SYNC
+    assert s.compute == math.ceil(2 * 12 / MEMRATE)  # the on-tile part: a load and a store per byte
+    assert s.exchanged == 52
+    np.testing.assert_array_equal(s.tile_bytes, [28, 24, 52, 0, 0, 0, 0, 0])
+
+
+def test_exchange_rate_is_the_device_field():
+    for rate in (1, 4, 8, 7):
+        g = Graph(get_device("mk2", tiles=2, exchange_bytes_per_cycle=rate))
+        x, y = var(g, 25, 0, name="x"), var(g, 25, 1, name="y")
+        copy = Copy(x, y)
+        assert run(g, copy).profile.steps[copy.id].exchange == math.ceil(100 / rate)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8"])
+def test_twice_the_bytes_never_costs_fewer_exchange_cycles(dtype):
+    size = np.dtype(dtype).itemsize
+    previous = 0
+    for n in range(1, 40):
+        cost = []
+        for m in (n, 2 * n):
+            g = Graph(DEV)
+            x = var(g, m, np.arange(m) % 3, dtype, "x")  # sources spread over tiles 0-2
+            y = var(g, m, 3 + np.arange(m) % 5, dtype, "y")  # destinations over tiles 3-7
+            copy = Copy(x, y)
+            s = run(g, copy).profile.steps[copy.id]
+            # brute force: the busiest sender or receiver
+            sent = np.bincount(np.arange(m) % 3) * size
+            received = np.bincount(3 + np.arange(m) % 5) * size
+            assert s.exchange == math.ceil(max(sent.max(), received.max()) / XRATE)
+            cost.append(s.exchange)
+        assert cost[1] >= cost[0] >= previous
+        previous = cost[0]
+
+
+def test_broadcast_charges_the_sender_once_and_every_receiver():
+    g = Graph(DEV)
+    x = var(g, 3, 0, name="x")
+    y = var(g, (7, 3), np.arange(1, 8)[:, None], name="y")  # row r on tile r + 1
+    bcast = Copy(x.expand_dims(0).broadcast_to((7, 3)), y)
+    engine = run(g, bcast)
+    s = engine.profile.steps[bcast.id]
+    assert s.exchange == math.ceil(12 / XRATE) == 3  # 12 B out of tile 0 once, 12 B into each receiver
+    np.testing.assert_array_equal(s.tile_bytes, [12] * 8)
+    assert s.exchanged == 7 * 12
+    # the same traffic from 7 distinct rows makes tile 0 send 7 times as much
+    g = Graph(DEV)
+    x = var(g, (7, 3), 0, name="x")
+    y = var(g, (7, 3), np.arange(1, 8)[:, None], name="y")
+    copy = Copy(x, y)
+    s = run(g, copy).profile.steps[copy.id]
+    assert s.exchange == math.ceil(84 / XRATE) == 21
+    np.testing.assert_array_equal(s.tile_bytes, [84] + [12] * 7)
+
+
+def test_local_copy_costs_memory_cycles_and_no_sync():
+    g = Graph(DEV)
+    x, y = var(g, 100, 5, name="x"), var(g, 100, 5, name="y")
+    copy = Copy(x, y)
+    s = run(g, copy).profile.steps[copy.id]
+    assert (s.sync, s.exchange, s.exchanged) == (0, 0, 0)
+    assert s.compute == math.ceil(2 * 400 / MEMRATE) == 34
+    assert s.tile_cycles[5] == 34
+
+
+def random_mapping(data, n):
+    kind = data.draw(st.sampled_from(["one", "linear", "explicit"]))
+    if kind == "one":
+        return np.full(n, data.draw(st.integers(0, 7)))
+    if kind == "linear":
+        per = data.draw(st.integers(1, max(n, 1)))
+        first = data.draw(st.integers(0, 7))
+        return (first + np.arange(n) // per) % 8
+    return np.array(data.draw(st.lists(st.integers(0, 7), min_size=n, max_size=n)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_copy_traffic_matches_brute_force(data):
+    """Random mappings and views (transposed, sliced, broadcast sources, several pairs): per-tile bytes in and out
+    computed element by element."""
+    g = Graph(DEV)
+    dtype = data.draw(st.sampled_from(["float32", "float16", "int8"]))
+    size = np.dtype(dtype).itemsize
+    rows, cols = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 7))
+    n = rows * cols
+    x = var(g, (rows, cols), random_mapping(data, n).reshape(rows, cols), dtype, "x")
+    y = var(g, (rows, cols), random_mapping(data, n).reshape(rows, cols), dtype, "y")
+    z = var(g, (cols, rows), random_mapping(data, n).reshape(cols, rows), dtype, "z")
+    form = data.draw(st.sampled_from(["plain", "transpose", "slice", "broadcast", "two pairs"]))
+    event(form)
+    if form == "plain":
+        pairs = [(x, y)]
+    elif form == "transpose":
+        pairs = [(x.T, z)]
+    elif form == "slice":
+        pairs = [(x[:, ::-1][:, : cols // 2 + 1], y[:, cols // 2 :][:, : cols // 2 + 1])]
+        pairs = [(s, d) for s, d in pairs if s.shape == d.shape] or [(x, y)]
+    elif form == "broadcast":
+        pairs = [(x[:1].broadcast_to((rows, cols)), y)]
+    else:
+        pairs = [(x, y), (x.T, z)]
+    copy = Copy([s for s, _ in pairs], [d for _, d in pairs])
+    engine = Engine(g, copy)
+    values = {t.name: np.arange(1, n + 1).astype(dtype).reshape(t.shape) for t in (x, y, z)}
+    engine.write(x, values["x"])
+    engine.run()
+    # brute force
+    bytes_in, local = np.zeros(8), np.zeros(8)
+    sent = set()
+    for s, d in pairs:
+        st_, dt_ = s.tiles().reshape(-1), d.tiles().reshape(-1)
+        for e, a, b in zip(s.idx.reshape(-1), st_, dt_, strict=True):
+            if a != b:
+                bytes_in[b] += size
+                sent.add((s.name, int(e), int(a)))
+            else:
+                local[b] += size
+        np.testing.assert_array_equal(d.read(), s.read())  # the data arrived
+    bytes_out = np.bincount([a for _, _, a in sent], minlength=8) * size
+    stats = engine.profile.steps[copy.id]
+    np.testing.assert_array_equal(stats.tile_bytes, bytes_in + bytes_out)
+    assert stats.exchanged == bytes_in.sum()
+    assert stats.exchange == math.ceil(max(bytes_in.max(), bytes_out.max()) / XRATE)
+    assert stats.sync == (SYNC if bytes_in.any() else 0)
+    assert stats.compute == np.ceil(2 * local / MEMRATE).max()
+
+
+# ----------------------------------------------------------------------------------------------------- compute
+def test_compute_bound_and_exchange_bound_are_told_apart():
+    g = Graph(DEV)
+    a, b = g.add_variable((48, 100), "float32", "a"), g.add_variable((48, 100), "float32", "b")
+    g.map_linearly(a)
+    g.map_linearly(b)
+    prog, _ = ops.elementwise(g, "mul", a, b)  # operands already side by side: no exchange
+    totals = run(g, prog).profile.totals()
+    assert totals["exchange"] == 0 and totals["compute"] > 0
+    assert totals["compute"] > totals["exchange"]
+
+    g = Graph(DEV)
+    big_src, big_dst = var(g, 16384, 0, name="src"), var(g, 16384, 1, name="dst")  # 64 KiB, tile 0 -> 1
+    p, q = var(g, 1, 1, name="p"), var(g, 1, 1, name="q")
+    tiny, _ = ops.elementwise(g, "add", p, q)
+    totals = run(g, Sequence(Copy(big_src, big_dst), tiny)).profile.totals()
+    assert totals["exchange"] == 16384 * 4 / XRATE
+    assert totals["exchange"] > totals["compute"] > 0
+
+
+def test_default_vertex_cycles_hand_computed():
+    """One vertex: overhead + max(flops / per-worker FLOP rate, bytes / per-worker memory rate), rounded up."""
+    for dtype, n in (("float32", 10), ("float16", 40), ("int32", 7)):
+        g = Graph(DEV)
+        a, b, out = (var(g, n, 3, dtype, name) for name in "abo")
+        cs = g.add_compute_set()
+        g.add_vertex(cs, add_vertex, 3, a=a, b=b, out=out)
+        ex = Execute(cs)
+        s = run(g, ex).profile.steps[ex.id]
+        size = np.dtype(dtype).itemsize
+        rate = 128 if dtype == "float16" else 32
+        expected = math.ceil(OVERHEAD + max(n / (rate / W), 3 * n * size / (MEMRATE / W)))
+        assert s.compute == expected, dtype
+        assert s.tile_cycles[3] == expected and s.tile_cycles.sum() == expected
+        assert s.flops == n
+    # flops-heavy codelet: arithmetic dominates
+    heavy = codelet(inputs=("a",), outputs=("out",), flops=lambda a, out: 1000 * a[0])(lambda a: {"out": a})
+    g = Graph(DEV)
+    a, out = var(g, 8, 0, "float16", "a"), var(g, 8, 0, "float16", "out")
+    cs = g.add_compute_set()
+    g.add_vertex(cs, heavy, 0, a=a, out=out)
+    ex = Execute(cs)
+    s = run(g, ex).profile.steps[ex.id]
+    assert s.compute == math.ceil(OVERHEAD + 8000 / (128 / W)) == 405
+    assert s.flops == 8000
+
+
+def vertices_compute(count, tile=2, code=copy_vertex):
+    g = Graph(DEV)
+    a, out = var(g, count, tile, name="a"), var(g, count, tile, name="out")
+    cs = g.add_compute_set()
+    for v in range(count):
+        g.add_vertex(cs, code, tile, a=a[v : v + 1], out=out[v : v + 1])
+    ex = Execute(cs)
+    return run(g, ex).profile.steps[ex.id].compute
+
+
+def test_six_workers_run_six_vertices_at_once():
+    one = vertices_compute(1)
+    assert one == math.ceil(OVERHEAD + 8 / (MEMRATE / W))
+    for count in range(1, 7):
+        assert vertices_compute(count) == one
+    assert vertices_compute(7) == 2 * one
+    assert vertices_compute(12) == 2 * one
+    assert vertices_compute(13) == 3 * one
+
+
+def test_custom_cycles_are_scheduled_greedily():
+    costs = [3, 1, 1, 1, 1, 1, 5, 4, 2]
+    code = codelet(inputs=("a",), outputs=("out",), cycles=lambda dev, a, out: float(costs[a[0] - 1]))(
+        lambda a: {"out": a}
+    )
+    g = Graph(DEV)
+    cs = g.add_compute_set()
+    for v in range(len(costs)):  # field shapes tell the cycles function which vertex it prices
+        a, out = var(g, v + 1, 0, name="a"), var(g, v + 1, 0, name="o")
+        g.add_vertex(cs, code, 0, a=a, out=out)
+    ex = Execute(cs)
+    # workers 0-5 take 3,1,1,1,1,1; 5 -> worker 1 (free first, at 1; ends 6); 4 -> worker 2 (ends 5); 2 -> worker 3
+    assert run(g, ex).profile.steps[ex.id].compute == 6
+
+
+def brute_force_schedule(tiles, cycles, num_tiles, workers):
+    free = [[0.0] * workers for _ in range(num_tiles)]
+    worker = []
+    for t, c in zip(tiles, cycles, strict=True):
+        w = min(range(workers), key=lambda k: (free[t][k], k))
+        worker.append(w)
+        free[t][w] += c
+    return np.array(worker, dtype=np.int64), np.array([max(f) for f in free])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    num_tiles=st.integers(1, 5),
+    workers=st.integers(1, 6),
+    data=st.data(),
+)
+def test_schedule_workers_matches_brute_force(num_tiles, workers, data):
+    n = data.draw(st.integers(0, 30))
+    tiles = data.draw(st.lists(st.integers(0, num_tiles - 1), min_size=n, max_size=n))
+    # positive costs, as every real vertex has (the launch overhead at least); integers make ties common
+    cycles = data.draw(st.lists(st.one_of(st.integers(1, 20), st.floats(0.5, 100)), min_size=n, max_size=n))
+    worker, makespan = schedule_workers(np.array(tiles, np.int64), np.array(cycles, float), num_tiles, workers)
+    ref_worker, ref_makespan = brute_force_schedule(tiles, cycles, num_tiles, workers)
+    np.testing.assert_array_equal(worker, ref_worker)
+    np.testing.assert_array_equal(makespan, ref_makespan)
+
+
+def test_schedule_workers_crowded_tile_example():
+    tiles = np.array([0, 1, 0, 0, 0, 1, 0])
+    cycles = np.array([5.0, 2.0, 1.0, 1.0, 3.0, 2.0, 1.0])
+    worker, makespan = schedule_workers(tiles, cycles, 2, 2)
+    # tile 0, 2 workers: 5->w0, 1->w1 (1), 1->w1 (2), 3->w1 (5), 1->w0 ties at 5: lowest id -> w0 (6)
+    np.testing.assert_array_equal(worker, [0, 0, 1, 1, 1, 1, 0])
+    np.testing.assert_array_equal(makespan, [6.0, 2.0])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float16"])
+def test_more_rows_never_fewer_cycles(dtype):
+    previous = 0.0
+    for rows in range(1, 41):
+        g = Graph(DEV)
+        a, b = g.add_variable((rows, 5), dtype, "a"), g.add_variable((rows, 5), dtype, "b")
+        g.map_linearly(a)
+        g.map_linearly(b)
+        prog, _ = ops.elementwise(g, "add", a, b)
+        compute = run(g, prog).profile.totals()["compute"]
+        assert compute >= previous, rows
+        previous = compute
+    assert previous > vertices_compute(1)
+
+
+# -------------------------------------------------------------------------------------------------------- sync
+def test_sync_is_paid_once_per_superstep():
+    g = Graph(DEV)
+    x, y = var(g, 6, 0, name="x"), var(g, 6, 1, name="y")
+    z = var(g, 6, 1, name="z")
+    cs_a, cs_b, cs_c = (g.add_compute_set(n) for n in "abc")
+    for cs in (cs_a, cs_b, cs_c):
+        g.add_vertex(cs, copy_vertex, 1, a=y, out=z)
+    first = Execute(cs_a, name="first")
+    remote = Copy(x, y, name="remote")
+    after_copy = Execute(cs_b, name="after_copy")
+    after_execute = Execute(cs_c, name="after_execute")
+    local = Copy(z, y, name="local")
+    after_local = Execute(cs_a, name="after_local")
+    host = HostToDevice("in", x, name="host")
+    after_host = Execute(cs_b, name="after_host")
+    out = DeviceToHost(z, "out", name="out")
+    prog = Sequence(first, remote, after_copy, after_execute, local, after_local, host, after_host, out)
+    engine = run(g, prog, inputs={"in": np.zeros(6)})
+    sync = {s.name: s.sync for s in engine.profile.steps.values()}
+    assert sync == {
+        prog.name: 0,
+        "first": SYNC,  # the program's first superstep
+        "remote": SYNC,  # an exchange starts with a sync...
+        "after_copy": 0,  # ...which the compute after it shares
+        "after_execute": SYNC,  # back-to-back compute sets: one sync each
+        "local": 0,  # an on-tile copy needs no exchange
+        "after_local": SYNC,
+        "host": SYNC,
+        "after_host": 0,
+        "out": SYNC,
+    }
+    assert engine.profile.totals()["sync"] == 6 * SYNC
+
+
+def test_host_transfer_cycles_hand_computed():
+    """A host copy costs the slower of the link (one direction: 32 GB/s) and the busiest receiving tile."""
+    link = 64e9 / 2 / 1.33e9  # bytes per cycle, about 24.06
+    for tiles, expected in (([0], max(4000 / link, 4000 / XRATE)), (list(range(8)), max(4000 / link, 500 / XRATE))):
+        g = Graph(DEV)
+        x = g.add_variable(1000, "float32", "x")
+        g.map_linearly(x, tiles=tiles)
+        h2d, d2h = HostToDevice("in", x), DeviceToHost(x, "out")
+        engine = run(g, Sequence(h2d, d2h), inputs={"in": np.ones(1000)})
+        for p in (h2d, d2h):
+            s = engine.profile.steps[p.id]
+            assert s.host == math.ceil(expected)
+            assert (s.sync, s.exchanged) == (SYNC, 4000)
+    assert math.ceil(4000 / link) == 167  # spread over 8 tiles the link is the bottleneck
