@@ -91,6 +91,68 @@ def load_shakespeare() -> CharCorpus:
     )
 
 
+_SPEAKER = re.compile(r"\*\*[^*]+\*\*")  # a line that is only a bold name
+# a stage direction: italic with underscores (_Exit_, _\[Aside]_), Edward III's single asterisks (*Exeunt.*), or
+# a broken "[Within]_"; as a whole paragraph (possibly several lines) or as one line of a speech
+_DIRECTION = re.compile(r"_.*_|\*[^*].*\*|\[.*\]_", re.DOTALL)
+
+
+def play_speeches(markdown: str) -> list[str]:
+    """The speeches of one play's markdown, in order, as plain text (see `speeches` for the rule)."""
+    found: list[list[str]] = []
+    current: list[str] | None = None
+    for paragraph in re.split(r"\n[ \t]*\n", markdown):
+        lines = [line.rstrip() for line in paragraph.strip("\n").split("\n")]
+        if not any(lines):
+            continue
+        if lines[0].startswith("#"):  # act or scene heading: the speech ends
+            current = None
+            continue
+        if _SPEAKER.fullmatch(lines[0]):
+            current = []
+            found.append(current)
+            lines = lines[1:]
+        elif _DIRECTION.fullmatch("\n".join(lines)):
+            continue  # the speaker goes on after an Enter/Exit
+        if current is not None:
+            current.extend(clean_markdown(line).rstrip("\n") for line in lines if not _DIRECTION.fullmatch(line))
+    return ["\n".join(lines) for lines in found if any(lines)]
+
+
+@lru_cache(maxsize=1)
+def _speeches() -> dict[str, tuple[np.ndarray, ...]]:
+    corpus = load_shakespeare()
+    lookup = np.zeros(0x110000, np.uint8)
+    for i, c in enumerate(corpus.vocab[1:], start=1):
+        lookup[ord(c)] = i
+    texts: dict[str, list[str]] = {s: [] for s in SPLITS}
+    for i, path in enumerate(sorted(plays_directory().rglob("*.md"), key=lambda p: p.stem)):
+        texts[split_of(i)].extend(play_speeches(path.read_text(encoding="utf-8")))
+    out = {}
+    for split, speeches_ in texts.items():
+        ids = lookup[np.frombuffer("".join(speeches_).encode("utf-32-le"), dtype=np.uint32)]
+        ids.setflags(write=False)
+        out[split] = tuple(np.split(ids, np.cumsum([len(t) for t in speeches_])[:-1]))
+    return out
+
+
+def speeches(split: str) -> list[np.ndarray]:
+    r"""The split's plays as a list of speeches, each uint8 token ids in `load_shakespeare()`'s vocabulary (id 0 for
+    characters unseen in training), in play order (plays sorted by name, as the split) and then text order.
+
+    A speech is what one speaker says in one go: it starts at a speaker line (the markdown's bold NAME line; the
+    name itself is not part of the speech) and runs over the following lines and paragraphs until the next speaker
+    line or act/scene heading. Stage directions are left out, whether whole paragraphs or single lines (_Exit_,
+    _\[Aside]_, *Exeunt.*), and do not end the speech (a speaker goes on after an Enter or Exit). Lines are cleaned
+    as in `load_shakespeare` and joined with newlines, with no trailing newline; speeches without a spoken line are
+    dropped, as is text outside any speech (titles, headings, directions before the first speaker). Songs and
+    readings inside a speech stay in it. Lengths are skewed: many one-line speeches, a tail of long ones.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"speeches: split must be one of {', '.join(SPLITS)}, got {split!r}")
+    return list(_speeches()[split])
+
+
 def sample_windows(data: np.ndarray, length: int, count: int, rng: np.random.Generator) -> np.ndarray:
     """`count` random windows of `length` consecutive ids, as int32 [count, length]."""
     if len(data) <= length:

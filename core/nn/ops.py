@@ -150,6 +150,26 @@ class Ops:
         v = us.scale_bwd(v, bwd / seq)
         return self.q_product(us.scale_fwd(jnp.einsum("...qk,...kd->...qd", probs, v), fwd / seq))
 
+    def masked_attention(self, q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array) -> jax.Array:
+        """softmax(q k^T / sqrt(d), over the keys where `mask` is True) v for q [..., Sq, d], k, v [..., Sk, d] and
+        a boolean mask broadcastable to [..., Sq, Sk] (True: the query may attend to the key).
+
+        Masked keys get the dtype's most negative score rather than -inf, and the probabilities are zeroed where
+        the mask is False afterwards, so a query row with no key allowed yields zeros, with finite gradients
+        (never NaN). Regular scaling only: unit scaling's constant output scales assume a known attention pattern
+        (causal_attention derives them for the causal one); under an arbitrary mask they would depend on the data.
+        """
+        if self.unit:
+            raise NotImplementedError(
+                "Ops.masked_attention: unit scaling (scaling='unit') is not implemented for masked attention: its "
+                "scales depend on the mask, which is data; use scaling='regular'"
+            )
+        q, k, v = self.q_operand(q), self.q_operand(k), self.q_operand(v)
+        scores = self.q_product(jnp.einsum("...qd,...kd->...qk", q, k) / math.sqrt(q.shape[-1]))
+        scores = jnp.where(mask, scores, jnp.finfo(scores.dtype).min)
+        probs = jnp.where(mask, jax.nn.softmax(scores, axis=-1), 0.0)
+        return self.q_product(jnp.einsum("...qk,...kd->...qd", self.q_operand(probs), v))
+
     def cross_entropy(self, logits: jax.Array, labels: jax.Array) -> jax.Array:
         """Mean next-token cross-entropy in nats (unit: with the gradient of the sum, scaled per the paper)."""
         logits = self.q(logits)

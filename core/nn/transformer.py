@@ -1,5 +1,6 @@
 """A small decoder-only transformer LM, pre-norm or post-norm, built on core.nn.ops so that the same code is the
-regular model or its unit-scaled twin, in any number format.
+regular model or its unit-scaled twin, in any number format. Its blocks take the attention function as an argument
+(causal here; masked bidirectional in core.nn.encoder), so the encoder shares them.
 
     model = TransformerLM(vocab=80, d_model=128, depth=8, heads=4, seq_len=256, ops=Ops(scaling="unit"))
     params = model.init(key, ids)
@@ -8,11 +9,16 @@ regular model or its unit-scaled twin, in any number format.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from core.nn.ops import Ops
+
+# (q, k, v) [..., heads, seq, head_dim] -> [..., heads, seq, head_dim]; None means the ops' causal attention
+AttentionFn = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
 
 
 def _normal(std: float):
@@ -50,13 +56,13 @@ class Attention(nn.Module):
     depth: int
 
     @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: jax.Array, attend: AttentionFn | None = None) -> jax.Array:
         *lead, seq, d_model = x.shape
         head_dim = d_model // self.heads
         qkv = Linear(3 * d_model, self.ops, name="qkv")(x)
         qkv = qkv.reshape(*lead, seq, 3, self.heads, head_dim)
         q, k, v = (jnp.moveaxis(qkv[..., i, :, :], -2, -3) for i in range(3))  # [..., heads, seq, head_dim]
-        y = self.ops.causal_attention(q, k, v)
+        y = (self.ops.causal_attention if attend is None else attend)(q, k, v)
         y = jnp.moveaxis(y, -3, -2).reshape(*lead, seq, d_model)
         return Linear(d_model, self.ops, std=self.ops.init_std(residual_output=True, depth=self.depth), name="out")(y)
 
@@ -81,11 +87,13 @@ class Block(nn.Module):
     norm: str = "pre"
 
     @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: jax.Array, attend: AttentionFn | None = None) -> jax.Array:
+        """`attend`: the attention function (default: causal)."""
         ops = self.ops
+        attention = Attention(self.heads, ops, self.depth, name="attention")
         for j, (kind, branch) in enumerate(
             (
-                ("attention", Attention(self.heads, ops, self.depth, name="attention")),
+                ("attention", lambda h: attention(h, attend)),
                 ("mlp", MLP(ops, self.depth, name="mlp")),
             )
         ):
