@@ -1,0 +1,58 @@
+"""The paper's packing table: efficiency, speed-up and run time of SPFHP, LPFHP and NNLSHP on the published length
+histograms, next to the paper's figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.packing import pack_histogram, published_histogram, speedup_bound
+
+# Krell et al. 2021 (refs/PAPERS.md): (histogram, method, max sequences per pack) -> (efficiency %, speed-up), as
+# printed in the paper, so that ours can be compared to the published digits.
+PUBLISHED: dict[tuple[str, str, int], tuple[str, str]] = {
+    ("wikipedia_512", "spfhp", 12): ("99.604", "1.99340"),
+    ("wikipedia_512", "lpfhp", 12): ("99.813", "1.99758"),
+    ("wikipedia_512", "nnlshp", 3): ("99.75", "1.99625"),
+    ("squad_1_1_384", "spfhp", 3): ("97.55", "2.177"),
+}
+PUBLISHED_BOUND = {"wikipedia_512": "2.0013", "squad_1_1_384": "2.232"}
+PUBLISHED_SECONDS = {("wikipedia_512", "spfhp"): 0.02, ("wikipedia_512", "nnlshp"): 28.4}
+LABELS = {"wikipedia_512": "Wikipedia, L=512", "squad_1_1_384": "SQuAD 1.1, L=384"}
+
+
+@dataclass
+class Cell:
+    histogram: str
+    method: str
+    limit: int
+    packs: int
+    efficiency: float
+    speedup: float
+    bound: float
+    seconds: float
+
+    @property
+    def published(self) -> tuple[str, str] | None:
+        return PUBLISHED.get((self.histogram, self.method, self.limit))
+
+
+def packing_table(histograms, methods, limits, nnlshp_max_depth: int, progress=None) -> list[Cell]:
+    """Pack every published histogram with every method and limit (NNLSHP only up to `nnlshp_max_depth`: its
+    strategy enumeration grows as L^(depth - 1)). Cells the paper reports are always included."""
+    jobs = []
+    for name in histograms:
+        wanted = {(m, int(k)) for m in methods for k in limits}
+        wanted |= {(m, k) for (h, m, k) in PUBLISHED if h == name and m in methods}
+        jobs += [(name, m, k) for m, k in sorted(wanted) if m != "nnlshp" or k <= nnlshp_max_depth]
+    cells = []
+    for name, method, limit in progress(jobs, desc="packing") if progress else jobs:
+        h, L = published_histogram(name)
+        r = pack_histogram(h, L, limit, method)
+        cells.append(Cell(name, method, limit, r.num_packs, r.efficiency, r.speedup, speedup_bound(h, L), r.seconds))
+    return cells
+
+
+def matches_published(value: float, printed: str, percent: bool = False) -> bool:
+    """True if `value` rounds to the printed figure at the printed number of decimals."""
+    decimals = len(printed.split(".")[1]) if "." in printed else 0
+    return f"{(100 * value if percent else value):.{decimals}f}" == printed
