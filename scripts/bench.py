@@ -216,6 +216,75 @@ def bench_ipu_model(quick: bool) -> list[Comparison]:
     return rows
 
 
+@section("packing")
+def bench_packing(quick: bool) -> list[Comparison]:
+    """Histogram packing (SPFHP, LPFHP) against per-sequence first-fit decreasing, the textbook bin-packing peer,
+    on the same sequences; and NNLSHP's time against SPFHP's."""
+    import numpy as np
+
+    from core.bench import time_call
+    from core.packing import pack_histogram, published_histogram
+
+    def first_fit_decreasing(lengths: np.ndarray, L: int, limit: int) -> int:
+        rooms: list[int] = []  # room left per open pack (a pack leaves when full or at the limit)
+        counts: list[int] = []
+        packs = 0
+        for x in np.sort(lengths)[::-1].tolist():
+            for j, room in enumerate(rooms):
+                if room >= x:
+                    rooms[j] -= x
+                    counts[j] += 1
+                    if rooms[j] == 0 or counts[j] == limit:
+                        rooms.pop(j)
+                        counts.pop(j)
+                    break
+            else:
+                packs += 1
+                if L - x > 0 and limit > 1:
+                    rooms.append(L - x)
+                    counts.append(1)
+        return packs
+
+    full, L = published_histogram("squad_1_1_384")
+    n = 5_000 if quick else 20_000  # the per-sequence peer is quadratic-ish: a random sample of SQuAD's lengths
+    lengths = np.random.default_rng(0).choice(np.repeat(np.arange(1, L + 1), full), n, replace=False)
+    h = np.bincount(lengths - 1, minlength=L)
+    t_ffd = time_call(lambda: first_fit_decreasing(lengths, L, 3), repeat=1, min_seconds=0.0, warmup=0)
+    packs_ffd = first_fit_decreasing(lengths, L, 3)
+    rows = []
+    for method in ("spfhp", "lpfhp"):
+        t = time_call(lambda m=method: pack_histogram(h, L, 3, m))
+        packs = pack_histogram(h, L, 3, method).num_packs
+        name = f"{n:,} SQuAD 1.1 lengths, L=384, 3/pack"
+        size = f"packs: {packs:,} vs {packs_ffd:,}"
+        rows.append(Comparison("packing", name, method.upper(), "per-sequence first-fit decreasing", t, t_ffd, size))
+    wiki, wl = published_histogram("wikipedia_512")
+    t_spfhp = time_call(lambda: pack_histogram(wiki, wl, 12, "spfhp"))
+    rows.append(
+        Comparison(
+            "packing",
+            "Wikipedia (16.3M sequences, L=512, 12/pack)",
+            "SPFHP",
+            "the paper's SPFHP run (0.02 s)",
+            t_spfhp,
+            0.02,
+        )
+    )
+    if not quick:
+        t_nnls = time_call(lambda: pack_histogram(wiki, wl, 3, "nnlshp"), repeat=1, min_seconds=0.0, warmup=0)
+        rows.append(
+            Comparison(
+                "packing",
+                "Wikipedia (16.3M sequences, L=512, 3/pack)",
+                "NNLSHP",
+                "the paper's NNLSHP run (28.4 s)",
+                t_nnls,
+                28.4,
+            )
+        )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--section", action="append", help="run only this section (repeatable)")

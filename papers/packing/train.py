@@ -168,7 +168,7 @@ def train(
     next_eval = (result.sequences // cfg.eval_every + 1) * cfg.eval_every
     bar = progress(total=cfg.sequences, initial=result.sequences, desc=mode, unit="seq")
     losses: list[float] = []
-    compiled = result.steps > 0
+    compiled = False  # the first step of every process compiles: keep it out of the timing
     while result.sequences < cfg.sequences:
         for b in _epoch_batches(cfg, corpus, mode, seed, result, rows, width):
             t0 = time.perf_counter()
