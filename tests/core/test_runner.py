@@ -11,6 +11,9 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
+# every paper config, and the toy paper of the test fixtures
+ALL_PAPERS = sorted([*(p.stem for p in (REPO_ROOT / "configs" / "paper").glob("*.yaml")), "toy"])
+
 
 def only_run_dir(root: Path, paper: str = "toy") -> Path:
     runs = [p for p in (root / paper).iterdir() if p.is_dir() and p.name not in ("checkpoints",) and not p.is_symlink()]
@@ -77,7 +80,7 @@ def test_default_scale_uses_the_paper_yaml(cli, tmp_path):
     ("args", "message"),
     [
         ([], "no paper chosen: pass paper=<name>"),
-        (["paper=nope"], "unknown paper 'nope': choose one of prng, toy, unit_scaling"),
+        (["paper=nope"], f"unknown paper 'nope': choose one of {', '.join(ALL_PAPERS)}"),
         (
             ["paper=toy", "toy.foo=1"],
             "unknown config key 'toy.foo': allowed keys under 'toy' are samples_per_chunk, chunks",
