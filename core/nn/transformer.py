@@ -10,6 +10,7 @@ regular model or its unit-scaled twin, in any number format. Its blocks take the
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import flax.linen as nn
 import jax
@@ -19,6 +20,8 @@ from core.nn.ops import Ops
 
 # (q, k, v) [..., heads, seq, head_dim] -> [..., heads, seq, head_dim]; None means the ops' causal attention
 AttentionFn = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
+# the same with the block's index first: (layer, q, k, v)
+LayerAttentionFn = Callable[[int, jax.Array, jax.Array, jax.Array], jax.Array]
 
 
 def _normal(std: float):
@@ -133,17 +136,26 @@ class TransformerLM(nn.Module):
         self.final_norm = LayerNorm(self.ops, name="final_norm") if self.norm == "pre" else None
         self.head = Linear(self.vocab, self.ops, use_bias=False, name="head")
 
-    def __call__(self, ids: jax.Array) -> jax.Array:
-        """Logits [..., seq, vocab] for token ids [..., seq]."""
+    def __call__(
+        self, ids: jax.Array, positions: jax.Array | None = None, attend: LayerAttentionFn | None = None
+    ) -> jax.Array:
+        """Logits [..., seq, vocab] for token ids [..., seq].
+
+        For decoding with a KV cache (core.nn.decoding): `positions` [..., seq] are the tokens' positions (default
+        0..seq-1) and `attend(layer, q, k, v)` replaces the causal attention of every block, so a cache can supply
+        the keys and values of earlier tokens.
+        """
         seq = ids.shape[-1]
         if seq > self.seq_len:
             raise ValueError(f"TransformerLM: sequence of {seq} tokens exceeds seq_len {self.seq_len}")
         tok = self.ops.embedding(ids, self.token_embedding)
+        if positions is None:
+            positions = jnp.broadcast_to(jnp.arange(seq), ids.shape)
         # one lookup per token (not one per position), so the embedding's gradient scale counts every use
-        pos = self.ops.embedding(jnp.broadcast_to(jnp.arange(seq), ids.shape), self.position_embedding)
+        pos = self.ops.embedding(positions, self.position_embedding)
         x = self.ops.q(tok + pos) if not self.ops.unit else self.ops.q((tok + pos) * 2**-0.5)
-        for block in self.blocks:
-            x = block(x)
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if attend is None else partial(attend, i))
         if self.final_norm is not None:
             x = self.final_norm(x)
         return self.head(x)

@@ -1,0 +1,127 @@
+"""SparQ Attention: Bandwidth-Efficient LLM Inference (Ribar et al., ICML 2024, arXiv 2312.04985).
+
+A character-level LM trained on Shakespeare (papers.sparq.model) decodes with dense attention, SparQ, H2O and a
+local window (papers.sparq.attention) at several compression ratios; the repetition task and held-out BPC measure
+what each keeps; decode-step attention time is measured dense vs SparQ at S = 16384 (papers.sparq.speed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.config import ConfigError, check_choice, check_range
+from core.data.shakespeare import evaluation_windows, load_shakespeare
+from core.progress import progress
+from core.report import Report
+from core.runner import current_run
+from papers.sparq.attention import dense_attention, h2o_attention, local_attention, sparq_attention
+from papers.sparq.model import model_key, train_model
+from papers.sparq.tasks import bits_per_character, make_method, repetition
+
+BASELINES = ("sparq", "h2o", "local")
+
+
+@dataclass
+class ModelConfig:
+    d_model: int = 128
+    depth: int = 2
+    heads: int = 2  # head dimension 64: room for SparQ's r at 1/16 of the transfer
+    seq_len: int = 512
+    batch_size: int = 8
+    steps: int = 1500
+    lr: float = 2e-3
+    warmup: int = 100
+    repeat_share: float = 0.5  # windows whose end repeats an earlier span (teaches copying)
+    repeat_span: int = 192
+    seed: int = 0
+    checkpoint_every: int = 250
+
+    def __post_init__(self) -> None:
+        check_range("sparq.model.d_model", self.d_model, ge=8)
+        check_range("sparq.model.depth", self.depth, ge=1)
+        check_range("sparq.model.heads", self.heads, ge=1)
+        if self.d_model % self.heads:
+            raise ConfigError(f"sparq.model.d_model={self.d_model} is not divisible by heads={self.heads}")
+        check_range("sparq.model.seq_len", self.seq_len, ge=32, le=8192)
+        check_range("sparq.model.steps", self.steps, ge=1)
+        check_range("sparq.model.lr", self.lr, gt=0)
+        check_range("sparq.model.repeat_share", self.repeat_share, ge=0, le=1)
+        check_range("sparq.model.repeat_span", self.repeat_span, ge=1, le=self.seq_len // 2)
+
+
+@dataclass
+class Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    methods: list[str] = field(default_factory=lambda: list(BASELINES))
+    ratios: list[float] = field(default_factory=lambda: [1 / 2, 1 / 4, 1 / 8, 1 / 16])
+    claim_ratio: float = 1 / 8
+    repetition_examples: int = 32
+    prompt_len: int = 128
+    generate: int = 64
+    bpc_windows: int = 16
+    bpc_prefill: int = 256
+    speed_seq: int = 16384
+    speed_rows: int = 32  # batch x heads of the decode-step timing
+    speed_r: int = 16
+    speed_k: int = 128
+
+    def __post_init__(self) -> None:
+        for m in self.methods:
+            check_choice("sparq.methods", m, BASELINES)
+        for r in self.ratios:
+            check_range("sparq.ratios", r, gt=0, le=1)
+        if self.claim_ratio not in self.ratios:
+            raise ConfigError(f"sparq.claim_ratio={self.claim_ratio} must be one of sparq.ratios {self.ratios}")
+        check_range("sparq.prompt_len", self.prompt_len, ge=1)
+        check_range("sparq.generate", self.generate, ge=1)
+        context = self.model.seq_len - self.prompt_len - self.generate
+        if context < self.prompt_len + self.generate:
+            raise ConfigError(
+                f"sparq.model.seq_len={self.model.seq_len} leaves a context of {context} characters: it must hold "
+                f"prompt_len + generate = {self.prompt_len + self.generate}"
+            )
+        check_range("sparq.bpc_prefill", self.bpc_prefill, ge=1, lt=self.model.seq_len)
+        check_range("sparq.repetition_examples", self.repetition_examples, ge=1)
+        check_range("sparq.bpc_windows", self.bpc_windows, ge=1)
+        check_range("sparq.speed_seq", self.speed_seq, ge=16)
+        check_range("sparq.speed_r", self.speed_r, ge=1)
+        check_range("sparq.speed_k", self.speed_k, ge=1, le=self.speed_seq)
+
+
+def reproduce(cfg) -> Report:
+    from papers.sparq.report import build_report
+    from papers.sparq.speed import decode_step_times
+
+    c = cfg.sparq
+    corpus = load_shakespeare()
+    run = current_run()
+    root = Path(cfg.output_root) / "sparq" / "models" / model_key(c)
+    model, params, info = train_model(c, corpus, root, resume=run.resume if run else True)
+    head_dim = c.model.d_model // c.model.heads
+    context = c.model.seq_len - c.prompt_len - c.generate
+    texts = evaluation_windows(corpus.test, context, c.repetition_examples)
+    windows = evaluation_windows(corpus.valid, c.model.seq_len, c.bpc_windows)
+    jobs = [make_method("dense", 1.0, head_dim, context + c.prompt_len)]
+    for ratio in c.ratios:
+        for name in c.methods:
+            jobs.append(make_method(name, float(ratio), head_dim, context + c.prompt_len))
+    results = []
+    for method in progress(jobs, desc="methods"):
+        scores, rep_transfer = repetition(model, params, texts, c.prompt_len, c.generate, method, int(cfg.seed))
+        bpc, bpc_transfer = bits_per_character(model, params, windows, c.bpc_prefill, method)
+        results.append(
+            {
+                "method": method,
+                "score": float(scores.mean()),
+                "scores": scores.tolist(),
+                "bpc": bpc,
+                "transfer": rep_transfer,
+                "bpc_transfer": bpc_transfer,
+            }
+        )
+    speed = decode_step_times(S=c.speed_seq, d=128, rows=c.speed_rows, r=c.speed_r, k=c.speed_k)
+    return build_report(cfg, results, info, speed)
+
+
+__all__ = ["Config", "dense_attention", "h2o_attention", "local_attention", "reproduce", "sparq_attention"]

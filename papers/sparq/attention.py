@@ -1,0 +1,191 @@
+"""One decode step of attention: dense, SparQ (Ribar et al. 2024), H2O and a local window, in one interface.
+
+Shapes: q [..., d] (leading dims: batch, heads), K, V [..., S, d] (the KV cache), `length` [...] or None: the number
+of valid cache positions (positions >= length are unused slots of the cache and never attended). Every function
+returns (output [..., d], transfer) where `transfer` counts, per head and step, the K/V/q elements the method reads
+or writes, computed from the sizes of what it actually gathers.
+
+SparQ, exactly as the paper (per head):
+    1. i1 = the r largest |q| components;
+    2. s_hat = softmax(q[i1] . K[:, i1]^T / sqrt(d * sum|q[i1]| / sum|q|))         (over valid positions);
+    3. i2 = the k largest s_hat, the last `local_k` valid positions always included (they count towards k);
+    4. y = softmax(q . K[i2]^T / sqrt(d)) . V[i2];
+    5. out = alpha * y + (1 - alpha) * mean(V over the valid positions), alpha = sum of s_hat over i2.
+Transfer, elements per head per step: q and the output (2d), K[:, i1] (S r; the paper keeps a second, transposed
+copy of K so these are contiguous), K[i2] and V[i2] (2kd), the running mean of V (d), and the new key and value
+written to the second K copy and the V mean (2d): (2 + 2k)d + d + S r + 2d. Dense: q, output, K, V: (2 + 2S)d.
+
+GQA (`sparq_attention_gqa`): a KV head serves g query heads; i1 comes from |q| summed over the g heads, i2 from
+s_hat averaged over them (one gather of K and V per KV head), y, alpha and the output per query head.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+NEG = -1e30  # a masked score: finite, so a row with nothing valid stays finite
+
+
+def _check(q, K, V, what: str) -> tuple[int, int]:
+    if q.ndim < 1 or K.ndim != q.ndim + 1 or K.shape != V.shape:
+        raise ValueError(
+            f"{what}: q must be [..., d] and K, V [..., S, d] alike; got q {q.shape}, K {K.shape}, V {V.shape}"
+        )
+    if K.shape[:-2] != q.shape[:-1] or K.shape[-1] != q.shape[-1]:
+        raise ValueError(f"{what}: leading dims and d of q {q.shape} and K {K.shape} must match")
+    return K.shape[-2], q.shape[-1]
+
+
+def _valid(S: int, length, lead: tuple[int, ...]) -> jax.Array:
+    pos = jnp.arange(S)
+    if length is None:
+        return jnp.broadcast_to(pos < S, (*lead, S))
+    return pos < jnp.broadcast_to(jnp.asarray(length), lead)[..., None]
+
+
+def _softmax(scores, valid):
+    p = jax.nn.softmax(jnp.where(valid, scores, NEG), axis=-1)
+    return jnp.where(valid, p, 0.0)
+
+
+def dense_attention(q, K, V, length=None) -> tuple[jax.Array, int]:
+    S, d = _check(q, K, V, "dense_attention")
+    valid = _valid(S, length, q.shape[:-1])
+    p = _softmax(jnp.einsum("...sd,...d->...s", K, q) / math.sqrt(d), valid)
+    return jnp.einsum("...s,...sd->...d", p, V), (2 + 2 * S) * d
+
+
+def local_attention(q, K, V, *, k: int, length=None) -> tuple[jax.Array, int]:
+    """Attention over the last `k` valid positions only."""
+    S, d = _check(q, K, V, "local_attention")
+    if not 1 <= k <= S:
+        raise ValueError(f"local_attention: k={k} must be in [1, S={S}]")
+    end = jnp.broadcast_to(jnp.asarray(S if length is None else length), q.shape[:-1])
+    idx = jnp.clip(end[..., None] - k + jnp.arange(k), 0, S - 1)  # [..., k]
+    ok = (end[..., None] - k + jnp.arange(k)) >= 0
+    K2 = jnp.take_along_axis(K, idx[..., None], axis=-2)
+    V2 = jnp.take_along_axis(V, idx[..., None], axis=-2)
+    p = _softmax(jnp.einsum("...kd,...d->...k", K2, q) / math.sqrt(d), ok)
+    return jnp.einsum("...k,...kd->...d", p, V2), 2 * d + K2.shape[-2] * d + V2.shape[-2] * d
+
+
+def _check_sparq(S: int, d: int, r: int, k: int, local_k: int, what: str) -> None:
+    if not 1 <= r <= d:
+        raise ValueError(f"{what}: r={r} must be in [1, d={d}]")
+    if not 1 <= k <= S:
+        raise ValueError(f"{what}: k={k} must be in [1, S={S}]")
+    if not 0 <= local_k <= k:
+        raise ValueError(f"{what}: local_k={local_k} must be in [0, k={k}]")
+
+
+def _select(s_hat_for_selection, valid, S: int, k: int, local_k: int, length, lead) -> jax.Array:
+    """Top-k positions by approximate score, the last `local_k` valid positions forced in."""
+    end = jnp.broadcast_to(jnp.asarray(S if length is None else length), lead)[..., None]
+    pos = jnp.arange(S)
+    forced = valid & (pos >= end - local_k)
+    score = jnp.where(forced, 2.0, jnp.where(valid, s_hat_for_selection, -1.0))  # s_hat <= 1 < 2
+    return jax.lax.top_k(score, k)[1]
+
+
+def sparq_attention(q, K, V, *, r: int, k: int, local_k: int = 0, length=None) -> tuple[jax.Array, int]:
+    """SparQ attention for one decode step (see the module docstring). Returns (output, transfer per head)."""
+    S, d = _check(q, K, V, "sparq_attention")
+    _check_sparq(S, d, r, k, local_k, "sparq_attention")
+    lead = q.shape[:-1]
+    valid = _valid(S, length, lead)
+    absq = jnp.abs(q)
+    i1 = jax.lax.top_k(absq, r)[1]  # [..., r]
+    q1 = jnp.take_along_axis(q, i1, axis=-1)
+    K1 = jnp.take_along_axis(K, i1[..., None, :], axis=-1)  # [..., S, r]
+    temperature = jnp.sqrt(d * jnp.sum(jnp.abs(q1), -1) / jnp.sum(absq, -1))
+    s_hat = _softmax(jnp.einsum("...sr,...r->...s", K1, q1) / temperature[..., None], valid)
+    i2 = _select(s_hat, valid, S, k, local_k, length, lead)  # [..., k]
+    ok = jnp.take_along_axis(valid, i2, axis=-1)
+    alpha = jnp.sum(jnp.take_along_axis(s_hat, i2, axis=-1) * ok, -1)
+    K2 = jnp.take_along_axis(K, i2[..., None], axis=-2)
+    V2 = jnp.take_along_axis(V, i2[..., None], axis=-2)
+    y = jnp.einsum("...k,...kd->...d", _softmax(jnp.einsum("...kd,...d->...k", K2, q) / math.sqrt(d), ok), V2)
+    v_mean = jnp.sum(jnp.where(valid[..., None], V, 0.0), -2) / jnp.maximum(jnp.sum(valid, -1), 1)[..., None]
+    out = alpha[..., None] * y + (1 - alpha[..., None]) * v_mean
+    transfer = 2 * d + K1.shape[-2] * K1.shape[-1] + K2.shape[-2] * d + V2.shape[-2] * d + v_mean.shape[-1] + 2 * d
+    return out, transfer
+
+
+def sparq_attention_gqa(q, K, V, *, r: int, k: int, local_k: int = 0, length=None) -> tuple[jax.Array, int]:
+    """SparQ with grouped queries: q [..., g, d] (g query heads per KV head), K, V [..., S, d]. Transfer is per
+    KV head: the g query heads share one gather of K[:, i1], K[i2] and V[i2]."""
+    if q.ndim < 2 or K.ndim != q.ndim or K.shape[:-2] != q.shape[:-2] or K.shape != V.shape:
+        raise ValueError(
+            f"sparq_attention_gqa: q must be [..., g, d] and K, V [..., S, d]; got q {q.shape}, "
+            f"K {K.shape}, V {V.shape}"
+        )
+    S, d, g = K.shape[-2], q.shape[-1], q.shape[-2]
+    _check_sparq(S, d, r, k, local_k, "sparq_attention_gqa")
+    lead = K.shape[:-2]
+    valid = _valid(S, length, lead)  # [..., S]
+    absq = jnp.abs(q)
+    i1 = jax.lax.top_k(jnp.sum(absq, -2), r)[1]  # shared over the group: [..., r]
+    q1 = jnp.take_along_axis(q, i1[..., None, :], axis=-1)  # [..., g, r]
+    K1 = jnp.take_along_axis(K, i1[..., None, :], axis=-1)  # [..., S, r]
+    temperature = jnp.sqrt(d * jnp.sum(jnp.abs(q1), -1) / jnp.sum(absq, -1))  # [..., g]
+    s_hat = _softmax(jnp.einsum("...sr,...gr->...gs", K1, q1) / temperature[..., None], valid[..., None, :])
+    i2 = _select(jnp.mean(s_hat, -2), valid, S, k, local_k, length, lead)  # shared: [..., k]
+    ok = jnp.take_along_axis(valid, i2, axis=-1)  # [..., k]
+    alpha = jnp.sum(jnp.take_along_axis(s_hat, i2[..., None, :], axis=-1) * ok[..., None, :], -1)  # [..., g]
+    K2 = jnp.take_along_axis(K, i2[..., None], axis=-2)
+    V2 = jnp.take_along_axis(V, i2[..., None], axis=-2)
+    p = _softmax(jnp.einsum("...kd,...gd->...gk", K2, q) / math.sqrt(d), ok[..., None, :])
+    y = jnp.einsum("...gk,...kd->...gd", p, V2)
+    v_mean = jnp.sum(jnp.where(valid[..., None], V, 0.0), -2) / jnp.maximum(jnp.sum(valid, -1), 1)[..., None]
+    out = alpha[..., None] * y + (1 - alpha[..., None]) * v_mean[..., None, :]
+    transfer = 2 * g * d + K1.shape[-2] * K1.shape[-1] + K2.shape[-2] * d + V2.shape[-2] * d + d + 2 * d
+    return out, transfer
+
+
+class H2OState(NamedTuple):
+    """Per position: attention accumulated since it entered the cache, and whether it is still kept."""
+
+    score: jax.Array  # [..., S]
+    kept: jax.Array  # [..., S] bool
+
+
+def h2o_init(prefill_probs: jax.Array, length, *, k: int, local_k: int) -> H2OState:
+    """H2O's cache after a dense prefill: the `local_k` most recent positions plus the k - local_k others with the
+    most accumulated attention (column sums of the prefill's causal attention probabilities [..., S, S])."""
+    S = prefill_probs.shape[-1]
+    lead = prefill_probs.shape[:-2]
+    valid = _valid(S, length, lead)
+    score = jnp.sum(prefill_probs, -2) * valid
+    end = jnp.broadcast_to(jnp.asarray(length), lead)[..., None]
+    recent = valid & (jnp.arange(S) >= end - local_k)
+    heavy = jax.lax.top_k(jnp.where(valid & ~recent, score, -1.0), max(k - local_k, 1))[1]
+    chosen = jnp.zeros(valid.shape, bool)
+    if k - local_k > 0:
+        chosen = jnp.put_along_axis(chosen, heavy, True, axis=-1, inplace=False)
+    return H2OState(score, (chosen & valid) | recent)
+
+
+def h2o_attention(q, K, V, state: H2OState, *, k: int, local_k: int, length) -> tuple[jax.Array, int, H2OState]:
+    """One H2O decode step. The newest position (length - 1) joins the cache; attention runs over kept positions;
+    their scores accumulate; if more than k are kept, the one with the least accumulated attention outside the
+    `local_k` most recent is evicted for good. Transfer: q, output, K and V of the k kept positions, and their
+    scores read and written: (2 + 2k)d + 2k."""
+    S, d = _check(q, K, V, "h2o_attention")
+    if not 0 <= local_k <= k <= S:
+        raise ValueError(f"h2o_attention: need 0 <= local_k={local_k} <= k={k} <= S={S}")
+    lead = q.shape[:-1]
+    valid = _valid(S, length, lead)
+    end = jnp.broadcast_to(jnp.asarray(length), lead)[..., None]
+    pos = jnp.arange(S)
+    kept = (state.kept | (pos == end - 1)) & valid
+    p = _softmax(jnp.einsum("...sd,...d->...s", K, q) / math.sqrt(d), kept)
+    out = jnp.einsum("...s,...sd->...d", p, V)
+    score = state.score + p
+    over = jnp.sum(kept, -1) > k
+    candidates = jnp.where(kept & (pos < end - local_k), score, jnp.inf)
+    evict = jax.nn.one_hot(jnp.argmin(candidates, -1), S, dtype=bool) & over[..., None]
+    return out, (2 + 2 * k) * d + 2 * k, H2OState(score, kept & ~evict)
