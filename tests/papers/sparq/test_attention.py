@@ -1,0 +1,183 @@
+"""SparQ and its baselines against a step-by-step numpy reference, transfer counts against the paper's formulas,
+and clear errors for bad arguments."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from papers.sparq.attention import (
+    dense_attention,
+    h2o_attention,
+    h2o_init,
+    local_attention,
+    sparq_attention,
+    sparq_attention_gqa,
+)
+from papers.sparq.speed import _sparq_with_transposed_k
+
+
+def softmax(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def sparq_reference(q, K, V, r, k, local_k, length):
+    """The paper's five steps for one head, in float64 numpy, written independently of the JAX version."""
+    d = q.size
+    K, V = K[:length], V[:length]
+    i1 = np.argsort(-np.abs(q), kind="stable")[:r]
+    temperature = np.sqrt(d * np.abs(q[i1]).sum() / np.abs(q).sum())
+    s_hat = softmax(K[:, i1] @ q[i1] / temperature)
+    forced = list(range(max(length - local_k, 0), length))
+    rest = [i for i in np.argsort(-s_hat, kind="stable") if i not in forced]
+    i2 = np.array(forced + rest[: max(k - len(forced), 0)])
+    alpha = s_hat[i2].sum()
+    y = softmax(K[i2] @ q / np.sqrt(d)) @ V[i2]
+    return alpha * y + (1 - alpha) * V.mean(0)
+
+
+def dense_reference(q, K, V, length):
+    K, V = K[:length], V[:length]
+    return softmax(K @ q / np.sqrt(q.size)) @ V
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    B, H, S, d = 2, 3, 50, 16
+    q = rng.standard_normal((B, H, d))
+    K = rng.standard_normal((B, H, S, d))
+    V = rng.standard_normal((B, H, S, d))
+    length = np.array([[50, 41, 37], [12, 50, 29]])
+    return q, K, V, length
+
+
+@pytest.mark.parametrize(("r", "k", "local_k"), [(4, 8, 0), (4, 8, 2), (16, 12, 12), (1, 1, 0), (8, 20, 5)])
+def test_sparq_matches_the_papers_steps(data, r, k, local_k):
+    q, K, V, length = data
+    out, _ = sparq_attention(
+        jnp.asarray(q, jnp.float32),
+        jnp.asarray(K, jnp.float32),
+        jnp.asarray(V, jnp.float32),
+        r=r,
+        k=k,
+        local_k=local_k,
+        length=jnp.asarray(length),
+    )
+    for b in range(2):
+        for h in range(3):
+            L = int(length[b, h])
+            ref = sparq_reference(q[b, h], K[b, h], V[b, h], r, min(k, L), min(local_k, L), L)
+            np.testing.assert_allclose(np.asarray(out[b, h]), ref, atol=2e-5, err_msg=f"row {b}, head {h}")
+
+
+def test_sparq_with_every_component_and_position_is_dense(data):
+    q, K, V = (jnp.asarray(x, jnp.float32) for x in data[:3])
+    length = jnp.asarray(data[3])
+    S, d = K.shape[-2], q.shape[-1]
+    out, _ = sparq_attention(q, K, V, r=d, k=S, local_k=0, length=length)
+    ref, _ = dense_attention(q, K, V, length)
+    np.testing.assert_allclose(out, ref, atol=2e-6)
+    for b in range(2):
+        for h in range(3):
+            np.testing.assert_allclose(
+                ref[b, h], dense_reference(*(np.asarray(x)[b, h] for x in (q, K, V)), int(length[b, h])), atol=2e-6
+            )
+
+
+def test_a_single_selected_position_takes_the_rest_from_the_mean(data):
+    q, K, V, _ = (jnp.asarray(x, jnp.float32) for x in data)
+    out, _ = sparq_attention(q, K, V, r=16, k=1, local_k=1)  # only the last position, forced in
+    s_hat = jax.nn.softmax(jnp.einsum("...sd,...d->...s", K, q) / 4.0, -1)
+    alpha = s_hat[..., -1:]
+    expected = alpha * V[..., -1, :] + (1 - alpha) * V.mean(-2)
+    np.testing.assert_allclose(out, expected, atol=2e-6)
+
+
+@pytest.mark.parametrize(("S", "d", "r", "k"), [(2048, 128, 16, 128), (512, 64, 8, 32), (100, 16, 1, 1)])
+def test_transfer_counts_equal_the_papers_formulas(S, d, r, k):
+    q, K = jnp.ones((1, d)), jnp.ones((1, S, d))
+    _, dense = dense_attention(q, K, K)
+    _, sparq = sparq_attention(q, K, K, r=r, k=k, local_k=k // 4)
+    _, local = local_attention(q, K, K, k=k)
+    assert dense == (2 + 2 * S) * d
+    assert sparq == (2 + 2 * k) * d + d + S * r + 2 * d
+    assert local == (2 + 2 * k) * d
+    if (S, d, r, k) == (2048, 128, 16, 128):
+        assert sparq / dense == pytest.approx(1 / 8, rel=0.02)  # the paper's example
+
+
+def test_gqa_with_one_query_head_is_sparq_and_shares_the_gather(data):
+    q, K, V = (jnp.asarray(x, jnp.float32) for x in data[:3])
+    length = jnp.asarray(data[3])
+    single, t1 = sparq_attention(q, K, V, r=4, k=8, local_k=2, length=length)
+    grouped, tg = sparq_attention_gqa(q[..., None, :], K, V, r=4, k=8, local_k=2, length=length)
+    np.testing.assert_allclose(grouped[..., 0, :], single, atol=1e-6)
+    assert tg == t1
+    q4 = jnp.asarray(np.random.default_rng(1).standard_normal((2, 3, 4, 16)), jnp.float32)
+    out, t4 = sparq_attention_gqa(q4, K, V, r=4, k=8, local_k=2, length=length)
+    assert out.shape == (2, 3, 4, 16) and t4 == t1 + 3 * 2 * 16  # only q and the outputs grow with the group
+    # i1 from |q| summed over the group: with identical heads the group behaves as one head
+    same = jnp.repeat(q[..., None, :], 4, axis=-2)
+    out_same, _ = sparq_attention_gqa(same, K, V, r=4, k=8, local_k=2, length=length)
+    np.testing.assert_allclose(out_same[..., 2, :], single, atol=1e-6)
+
+
+def test_local_window_attends_the_last_k(data):
+    q, K, V, length = data
+    out, _ = local_attention(*(jnp.asarray(x, jnp.float32) for x in (q, K, V)), k=5, length=jnp.asarray(length))
+    for b in range(2):
+        for h in range(3):
+            L = int(length[b, h])
+            ref = softmax(K[b, h, L - 5 : L] @ q[b, h] / 4.0) @ V[b, h, L - 5 : L]
+            np.testing.assert_allclose(np.asarray(out[b, h]), ref, atol=2e-6)
+
+
+def test_h2o_keeps_the_budget_and_evicts_the_least_attended():
+    rng = np.random.default_rng(3)
+    S, d, k, local_k = 30, 8, 6, 2
+    q = jnp.asarray(rng.standard_normal((1, d)), jnp.float32)
+    K = jnp.asarray(rng.standard_normal((1, S, d)), jnp.float32)
+    probs = jnp.tril(jnp.ones((1, 20, 20))) / jnp.arange(1, 21)[:, None]  # uniform causal attention
+    state = h2o_init(jnp.pad(probs, ((0, 0), (0, S - 20), (0, S - 20))), 20, k=k, local_k=local_k)
+    assert int(state.kept.sum()) == k
+    assert bool(state.kept[0, 18]) and bool(state.kept[0, 19])  # the recent window
+    assert bool(state.kept[0, 0])  # the first position gathered the most attention
+    for length in range(21, 26):
+        _, transfer, new = h2o_attention(q, K, K, state, k=k, local_k=local_k, length=length)
+        assert int(new.kept.sum()) == k and bool(new.kept[0, length - 1])
+        assert transfer == (2 + 2 * k) * d + 2 * k
+        evicted = np.flatnonzero(np.asarray(state.kept[0] | (np.arange(S) == length - 1)) & ~np.asarray(new.kept[0]))
+        if evicted.size:
+            kept_before = np.flatnonzero(np.asarray(state.kept[0]) & (np.arange(S) < length - local_k))
+            scores = np.asarray(new.score[0])
+            assert scores[evicted[0]] == scores[kept_before].min()
+        state = new
+
+
+def test_speed_kernel_computes_sparq():
+    key = jax.random.split(jax.random.key(1), 3)
+    q = jax.random.normal(key[0], (4, 64))
+    K = jax.random.normal(key[1], (4, 300, 64))
+    V = jax.random.normal(key[2], (4, 300, 64))
+    fast = _sparq_with_transposed_k(q, K, jnp.swapaxes(K, -1, -2), V, jnp.mean(V, -2), 8, 40)
+    ref, _ = sparq_attention(q, K, V, r=8, k=40, local_k=10)
+    np.testing.assert_allclose(fast, ref, atol=1e-5)
+
+
+def test_jit_and_bad_arguments():
+    q, K = jnp.ones((2, 8)), jnp.ones((2, 10, 8))
+    jax.jit(lambda q, K: sparq_attention(q, K, K, r=2, k=3)[0])(q, K)
+    with pytest.raises(ValueError, match=r"r=9 must be in \[1, d=8\]"):
+        sparq_attention(q, K, K, r=9, k=3)
+    with pytest.raises(ValueError, match=r"k=11 must be in \[1, S=10\]"):
+        sparq_attention(q, K, K, r=2, k=11)
+    with pytest.raises(ValueError, match=r"local_k=4 must be in \[0, k=3\]"):
+        sparq_attention(q, K, K, r=2, k=3, local_k=4)
+    with pytest.raises(ValueError, match="leading dims and d"):
+        sparq_attention(jnp.ones((3, 8)), K, K, r=2, k=3)
+    with pytest.raises(ValueError, match="K, V"):
+        dense_attention(q, K, jnp.ones((2, 9, 8)))

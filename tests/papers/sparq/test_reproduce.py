@@ -1,0 +1,51 @@
+"""The SparQ reproduction end to end at the smoke scale (the LM checkpoint is reused), and its config checks."""
+
+import json
+
+import pytest
+
+from core.config import ConfigError, validate_section
+from papers.sparq import Config
+
+
+def test_smoke_run_reports_every_claim_and_reuses_the_model(cli, tmp_path):
+    args = ["paper=sparq", "scale=smoke", "logger=none", f"output_root={tmp_path}"]
+    r = cli(args, toy=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    results = json.loads((tmp_path / "sparq" / "latest" / "results.json").read_text())
+    ids = [c["id"] for c in results["claims"]]
+    assert ids == [
+        "sparq-repetition",
+        "sparq-bpc",
+        "sparq-beats-h2o",
+        "sparq-beats-local",
+        "transfer-formula",
+        "decode-speed",
+    ]
+    assert next(c for c in results["claims"] if c["id"] == "transfer-formula")["holds"]
+    sweep = next(t for t in results["tables"] if t["name"] == "sweep")
+    assert [row[0] for row in sweep["rows"]] == [
+        "dense",
+        "sparq 1/2",
+        "h2o 1/2",
+        "local 1/2",
+        "sparq 1/8",
+        "h2o 1/8",
+        "local 1/8",
+    ]
+    assert (tmp_path / "sparq" / "latest" / "score_vs_transfer.png").stat().st_size > 1000
+    assert list((tmp_path / "sparq" / "models").iterdir())  # the trained LM is kept
+    again = cli(args, toy=False)
+    assert again.returncode == 0, again.stderr[-3000:]
+    report = (tmp_path / "sparq" / "latest" / "report.md").read_text()
+    assert "loaded from its checkpoint" in report
+
+
+def test_config_errors_name_the_key():
+    validate_section({}, Config, "sparq")
+    with pytest.raises(ConfigError, match=r"sparq.methods='quest' is not allowed: choose one of sparq, h2o, local"):
+        validate_section({"methods": ["quest"]}, Config, "sparq")
+    with pytest.raises(ConfigError, match=r"claim_ratio=0.3 must be one of sparq.ratios"):
+        validate_section({"claim_ratio": 0.3}, Config, "sparq")
+    with pytest.raises(ConfigError, match="leaves a context of"):
+        validate_section({"model": {"seq_len": 300, "repeat_span": 100}}, Config, "sparq")
