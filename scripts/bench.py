@@ -285,6 +285,30 @@ def bench_packing(quick: bool) -> list[Comparison]:
     return rows
 
 
+@section("sparq")
+def bench_sparq(quick: bool) -> list[Comparison]:
+    """Decode-step attention, SparQ against dense, at S=16384 and d=128 over 32 heads (memory-bound), with the
+    fraction of the dense transfer SparQ reads."""
+    from papers.sparq.speed import decode_step_times
+
+    S = 2048 if quick else 16384
+    rows = []
+    for r, k in ((16, 128), (32, 256)):
+        t_dense, t_sparq, transfer = decode_step_times(S=S, d=128, rows=32, r=r, k=k)
+        rows.append(
+            Comparison(
+                "sparq",
+                f"decode step, S={S}, d=128, 32 heads",
+                f"SparQ r={r} k={k}",
+                "dense attention",
+                t_sparq,
+                t_dense,
+                f"transfer {transfer:.3f} of dense",
+            )
+        )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--section", action="append", help="run only this section (repeatable)")
