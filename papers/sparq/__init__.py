@@ -29,11 +29,11 @@ class ModelConfig:
     heads: int = 2  # head dimension 64: room for SparQ's r at 1/16 of the transfer
     seq_len: int = 512
     batch_size: int = 8
-    steps: int = 1500
-    lr: float = 2e-3
+    steps: int = 1800
+    lr: float = 3e-3
     warmup: int = 100
-    repeat_share: float = 0.5  # windows whose end repeats an earlier span (teaches copying)
-    repeat_span: int = 192
+    repeat_share: float = 0.9  # windows whose end repeats an earlier span (teaches copying)
+    repeat_span: int = 224
     seed: int = 0
     checkpoint_every: int = 250
 
@@ -56,6 +56,7 @@ class Config:
     methods: list[str] = field(default_factory=lambda: list(BASELINES))
     ratios: list[float] = field(default_factory=lambda: [1 / 2, 1 / 4, 1 / 8, 1 / 16])
     claim_ratio: float = 1 / 8
+    min_dense_score: float = 8.0  # the repetition claims need a dense model that copies at least this much
     repetition_examples: int = 32
     prompt_len: int = 128
     generate: int = 64
@@ -73,6 +74,7 @@ class Config:
             check_range("sparq.ratios", r, gt=0, le=1)
         if self.claim_ratio not in self.ratios:
             raise ConfigError(f"sparq.claim_ratio={self.claim_ratio} must be one of sparq.ratios {self.ratios}")
+        check_range("sparq.min_dense_score", self.min_dense_score, ge=0)
         check_range("sparq.prompt_len", self.prompt_len, ge=1)
         check_range("sparq.generate", self.generate, ge=1)
         context = self.model.seq_len - self.prompt_len - self.generate
