@@ -47,8 +47,9 @@ def prefill(
     the causal attention probabilities per layer [B, H, P, P] if `keep_probs`)."""
     P = ids.shape[1]
     if not P <= capacity <= model.seq_len:
-        raise ValueError(f"prefill: need prompt length {P} <= capacity {capacity} <= the model's seq_len "
-                         f"{model.seq_len}")
+        raise ValueError(
+            f"prefill: need prompt length {P} <= capacity {capacity} <= the model's seq_len {model.seq_len}"
+        )
     keys, values, probs = {}, {}, {}
 
     def attend(layer, q, k, v):
