@@ -192,8 +192,9 @@ class Engine:
         cycles = np.zeros(len(verts))
         flops_total = 0.0
         by_sig: dict[tuple, list[int]] = defaultdict(list)
-        for i, v in enumerate(verts):
-            by_sig[_signature(v)].append(i)
+        signatures = [_signature(v) for v in verts]
+        for i, sig in enumerate(signatures):
+            by_sig[sig].append(i)
         for members in by_sig.values():
             v = verts[members[0]]
             c, f = _vertex_cost(dev, v)
@@ -210,8 +211,8 @@ class Engine:
                 turn[i] = seen[key]
                 seen[key] += 1
         groups: dict[tuple, list[int]] = defaultdict(list)
-        for i, v in enumerate(verts):
-            groups[(*_signature(v), int(turn[i]))].append(i)
+        for i, sig in enumerate(signatures):
+            groups[(*sig, int(turn[i]))].append(i)
         plan_groups = [
             _Group([verts[i] for i in members], tiles[members], workers[members])
             for _, members in sorted(groups.items(), key=lambda kv: kv[0][-1])
