@@ -98,7 +98,7 @@ def reproduce(cfg) -> Report:
         from papers.packing import train
 
         run = current_run()
-        corpus = train.load_corpus(c.train.max_len, c.train.valid_sequences)
+        corpus = train.load_corpus(c.train.max_len, c.train.valid_sequences, c.train.max_sequences_per_pack)
         runs = {}
         for mode in ("padded", "packed"):
             ckpt = run.checkpoint_dir / mode if run is not None else None

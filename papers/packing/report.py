@@ -119,11 +119,7 @@ def build_report(cfg, cells: list[Cell], training: dict[str, Any] | None) -> Rep
         runs, check, corpus = training["runs"], training["contamination"], training["corpus"]
         padded, packed = runs["padded"], runs["packed"]
         lengths = np.array([s.size for s in corpus.train])
-        from core.packing import pack_sequences
-
-        _, probe = pack_sequences(
-            lengths, cfg.packing.train.max_len, cfg.packing.train.max_sequences_per_pack, "spfhp", seed=None
-        )
+        probe = corpus.packing
         gain = packed.tokens_per_second / padded.tokens_per_second
         worst = max(check["loss"], check["cls"], check["hidden"])
         claims.append(

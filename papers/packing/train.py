@@ -22,7 +22,7 @@ import optax
 from core.checkpoint import Checkpointer
 from core.data.shakespeare import load_shakespeare, speeches
 from core.nn.encoder import TransformerEncoder
-from core.packing import pack_sequences, packed_arrays
+from core.packing import PackingResult, lengths_histogram, pack_histogram, pack_sequences, packed_arrays
 from core.progress import progress
 from core.tracking import log_metrics
 
@@ -37,9 +37,10 @@ class Corpus:
     mask_id: int
     cls_id: int
     truncated: float  # fraction of training speeches cut at max_len
+    packing: PackingResult  # SPFHP of the training sequences: the speed-up the packed run's batch size follows
 
 
-def load_corpus(max_len: int, max_valid: int) -> Corpus:
+def load_corpus(max_len: int, max_valid: int, max_sequences_per_pack: int) -> Corpus:
     chars = load_shakespeare().vocab_size
     mask_id, cls_id = chars, chars + 1
 
@@ -50,7 +51,9 @@ def load_corpus(max_len: int, max_valid: int) -> Corpus:
 
     train, truncated = prepare("train")
     valid, _ = prepare("valid")
-    return Corpus(train, valid[:max_valid], chars + 2, mask_id, cls_id, truncated)
+    hist = lengths_histogram([s.size for s in train], max_len)
+    packing = pack_histogram(hist, max_len, max_sequences_per_pack, "spfhp")
+    return Corpus(train, valid[:max_valid], chars + 2, mask_id, cls_id, truncated, packing)
 
 
 def mask_sequence(seq: np.ndarray, rng: np.random.Generator, corpus: Corpus, prob: float) -> tuple[np.ndarray, ...]:
@@ -122,9 +125,7 @@ def train(
     """Train in `mode` ('padded' or 'packed') until cfg.sequences sequences have been seen."""
     model = build_model(cfg, corpus)
     L, S = cfg.max_len, cfg.max_sequences_per_pack
-    lengths = np.array([s.size for s in corpus.train])
-    _, probe = pack_sequences(lengths, L, S, "spfhp", seed=None)
-    rows = cfg.batch_size if mode == "padded" else max(1, round(cfg.batch_size / probe.speedup))
+    rows = cfg.batch_size if mode == "padded" else max(1, round(cfg.batch_size / corpus.packing.speedup))
     width = 1 if mode == "padded" else S
     # the same schedule in both modes: a step sees about batch_size sequences either way
     decay = max(cfg.sequences // cfg.batch_size, cfg.warmup + 1)
