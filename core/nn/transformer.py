@@ -28,6 +28,26 @@ def _normal(std: float):
     return nn.initializers.normal(stddev=std)
 
 
+POSITIONS = ("learned", "rope")
+
+
+def rotary(x: jax.Array, positions: jax.Array, base: float = 10000.0) -> jax.Array:
+    """Rotary position embedding (Su et al. 2021) in the rotate-half layout of GPT-NeoX and Llama.
+
+    x [..., heads, seq, head_dim] (head_dim even), positions [..., seq]: channel pair (i, i + head_dim/2) of the
+    token at position p is rotated by the angle p * base^(-2i/head_dim). A rotation, so norms are kept, and the dot
+    product of a rotated query and key depends on their positions only through their difference.
+    """
+    half = x.shape[-1] // 2
+    if 2 * half != x.shape[-1]:
+        raise ValueError(f"rotary: head_dim must be even, got {x.shape[-1]}")
+    freq = base ** (-jnp.arange(half, dtype=jnp.float32) / half)
+    angle = positions[..., None, :, None].astype(jnp.float32) * freq  # [..., 1, seq, half]
+    cos, sin = jnp.cos(angle).astype(x.dtype), jnp.sin(angle).astype(x.dtype)
+    x1, x2 = x[..., :half], x[..., half:]
+    return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+
+
 class Linear(nn.Module):
     features: int
     ops: Ops
@@ -59,12 +79,17 @@ class Attention(nn.Module):
     depth: int
 
     @nn.compact
-    def __call__(self, x: jax.Array, attend: AttentionFn | None = None) -> jax.Array:
+    def __call__(
+        self, x: jax.Array, attend: AttentionFn | None = None, rope_positions: jax.Array | None = None
+    ) -> jax.Array:
+        """`rope_positions` [..., seq]: rotate queries and keys by these positions (None: no rotary embedding)."""
         *lead, seq, d_model = x.shape
         head_dim = d_model // self.heads
         qkv = Linear(3 * d_model, self.ops, name="qkv")(x)
         qkv = qkv.reshape(*lead, seq, 3, self.heads, head_dim)
         q, k, v = (jnp.moveaxis(qkv[..., i, :, :], -2, -3) for i in range(3))  # [..., heads, seq, head_dim]
+        if rope_positions is not None:
+            q, k = rotary(q, rope_positions), rotary(k, rope_positions)
         y = (self.ops.causal_attention if attend is None else attend)(q, k, v)
         y = jnp.moveaxis(y, -3, -2).reshape(*lead, seq, d_model)
         return Linear(d_model, self.ops, std=self.ops.init_std(residual_output=True, depth=self.depth), name="out")(y)
@@ -90,13 +115,15 @@ class Block(nn.Module):
     norm: str = "pre"
 
     @nn.compact
-    def __call__(self, x: jax.Array, attend: AttentionFn | None = None) -> jax.Array:
-        """`attend`: the attention function (default: causal)."""
+    def __call__(
+        self, x: jax.Array, attend: AttentionFn | None = None, rope_positions: jax.Array | None = None
+    ) -> jax.Array:
+        """`attend`: the attention function (default: causal); `rope_positions`: see Attention."""
         ops = self.ops
         attention = Attention(self.heads, ops, self.depth, name="attention")
         for j, (kind, branch) in enumerate(
             (
-                ("attention", lambda h: attention(h, attend)),
+                ("attention", lambda h: attention(h, attend, rope_positions)),
                 ("mlp", MLP(ops, self.depth, name="mlp")),
             )
         ):
@@ -117,19 +144,23 @@ class TransformerLM(nn.Module):
     seq_len: int
     ops: Ops
     norm: str = "pre"
+    position: str = "learned"  # "learned": a learned absolute embedding added to the tokens; "rope": rotary
 
     def setup(self) -> None:
         if self.norm not in ("pre", "post"):
             raise ValueError(f"TransformerLM: norm must be 'pre' or 'post', got {self.norm!r}")
+        if self.position not in POSITIONS:
+            raise ValueError(f"TransformerLM: position must be one of {POSITIONS}, got {self.position!r}")
         if self.d_model % self.heads:
             raise ValueError(f"TransformerLM: d_model {self.d_model} is not divisible by heads {self.heads}")
         std = self.ops.init_std()
         self.token_embedding = self.param(
             "token_embedding", _normal(std if self.ops.unit else 0.02), (self.vocab, self.d_model)
         )
-        self.position_embedding = self.param(
-            "position_embedding", _normal(std if self.ops.unit else 0.02), (self.seq_len, self.d_model)
-        )
+        if self.position == "learned":
+            self.position_embedding = self.param(
+                "position_embedding", _normal(std if self.ops.unit else 0.02), (self.seq_len, self.d_model)
+            )
         self.blocks = [
             Block(self.heads, self.ops, self.depth, i, self.norm, name=f"block_{i}") for i in range(self.depth)
         ]
@@ -151,11 +182,15 @@ class TransformerLM(nn.Module):
         tok = self.ops.embedding(ids, self.token_embedding)
         if positions is None:
             positions = jnp.broadcast_to(jnp.arange(seq), ids.shape)
-        # one lookup per token (not one per position), so the embedding's gradient scale counts every use
-        pos = self.ops.embedding(positions, self.position_embedding)
-        x = self.ops.q(tok + pos) if not self.ops.unit else self.ops.q((tok + pos) * 2**-0.5)
+        if self.position == "learned":
+            # one lookup per token (not one per position), so the embedding's gradient scale counts every use
+            pos = self.ops.embedding(positions, self.position_embedding)
+            x = self.ops.q(tok + pos) if not self.ops.unit else self.ops.q((tok + pos) * 2**-0.5)
+            rope_positions = None
+        else:
+            x, rope_positions = self.ops.q(tok), positions
         for i, block in enumerate(self.blocks):
-            x = block(x, None if attend is None else partial(attend, i))
+            x = block(x, None if attend is None else partial(attend, i), rope_positions)
         if self.final_norm is not None:
             x = self.final_norm(x)
         return self.head(x)

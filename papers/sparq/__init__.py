@@ -12,6 +12,7 @@ from pathlib import Path
 
 from core.config import ConfigError, check_choice, check_range
 from core.data.shakespeare import evaluation_windows, load_shakespeare
+from core.nn.transformer import POSITIONS
 from core.progress import progress
 from core.report import Report
 from core.runner import current_run
@@ -28,6 +29,7 @@ class ModelConfig:
     depth: int = 2
     heads: int = 2  # head dimension 64: room for SparQ's r at 1/16 of the transfer
     seq_len: int = 512
+    position: str = "learned"  # "rope": rotary, as the paper's Llama/Mistral models
     batch_size: int = 8
     steps: int = 1800
     lr: float = 3e-3
@@ -44,6 +46,7 @@ class ModelConfig:
         if self.d_model % self.heads:
             raise ConfigError(f"sparq.model.d_model={self.d_model} is not divisible by heads={self.heads}")
         check_range("sparq.model.seq_len", self.seq_len, ge=32, le=8192)
+        check_choice("sparq.model.position", self.position, POSITIONS)
         check_range("sparq.model.steps", self.steps, ge=1)
         check_range("sparq.model.lr", self.lr, gt=0)
         check_range("sparq.model.repeat_share", self.repeat_share, ge=0, le=1)

@@ -28,7 +28,7 @@ from core.tracking import log_metrics
 
 def build_model(cfg, corpus: CharCorpus) -> TransformerLM:
     m = cfg.model
-    return TransformerLM(corpus.vocab_size, m.d_model, m.depth, m.heads, m.seq_len, Ops())
+    return TransformerLM(corpus.vocab_size, m.d_model, m.depth, m.heads, m.seq_len, Ops(), position=m.position)
 
 
 def model_key(cfg) -> str:

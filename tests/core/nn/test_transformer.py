@@ -142,3 +142,38 @@ def test_unit_attention_is_scaled_causal_attention_with_scaled_value_gradients()
     big_v = jax.random.normal(jax.random.key(4), (64, 128, 16))
     uniform = ops.causal_attention(jnp.zeros((64, 128, 16)), jnp.zeros((64, 128, 16)), big_v)
     assert float(jnp.std(uniform)) == pytest.approx(1.0, rel=0.1)
+
+
+# ------------------------------------------------------------------ rotary position embedding
+def test_rotary_matches_the_complex_rotation_and_depends_on_offsets_only():
+    from core.nn.transformer import rotary
+
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(2, 1, 16)).astype(np.float32)
+    half = 8
+    theta = 10000.0 ** (-np.arange(half) / half)
+
+    def by_complex(x, p):  # channel pair (i, i + half) as the complex number x_i + j x_{i+half}, times e^{j p theta_i}
+        z = (x[..., :half] + 1j * x[..., half:]) * np.exp(1j * p * theta)
+        return np.concatenate([z.real, z.imag], -1)
+
+    for p in (0, 3, 17):
+        np.testing.assert_allclose(rotary(jnp.asarray(q), jnp.asarray([p]))[0], by_complex(q, p), atol=1e-5)
+
+    # the score of a query at position a and a key at b depends on a - b only; norms are kept
+    def score(a, b):
+        return float(jnp.sum(rotary(jnp.asarray(q), jnp.asarray([a])) * rotary(jnp.asarray(k), jnp.asarray([b]))))
+
+    assert score(7, 2) == pytest.approx(score(105, 100), rel=1e-4)
+    assert score(7, 2) != pytest.approx(score(7, 3), rel=1e-3)
+    np.testing.assert_allclose(np.linalg.norm(rotary(jnp.asarray(q), jnp.asarray([9]))), np.linalg.norm(q), rtol=1e-5)
+
+
+def test_rope_model_has_no_position_table_and_rejects_unknown_positions():
+    model = TransformerLM(vocab=10, d_model=16, depth=1, heads=2, seq_len=8, ops=Ops(), position="rope")
+    params = model.init(jax.random.key(0), jnp.zeros((1, 8), jnp.int32))
+    assert "position_embedding" not in params["params"]
+    with pytest.raises(ValueError, match="position must be one of"):
+        TransformerLM(vocab=10, d_model=16, depth=1, heads=2, seq_len=8, ops=Ops(), position="alibi").init(
+            jax.random.key(0), jnp.zeros((1, 8), jnp.int32)
+        )
