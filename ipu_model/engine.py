@@ -5,6 +5,7 @@ tile (data must be brought over by an exchange: a Copy program), two vertices of
 element or one reading what another writes, and tile memory (tensors + vertex state + code + exchange code) above
 the tile's capacity. Running executes every vertex for real (batched: all vertices of a compute set that share a
 codelet and field shapes in one call) and charges each program step its BSP cycles (ipu_model/cost.py) in a Profile.
+`run(..., evaluate=False)` charges exactly the same cycles without computing values (see Engine.run).
 """
 
 from __future__ import annotations
@@ -137,6 +138,8 @@ class Engine:
         self._compute: dict[int, _ComputePlan] = {}
         self._copies: dict[int, _CopyPlan] = {}
         self._host_bytes: dict[int, np.ndarray] = {}
+        self._control: set[int] = set()  # ids of compute sets and Copy programs that decide control flow
+        self._evaluating = True
         self._compile()
         self.profile = Profile(self.device, self._order, self._memory_map())
         self._streams: dict[str, Any] = {}
@@ -176,6 +179,33 @@ class Engine:
         for tile, names in self.mem.codelets.items():
             self.mem.code[tile] += len(names) * self.device.codelet_code_bytes
         self._check_memory()
+        self._find_control()
+
+    def _find_control(self) -> None:
+        """The steps a cost-only run must still execute: those writing a branch predicate's variable and,
+        transitively, those writing what such steps read (host streams always write), so branches and loop counts
+        come out as in a full run."""
+        steps: list[tuple[int, set[int], set[int]]] = []  # (key, variables read, variables written)
+        control: set[int] = set()
+        for p, _ in self._order:
+            if isinstance(p, If | RepeatWhileTrue):
+                control.add(id(p.predicate.var))
+            elif isinstance(p, Execute):
+                reads, writes = set(), set()
+                for v in p.compute_set.vertices:
+                    for f, t in v.fields.items():
+                        (writes if f in v.codelet.writes else reads).add(id(t.var))
+                steps.append((id(p.compute_set), reads, writes))
+            elif isinstance(p, Copy):
+                steps.append((p.id, {id(s.var) for s, _ in p.pairs}, {id(d.var) for _, d in p.pairs}))
+        changed = bool(control)
+        while changed:
+            changed = False
+            for key, reads, writes in steps:
+                if writes & control and key not in self._control:
+                    self._control.add(key)
+                    control |= reads
+                    changed = True
 
     def _walk_depth(self, p: Program, depth: int) -> None:
         if any(q is p for q, _ in self._order):
@@ -380,9 +410,15 @@ class Engine:
             raise ValueError(f"value of shape {value.shape} does not fit tensor {t.name!r} of shape {t.shape}")
         t.var.data[t.idx] = np.broadcast_to(value, t.shape).astype(t.dtype)
 
-    def run(self, inputs: Mapping[str, Any] | None = None) -> RunResult:
+    def run(self, inputs: Mapping[str, Any] | None = None, *, evaluate: bool = True) -> RunResult:
         """Run the program once. `inputs[name]` feeds host stream `name`: an array reused by every read of the
-        stream, or a list consumed one array per read. Returns what DeviceToHost steps sent to the host."""
+        stream, or a list consumed one array per read. Returns what DeviceToHost steps sent to the host.
+
+        evaluate=False is a cost-only run: the same cycles are charged to the profile, but vertices are not run
+        and copies move no data (host streams still write), so tensor values are not computed. Only the steps that
+        decide control flow (writing a branch predicate, or what such a step reads) still run, so every branch
+        and loop goes as it would in a full run. Random codelets do not advance their generators."""
+        self._evaluating = evaluate
         self._streams = {k: (list(v) if isinstance(v, list | tuple) else v) for k, v in (inputs or {}).items()}
         self._outputs = defaultdict(list)
         before = self.profile.total_cycles
@@ -433,8 +469,9 @@ class Engine:
 
     def _execute(self, p: Execute, stats: StepStats) -> None:
         plan = self._compute[id(p.compute_set)]
-        for g in plan.groups:
-            self._evaluate(g)
+        if self._evaluating or id(p.compute_set) in self._control:
+            for g in plan.groups:
+                self._evaluate(g)
         # a superstep starts with one sync, unless an exchange or a branch's sync has just aligned the tiles
         sync = 0 if self._phase in ("exchange", "sync") else self.device.sync_cycles
         stats.add(
@@ -475,9 +512,10 @@ class Engine:
         return rng
 
     def _copy(self, p: Copy, stats: StepStats) -> None:
-        values = [src.var.data[src.idx] for src, _ in p.pairs]  # one phase: every source is read before any write
-        for (_, dst), value in zip(p.pairs, values, strict=True):
-            dst.var.data[dst.idx] = value
+        if self._evaluating or p.id in self._control:
+            values = [src.var.data[src.idx] for src, _ in p.pairs]  # one phase: every source is read before any write
+            for (_, dst), value in zip(p.pairs, values, strict=True):
+                dst.var.data[dst.idx] = value
         plan = self._copies[p.id]
         if plan.remote:
             ex = exchange_cycles(plan.bytes_in, plan.bytes_out, self.device)
