@@ -1,0 +1,134 @@
+"""PopSparse: Accelerated block sparse matrix multiplication on IPU (Li et al. 2023, arXiv 2303.16999).
+
+Two parts: (1) the paper's benchmark on the simulated IPU (ipu_model): static and dynamic block-sparse matmuls as IPU
+programs (papers.popsparse.ipu_static, ipu_dynamic) against the simulated dense matmul, best over the batch n, beside
+the paper's table; (2) the CPU: core.sparsity's static and dynamic matmuls against dense `jnp.matmul`, scipy's
+`bsr_array` and JAX's experimental BCSR, over block sizes and densities (papers.popsparse.cpu).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.config import ConfigError, check_choice, check_range
+from core.report import Report
+from core.sparsity.formats import BLOCK_SIZES
+
+DTYPES = ("float16", "float32")
+
+
+def _check_grid(prefix: str, m: int, k: int, blocks, densities) -> None:
+    check_range(f"{prefix}.m", m, ge=16)
+    check_range(f"{prefix}.k", k, ge=16)
+    for b in blocks:
+        check_choice(f"{prefix}.blocks", b, BLOCK_SIZES)
+        if m % b or k % b:
+            raise ConfigError(f"{prefix}: m={m} and k={k} must be divisible by every block size, not by {b}")
+    for d in densities:
+        check_range(f"{prefix}.densities", d, gt=0, le=1)
+
+
+@dataclass
+class IpuConfig:
+    enabled: bool = True
+    m: int = 4096
+    k: int = 4096
+    ns: list[int] = field(default_factory=lambda: [256, 1024, 4096])  # the paper: best over n
+    blocks: list[int] = field(default_factory=lambda: [1, 16])
+    densities: list[float] = field(default_factory=lambda: [1 / 2, 1 / 4, 1 / 16, 1 / 64])
+    dtypes: list[str] = field(default_factory=lambda: list(DTYPES))
+
+    def __post_init__(self) -> None:
+        _check_grid("popsparse.ipu", self.m, self.k, self.blocks, self.densities)
+        for n in self.ns:
+            check_range("popsparse.ipu.ns", n, ge=1)
+        for d in self.dtypes:
+            check_choice("popsparse.ipu.dtypes", d, DTYPES)
+
+
+@dataclass
+class CpuConfig:
+    enabled: bool = True
+    m: int = 2048
+    k: int = 2048
+    n: int = 2048
+    blocks: list[int] = field(default_factory=lambda: [1, 4, 8, 16])
+    densities: list[float] = field(default_factory=lambda: [1 / 4, 1 / 8, 1 / 16, 1 / 32, 1 / 64])
+    peers: list[str] = field(default_factory=lambda: ["scipy", "bcsr"])
+    dynamic: bool = True
+    repeat: int = 3
+
+    def __post_init__(self) -> None:
+        from papers.popsparse.cpu import PEERS
+
+        _check_grid("popsparse.cpu", self.m, self.k, self.blocks, self.densities)
+        check_range("popsparse.cpu.n", self.n, ge=1)
+        check_range("popsparse.cpu.repeat", self.repeat, ge=1)
+        for p in self.peers:
+            check_choice("popsparse.cpu.peers", p, PEERS)
+
+
+@dataclass
+class Config:
+    ipu: IpuConfig = field(default_factory=IpuConfig)
+    cpu: CpuConfig = field(default_factory=CpuConfig)
+
+    def __post_init__(self) -> None:
+        if not (self.ipu.enabled or self.cpu.enabled):
+            raise ConfigError("popsparse: both popsparse.ipu.enabled and popsparse.cpu.enabled are false")
+
+
+def reproduce(cfg) -> Report:
+    from core.progress import progress
+    from core.tracking import log_metrics
+    from ipu_model import device_from_config
+    from papers.popsparse.cpu import cpu_sweep
+    from papers.popsparse.ipu import speedups
+    from papers.popsparse.report import build_report
+
+    c = cfg.popsparse
+    device = device_from_config(cfg.device)
+    ipu_rows: list[dict] = []
+    if c.ipu.enabled:
+        cells = len(c.ipu.dtypes) * len(c.ipu.blocks) * len(c.ipu.densities)
+        bar = progress(total=cells, desc=f"simulated {device.name} matmuls", unit="cell")
+
+        def log(row):
+            bar.update(1)
+            log_metrics(
+                {
+                    f"ipu/{row['dtype']}/b{row['block']}/d{row['density']:.4g}/{kind}_speedup": row[f"{kind}_speedup"]
+                    for kind in ("static", "dynamic")
+                }
+            )
+
+        ipu_rows = speedups(
+            c.ipu.m,
+            c.ipu.k,
+            list(c.ipu.ns),
+            list(c.ipu.blocks),
+            [float(d) for d in c.ipu.densities],
+            list(c.ipu.dtypes),
+            device,
+            seed=int(cfg.seed),
+            log=log,
+        )
+        bar.close()
+    cpu_cells: list[dict] = []
+    if c.cpu.enabled:
+        cpu_cells = cpu_sweep(
+            c.cpu.m,
+            c.cpu.k,
+            c.cpu.n,
+            list(c.cpu.blocks),
+            [float(d) for d in c.cpu.densities],
+            peers=list(c.cpu.peers),
+            dynamic=c.cpu.dynamic,
+            seed=int(cfg.seed),
+            repeat=c.cpu.repeat,
+            progress=progress,
+        )
+    return build_report(cfg, ipu_rows, cpu_cells, device.name)
+
+
+__all__ = ["Config", "reproduce"]

@@ -1,0 +1,138 @@
+"""PopSparse on the simulated IPU (`ipu_model`): static and dynamic block-sparse matmuls and the benchmark cell.
+
+    prog, y, plan = static_sparse_matmul(graph, pattern, w, x)          # papers.popsparse.ipu_static
+    op = dynamic_sparse_matmul(graph, m, k, n, block, max_density, dtype)  # papers.popsparse.ipu_dynamic
+    simulate_cell("static", 4096, 4096, 1024, 16, 1 / 16, "float16", get_device("mk2"))
+
+The paper's benchmark measures Y[m, n] = W[m, k] X[k, n] with W block-sparse (b = 1, 4, 8, 16; uniformly random
+blocks) and reports the best FLOP/s over the batch n, as a speed-up over the dense matmul of the same m, k, n.
+`simulate_cell` builds one such matmul on a simulated IPU and runs it cost-only (the engine charges the cycles
+without computing values): W and X start spread linearly over the tiles, as `ipu_model.ops.matmul`'s operands do,
+and only the matmul program is timed (not host transfers, including the dynamic case's upload of buckets).
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+from typing import Any
+
+from core.sparsity.formats import BlockPattern
+from ipu_model import Engine, Graph, GraphError, Sequence, ops
+from ipu_model.device import DeviceSpec
+from papers.popsparse.ipu_common import program_cycles
+from papers.popsparse.ipu_dynamic import (
+    DynamicPlan,
+    DynamicSparseMatmul,
+    assign_buckets,
+    dynamic_sparse_matmul,
+    plan_dynamic,
+)
+from papers.popsparse.ipu_static import StaticPlan, plan_static, static_sparse_matmul
+
+KINDS = ("dense", "static", "dynamic")
+
+
+def _build(kind: str, graph: Graph, m: int, k: int, n: int, block: int, density: float, dtype: str, seed: int):
+    """(program to run, the part to time, host inputs, plan, non-zero blocks) for one benchmark matmul."""
+    x = graph.add_variable((k, n), dtype, "X")
+    graph.map_linearly(x)
+    if kind == "dense":
+        w = graph.add_variable((m, k), dtype, "W")
+        graph.map_linearly(w)
+        prog, _, plan = ops.matmul(graph, w, x)
+        return prog, prog, {}, plan, (m // block) * (k // block)
+    pattern = BlockPattern.random((m, k), block, density, seed)
+    if kind == "static":
+        w = graph.add_variable((pattern.nnz_blocks, block, block), dtype, "W")
+        graph.map_linearly(w)
+        prog, _, plan = static_sparse_matmul(graph, pattern, w, x)
+        return prog, prog, {}, plan, pattern.nnz_blocks
+    op = dynamic_sparse_matmul(graph, m, k, n, block, density, dtype, x=x)
+    inputs = dict(zip(op.streams, assign_buckets(op.plan, pattern), strict=True))  # values stay zero: cost only
+    return Sequence(op.upload, op.program), op.program, inputs, op.plan, pattern.nnz_blocks
+
+
+def simulate_cell(
+    kind: str, m: int, k: int, n: int, block: int, density: float, dtype: str, device: DeviceSpec, seed: int = 0
+) -> dict[str, Any]:
+    """Simulate one benchmark matmul: `kind` dense, static or dynamic (W at `density`, blocks of `block`).
+
+    Returns cycles, seconds, `tflops` (dense-equivalent: 2 m k n / time, the paper's effective rate), `tflops_actual`
+    (2 nnz-elements n / time, what the tiles computed), the plan and its estimate, and the wall time of the
+    simulation (build, compile, run). A matmul with no plan fitting in tile memory returns `fits: False` and the
+    reason."""
+    if kind not in KINDS:
+        raise ValueError(f"kind {kind!r} is not known: choose one of {', '.join(KINDS)}")
+    density = 1.0 if kind == "dense" else float(density)
+    cell: dict[str, Any] = {"kind": kind, "m": m, "k": k, "n": n, "block": block, "density": density, "dtype": dtype}
+    t0 = perf_counter()
+    graph = Graph(device)
+    try:
+        program, timed, inputs, plan, nnz_blocks = _build(kind, graph, m, k, n, block, density, dtype, seed)
+    except GraphError as e:
+        return {**cell, "fits": False, "error": str(e), "wall": {"total": perf_counter() - t0}}
+    t1 = perf_counter()
+    engine = Engine(graph, program)
+    t2 = perf_counter()
+    engine.run(inputs, evaluate=False)
+    t3 = perf_counter()
+    cycles = program_cycles(engine, timed)
+    seconds = device.seconds(cycles)
+    nnz_elements = nnz_blocks * block * block
+    return {
+        **cell,
+        "fits": True,
+        "nnz_blocks": int(nnz_blocks),
+        "cycles": cycles,
+        "seconds": seconds,
+        "tflops": 2 * m * k * n / seconds / 1e12,
+        "tflops_actual": 2 * nnz_elements * n / seconds / 1e12,
+        "plan": plan.describe() if hasattr(plan, "describe") else f"{plan.pm}x{plan.pk}x{plan.pn}",
+        "estimate": float(plan.estimate),
+        "wall": {"build": t1 - t0, "compile": t2 - t1, "run": t3 - t2, "total": t3 - t0},
+    }
+
+
+def best_over_n(
+    kind: str, m: int, k: int, ns, block: int, density: float, dtype: str, device: DeviceSpec, seed: int = 0
+) -> dict[str, Any]:
+    """The cell with the highest dense-equivalent FLOP/s over the batch sizes `ns` (cells that do not fit are
+    skipped), with every cell under "cells"."""
+    cells = [simulate_cell(kind, m, k, n, block, density, dtype, device, seed) for n in ns]
+    fitting = [c for c in cells if c["fits"]]
+    best = max(fitting, key=lambda c: c["tflops"]) if fitting else {"fits": False}
+    return {**best, "cells": cells}
+
+
+def speedups(m: int, k: int, ns, blocks, densities, dtypes, device: DeviceSpec, seed: int = 0, log=None):
+    """Best-over-n FLOP/s of dense, static and dynamic, and the sparse speed-ups over dense, for every (block,
+    density, dtype). Dense is simulated once per dtype. `log(row)` is called as rows complete."""
+    rows = []
+    for dtype in dtypes:
+        dense = best_over_n("dense", m, k, ns, 1, 1.0, dtype, device, seed)
+        for block in blocks:
+            for density in densities:
+                row: dict[str, Any] = {"dtype": dtype, "block": block, "density": density, "dense": dense}
+                for kind in ("static", "dynamic"):
+                    row[kind] = best_over_n(kind, m, k, ns, block, density, dtype, device, seed)
+                    ok = row[kind]["fits"] and dense["fits"]
+                    row[f"{kind}_speedup"] = row[kind]["tflops"] / dense["tflops"] if ok else float("nan")
+                rows.append(row)
+                if log:
+                    log(row)
+    return rows
+
+
+__all__ = [
+    "KINDS",
+    "DynamicPlan",
+    "DynamicSparseMatmul",
+    "StaticPlan",
+    "best_over_n",
+    "dynamic_sparse_matmul",
+    "plan_dynamic",
+    "plan_static",
+    "simulate_cell",
+    "speedups",
+    "static_sparse_matmul",
+]

@@ -1,0 +1,123 @@
+"""What the static and dynamic block-sparse matmuls on the simulated IPU share: the block-product codelets' cost,
+near-equal and balanced splits, the cost of the cross-tile reduction, a local cast, and cycles of a sub-program.
+
+Cost of a vertex multiplying blocks. The engine's default estimate counts each field's bytes once, which fits a
+dense vertex but not a sparse one: a worker multiplying a list of b x b blocks into a [rows, cols] output reads,
+for every block, the block (b*b values), its meta-information and the b x cols slice of X the block multiplies; it
+writes each output row it owns once (float32 partials accumulate in registers along a row's blocks). So the
+block-product codelets give the engine the same default formula (`cost.default_vertex_cycles`: launch overhead +
+the larger of arithmetic and memory time on one worker) with those bytes. Nothing is fitted: with b = 1 the
+vertex is memory-bound (1 byte per FLOP in float16), with b = 16 it is arithmetic-bound, as the formula says.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ipu_model import Codelet, Graph, Program, Tensor
+from ipu_model.device import DeviceSpec
+from ipu_model.programs import Execute, walk
+
+META_BYTES = 4  # meta-information per block on a tile: its output row and input column, two uint16s
+PARTIAL_DTYPE = "float32"  # partial sums of a band or a bucket (float16 products accumulate in float32)
+
+
+def vertex_cycles(device: DeviceSpec, flops, nbytes, dtype: str):
+    """`cost.default_vertex_cycles` (rounded up as the engine rounds it), vectorised so that the planners can cost
+    many candidate plans at once: launch overhead + the larger of arithmetic and memory time on one worker."""
+    per_worker_flops = device.tile_flops_per_cycle(dtype) / device.workers
+    per_worker_bytes = device.memory_bytes_per_cycle / device.workers
+    return np.ceil(device.vertex_overhead_cycles + np.maximum(flops / per_worker_flops, nbytes / per_worker_bytes))
+
+
+def block_product_cycles(device: DeviceSpec, blocks, block: int, rows, cols, dtype: str, out_bytes, meta=META_BYTES):
+    """Cycles of one worker multiplying `blocks` b x b blocks by their b x `cols` slices of X into `rows` output
+    rows (each element written once, `out_bytes` bytes)."""
+    isz = np.dtype(dtype).itemsize
+    flops = 2 * blocks * block * block * cols
+    nbytes = blocks * (block * block * isz + meta + block * cols * isz) + rows * cols * out_bytes
+    return vertex_cycles(device, flops, nbytes, dtype)
+
+
+def splits(n: int, parts: int) -> np.ndarray:
+    """Boundaries of `parts` near-equal pieces of range(n)."""
+    return np.array([round(i * n / parts) for i in range(parts + 1)], np.int64)
+
+
+def balanced_cuts(counts: np.ndarray, parts: int) -> np.ndarray:
+    """Boundaries (len parts + 1) cutting range(len(counts)) into `parts` contiguous pieces with near-equal sums of
+    `counts` (work), each piece non-empty when len(counts) >= parts."""
+    size = len(counts)
+    parts = max(1, min(parts, size))
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    inner = np.arange(1, parts)
+    cuts = np.searchsorted(cum, cum[-1] * inner / parts, side="left")
+    cuts = np.clip(cuts, inner, size - parts + inner)  # room for the pieces on either side
+    cuts = np.maximum.accumulate(cuts - inner) + inner  # strictly increasing: no empty piece
+    return np.concatenate([[0], cuts, [size]]).astype(np.int64)
+
+
+def worker_grid(rows: int, workers: int) -> tuple[int, int]:
+    """(row parts, column parts) of a tile's work over its workers: rows first, columns when rows run out."""
+    wr = max(1, min(workers, rows))
+    return wr, max(1, workers // wr)
+
+
+def reduce_cycles(device: DeviceSpec, parts: int, elements: int, out_dtype: str, sent: float = 0.0) -> float:
+    """Estimate of `ipu_model.ops.reduce` summing `parts` float32 partials of `elements` results mapped linearly:
+    one exchange bringing each result's partials to its tile (`sent`: the most partial bytes one tile sends),
+    then the workers add them."""
+    per_tile = -(-elements // device.tiles)
+    chunk = -(-per_tile // device.workers)
+    osz = np.dtype(out_dtype).itemsize
+    traffic = max(parts * per_tile * 4, sent)
+    exchange = device.sync_cycles + math.ceil(traffic / device.exchange_bytes_per_cycle)
+    return exchange + float(vertex_cycles(device, parts * chunk, parts * chunk * 4 + chunk * osz, PARTIAL_DTYPE))
+
+
+def reduce_memory(device: DeviceSpec, parts: int, elements: int, out_dtype: str) -> float:
+    """Bytes per tile of `ops.reduce`'s staged partials and its result."""
+    per_tile = -(-elements // device.tiles)
+    return per_tile * (parts * 4 + np.dtype(out_dtype).itemsize)
+
+
+def _cast(out_dtype: str) -> Codelet:
+    return Codelet(
+        f"cast_{out_dtype}",
+        lambda a: {"out": a.astype(out_dtype)},
+        ("a",),
+        ("out",),
+        flops=lambda a, out: math.prod(a),
+    )
+
+
+_CASTS: dict[str, Codelet] = {}
+
+
+def local_cast(graph: Graph, src: Tensor, dst: Tensor, name: str) -> Program:
+    """dst = src cast to dst's dtype, where src lives (dst must be mapped like src): one compute set, each tile's
+    rows split over its workers. Both are 2-d views with contiguous rows, grouped by tile in row blocks."""
+    code = _CASTS.setdefault(dst.dtype.name, _cast(dst.dtype.name))
+    cs = graph.add_compute_set(name)
+    tiles = src.tiles()
+    # one vertex per (tile, worker): rows of a [rows, cols] block on one tile, column ranges split over workers
+    rows_tile = tiles[:, 0]
+    starts = np.flatnonzero(np.concatenate([[True], rows_tile[1:] != rows_tile[:-1]]))
+    ends = np.concatenate([starts[1:], [len(rows_tile)]])
+    for r0, r1 in zip(starts.tolist(), ends.tolist(), strict=True):
+        col_tiles = tiles[r0]
+        c_starts = np.flatnonzero(np.concatenate([[True], col_tiles[1:] != col_tiles[:-1]]))
+        c_ends = np.concatenate([c_starts[1:], [len(col_tiles)]])
+        for c0, c1 in zip(c_starts.tolist(), c_ends.tolist(), strict=True):
+            tile = int(col_tiles[c0])
+            parts = splits(c1 - c0, min(graph.device.workers, c1 - c0)) + c0
+            for a, b in zip(parts[:-1].tolist(), parts[1:].tolist(), strict=True):
+                graph.add_vertex(cs, code, tile, a=src[r0:r1, a:b], out=dst[r0:r1, a:b])
+    return Execute(cs)
+
+
+def program_cycles(engine, program: Program) -> float:
+    """Cycles the engine's profile charged to `program` and everything under it (all runs so far)."""
+    return float(sum(engine.profile.steps[p.id].cycles for p in walk(program) if p.id in engine.profile.steps))
