@@ -309,6 +309,28 @@ def bench_sparq(quick: bool) -> list[Comparison]:
     return rows
 
 
+@section("popsparse")
+def bench_popsparse(quick: bool) -> list[Comparison]:
+    """Static block-sparse matmul (core.sparsity, float32) against dense jnp.matmul, scipy bsr_array and JAX's
+    experimental BCSR at m = k = n = 4096, density 1/16, for each block size (the issue's target: block 16 at least
+    3x faster than dense and 2x faster than both sparse peers)."""
+    from papers.popsparse.cpu import time_cell
+
+    size = 1024 if quick else 4096
+    rows = []
+    dense_seconds = None
+    for block in (16, 8, 4, 1):
+        cell = time_cell(size, size, size, block, 1 / 16, dense_seconds=dense_seconds, repeat=3 if quick else 5)
+        dense_seconds = cell["dense"]
+        name = f"Y = W X, m=k=n={size}, block {block}, density 1/16, float32"
+        for peer, label in (("dense", "dense jnp.matmul"), ("scipy", "scipy bsr_array"), ("bcsr", "jax BCSR")):
+            rows.append(Comparison("popsparse", name, "static block-sparse", label, cell["static"], cell[peer]))
+        rows.append(
+            Comparison("popsparse", name, "dynamic block-sparse", "dense jnp.matmul", cell["dynamic"], cell["dense"])
+        )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--section", action="append", help="run only this section (repeatable)")

@@ -38,4 +38,7 @@ def test_bench_rejects_unknown_sections():
         timeout=60,
     )
     assert r.returncode == 2
-    assert "unknown section(s) nope: choose from numerics, unit_scaling, prng, ipu_model, packing, sparq" in r.stderr
+    assert (
+        "unknown section(s) nope: choose from numerics, unit_scaling, prng, ipu_model, packing, sparq, popsparse"
+        in r.stderr
+    )

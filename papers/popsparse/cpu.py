@@ -1,0 +1,138 @@
+"""Block-sparse matmul on the CPU: our static (and dynamic) matmul against dense `jnp.matmul`, scipy's `bsr_array`
+and JAX's experimental BCSR, over block sizes and densities; and where each block size starts to beat dense.
+
+Every timed product is first checked against the dense product of the same matrix, so a fast wrong answer cannot
+enter the table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from core.bench import time_call
+from core.sparsity import BlockPattern, BlockSparseMatrix
+from core.sparsity.static import plan_static, static_matmul
+
+PEERS = ("scipy", "bcsr")
+
+
+def _check(name: str, got, want: np.ndarray, tol: float) -> float:
+    """Relative max error of `got` against `want`; ValueError above `tol` (a wrong answer must not be timed)."""
+    err = float(np.max(np.abs(np.asarray(got, np.float64) - want)) / max(np.max(np.abs(want)), 1e-30))
+    if not err <= tol:
+        raise ValueError(f"{name}: relative error {err:.3g} against the dense product exceeds {tol}")
+    return err
+
+
+def _bcsr(dense_w: np.ndarray, x: jax.Array) -> Callable[[], jax.Array]:
+    from jax.experimental import sparse
+
+    w = sparse.BCSR.fromdense(jnp.asarray(dense_w))
+    fn = jax.jit(lambda w, x: w @ x)
+    return lambda: fn(w, x)
+
+
+def time_cell(
+    m: int,
+    k: int,
+    n: int,
+    block: int,
+    density: float,
+    *,
+    peers: Sequence[str] = PEERS,
+    dynamic: bool = True,
+    seed: int = 0,
+    dense_seconds: float | None = None,
+    repeat: int = 3,
+) -> dict:
+    """Seconds of Y = W X (float32) for a uniformly random block pattern: ours static, ours dynamic (capacity = the
+    pattern's blocks), each peer, and dense `jnp.matmul` (measured here unless `dense_seconds` is given)."""
+    for name in peers:
+        if name not in PEERS:
+            raise ValueError(f"unknown CPU peer {name!r}: choose from {PEERS}")
+    pattern = BlockPattern.random((m, k), block, density, seed)
+    w = BlockSparseMatrix.random(pattern, seed)
+    x_np = np.random.default_rng(seed + 1).normal(size=(k, n)).astype(np.float32)
+    dense_w = w.to_dense()
+    want = dense_w.astype(np.float64) @ x_np
+    x = jnp.asarray(x_np)
+    values = jnp.asarray(w.values)
+    timing = dict(repeat=repeat, min_seconds=0.05)
+    out = {"m": m, "k": k, "n": n, "block": block, "density": pattern.density, "nnz_blocks": pattern.nnz_blocks}
+    if dense_seconds is None:
+        dense = jax.jit(jnp.matmul)
+        wd = jnp.asarray(dense_w)
+        dense_seconds = time_call(lambda: dense(wd, x), **timing)
+    out["dense"] = dense_seconds
+
+    ours = jax.jit(partial(static_matmul, plan_static(pattern)))
+    out["error"] = _check("static", ours(values, x), want, 1e-4)
+    out["static"] = time_call(lambda: ours(values, x), **timing)
+    if dynamic:
+        from core.sparsity.dynamic import dynamic_from_pattern, dynamic_matmul
+
+        dyn = dynamic_from_pattern(w, pattern.nnz_blocks)
+        fn = jax.jit(partial(dynamic_matmul, m=m))
+        _check("dynamic", fn(dyn, x), want, 1e-4)
+        out["dynamic"] = time_call(lambda: fn(dyn, x), **timing)
+    for name in peers:
+        if name == "scipy":
+            bsr = w.to_scipy()
+            _check("scipy bsr_array", bsr @ x_np, want, 1e-4)
+            out["scipy"] = time_call(lambda bsr=bsr: bsr @ x_np, **timing)
+        else:
+            call = _bcsr(dense_w, x)
+            _check("jax BCSR", call(), want, 1e-4)
+            out["bcsr"] = time_call(call, **timing)
+    return out
+
+
+def crossover_density(densities: Sequence[float], speedups: Sequence[float]) -> float | None:
+    """The density below which a sparse matmul beats dense (speed-up 1), interpolated in log density between the
+    grid points that bracket it. None when it never beats dense on the grid; the largest density when it always
+    does."""
+    order = np.argsort(densities)
+    d = np.asarray(densities, float)[order]
+    s = np.asarray(speedups, float)[order]
+    wins = s >= 1
+    if not wins.any():
+        return None
+    last = int(np.flatnonzero(wins)[-1])
+    if last == len(d) - 1:
+        return float(d[-1])
+    # speed-up falls through 1 between d[last] and d[last + 1]
+    ld0, ld1 = math.log(d[last]), math.log(d[last + 1])
+    ls0, ls1 = math.log(s[last]), math.log(s[last + 1])
+    t = ls0 / (ls0 - ls1) if ls0 != ls1 else 0.0
+    return float(math.exp(ld0 + t * (ld1 - ld0)))
+
+
+def cpu_sweep(
+    m: int,
+    k: int,
+    n: int,
+    blocks: Sequence[int],
+    densities: Sequence[float],
+    *,
+    peers: Sequence[str] = PEERS,
+    dynamic: bool = True,
+    seed: int = 0,
+    repeat: int = 3,
+    progress=lambda xs, **_: xs,
+) -> list[dict]:
+    """time_cell over blocks x densities, dense timed once for the shape."""
+    x = jnp.asarray(np.random.default_rng(seed).normal(size=(k, n)).astype(np.float32))
+    wd = jnp.asarray(np.random.default_rng(seed + 2).normal(size=(m, k)).astype(np.float32))
+    dense = jax.jit(jnp.matmul)
+    dense_seconds = time_call(lambda: dense(wd, x), repeat=repeat, min_seconds=0.05)
+    cells = [(b, d) for b in blocks for d in densities]
+    return [
+        time_cell(m, k, n, b, d, peers=peers, dynamic=dynamic, seed=seed, dense_seconds=dense_seconds, repeat=repeat)
+        for b, d in progress(cells, desc="CPU block-sparse matmuls")
+    ]
