@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from core.sparsity.formats import BlockSparseMatrix, _check_shape, check_density
+from core.sparsity.formats import BlockSparseMatrix, check_density, check_shape
 
 CHUNK_ELEMENTS = 2**20  # elements of X gathered per loop step (4 MB in float32)
 
@@ -66,7 +66,7 @@ class DynamicBlockSparse:
 def capacity_for(shape: tuple[int, int], block: int, max_density: float, slack: float = 0.0) -> int:
     """Blocks needed to hold any pattern of density <= max_density, with `slack` (a fraction) to spare: the capacity is
     ceil(max_density * blocks * (1 + slack)), at least 1 and at most all the blocks."""
-    m, k = _check_shape(shape, block)
+    m, k = check_shape(shape, block)
     check_density(max_density)
     if not slack >= 0:
         raise ValueError(f"slack must be >= 0 (a fraction of spare capacity), got {slack}")
@@ -98,7 +98,7 @@ def dynamic_from_pattern(matrix: BlockSparseMatrix, capacity: int) -> DynamicBlo
 def _check(w: DynamicBlockSparse, x) -> None:
     """ValueError, at trace time, unless w and x [k, n] are consistent floating-point operands."""
     cap, b = w.capacity, w.block
-    _check_shape(w.shape, b)
+    check_shape(w.shape, b)
     for name, a, want in (("rows", w.rows, (cap,)), ("cols", w.cols, (cap,)), ("values", w.values, (cap, b, b))):
         if tuple(a.shape) != want:
             raise ValueError(f"{name} of shape {tuple(a.shape)} does not match capacity {cap}, block {b}: need {want}")

@@ -18,7 +18,7 @@ import numpy as np
 BLOCK_SIZES = (1, 4, 8, 16)
 
 
-def _check_shape(shape: tuple[int, int], block: int) -> tuple[int, int]:
+def check_shape(shape: tuple[int, int], block: int) -> tuple[int, int]:
     if block not in BLOCK_SIZES:
         raise ValueError(f"block size {block} is not supported: choose one of {BLOCK_SIZES}")
     if len(shape) != 2 or any(int(s) <= 0 for s in shape):
@@ -45,7 +45,7 @@ class BlockPattern:
     cols: np.ndarray  # [nnz] int32
 
     def __post_init__(self) -> None:
-        m, k = _check_shape(self.shape, self.block)
+        m, k = check_shape(self.shape, self.block)
         rows, cols = np.asarray(self.rows, np.int32).ravel(), np.asarray(self.cols, np.int32).ravel()
         if rows.shape != cols.shape:
             raise ValueError(f"rows and cols differ in length: {rows.size} and {cols.size}")
@@ -74,7 +74,7 @@ class BlockPattern:
     def from_dense(cls, dense: np.ndarray, block: int) -> BlockPattern:
         """The blocks of `dense` [m, k] that hold a non-zero."""
         dense = np.asarray(dense)
-        m, k = _check_shape(dense.shape, block)
+        m, k = check_shape(dense.shape, block)
         blocks = dense.reshape(m // block, block, k // block, block)
         return cls.from_mask(np.any(blocks != 0, axis=(1, 3)), block)
 
@@ -82,7 +82,7 @@ class BlockPattern:
     def random(cls, shape: tuple[int, int], block: int, density: float, seed: int = 0) -> BlockPattern:
         """round(density * blocks) blocks drawn uniformly without replacement (at least one), as the paper's
         benchmark patterns."""
-        m, k = _check_shape(shape, block)
+        m, k = check_shape(shape, block)
         check_density(density)
         R, C = m // block, k // block
         nnz = max(1, round(density * R * C))
