@@ -37,9 +37,11 @@ class IpuConfig:
     blocks: list[int] = field(default_factory=lambda: [1, 16])
     densities: list[float] = field(default_factory=lambda: [1 / 2, 1 / 4, 1 / 16, 1 / 64])
     dtypes: list[str] = field(default_factory=lambda: list(DTYPES))
+    workers: int = 0  # simulator processes (the cells are independent); 0: one per CPU core
 
     def __post_init__(self) -> None:
         _check_grid("popsparse.ipu", self.m, self.k, self.blocks, self.densities)
+        check_range("popsparse.ipu.workers", self.workers, ge=0)
         for n in self.ns:
             check_range("popsparse.ipu.ns", n, ge=1)
         for d in self.dtypes:
@@ -79,28 +81,29 @@ class Config:
 
 
 def reproduce(cfg) -> Report:
+    import os
+
     from core.progress import progress
+    from core.runner import current_run
     from core.tracking import log_metrics
     from ipu_model import device_from_config
     from papers.popsparse.cpu import cpu_sweep
-    from papers.popsparse.ipu import speedups
+    from papers.popsparse.ipu import CellCache, speedups
     from papers.popsparse.report import build_report
 
     c = cfg.popsparse
     device = device_from_config(cfg.device)
     ipu_rows: list[dict] = []
     if c.ipu.enabled:
-        cells = len(c.ipu.dtypes) * len(c.ipu.blocks) * len(c.ipu.densities)
+        cells = len(c.ipu.dtypes) * len(c.ipu.ns) * (1 + 2 * len(c.ipu.blocks) * len(c.ipu.densities))
         bar = progress(total=cells, desc=f"simulated {device.name} matmuls", unit="cell")
+        run = current_run()
+        cache = CellCache(run.checkpoint_dir / "ipu_cells.json" if run else None, resume=bool(run and run.resume))
 
-        def log(row):
+        def log(key, cell):
             bar.update(1)
-            log_metrics(
-                {
-                    f"ipu/{row['dtype']}/b{row['block']}/d{row['density']:.4g}/{kind}_speedup": row[f"{kind}_speedup"]
-                    for kind in ("static", "dynamic")
-                }
-            )
+            if cell["fits"]:
+                log_metrics({f"ipu/{key}/tflops": cell["tflops"]})
 
         ipu_rows = speedups(
             c.ipu.m,
@@ -112,8 +115,17 @@ def reproduce(cfg) -> Report:
             device,
             seed=int(cfg.seed),
             log=log,
+            cache=cache,
+            workers=c.ipu.workers or os.cpu_count() or 1,
         )
         bar.close()
+        log_metrics(
+            {
+                f"ipu/{r['dtype']}/b{r['block']}/d{r['density']:.4g}/{kind}_speedup": r[f"{kind}_speedup"]
+                for r in ipu_rows
+                for kind in ("static", "dynamic")
+            }
+        )
     cpu_cells: list[dict] = []
     if c.cpu.enabled:
         cpu_cells = cpu_sweep(

@@ -13,9 +13,16 @@ and only the matmul program is timed (not host transfers, including the dynamic 
 
 from __future__ import annotations
 
+import json
+import multiprocessing as mp
+import os
+from concurrent.futures import ProcessPoolExecutor
+from functools import lru_cache
+from pathlib import Path
 from time import perf_counter
 from typing import Any
 
+from core.io import atomic_write_json
 from core.sparsity.formats import BlockPattern
 from ipu_model import Engine, Graph, GraphError, Sequence, ops
 from ipu_model.device import DeviceSpec
@@ -32,6 +39,12 @@ from papers.popsparse.ipu_static import StaticPlan, plan_static, static_sparse_m
 KINDS = ("dense", "static", "dynamic")
 
 
+@lru_cache(maxsize=2)
+def _pattern(m: int, k: int, block: int, density: float, seed: int) -> BlockPattern:
+    """The random pattern of a cell (shared by its static and dynamic cells at every n; immutable)."""
+    return BlockPattern.random((m, k), block, density, seed)
+
+
 def _build(kind: str, graph: Graph, m: int, k: int, n: int, block: int, density: float, dtype: str, seed: int):
     """(program to run, the part to time, host inputs, plan, non-zero blocks) for one benchmark matmul."""
     x = graph.add_variable((k, n), dtype, "X")
@@ -41,7 +54,7 @@ def _build(kind: str, graph: Graph, m: int, k: int, n: int, block: int, density:
         graph.map_linearly(w)
         prog, _, plan = ops.matmul(graph, w, x)
         return prog, prog, {}, plan, (m // block) * (k // block)
-    pattern = BlockPattern.random((m, k), block, density, seed)
+    pattern = _pattern(m, k, block, density, seed)
     if kind == "static":
         w = graph.add_variable((pattern.nnz_blocks, block, block), dtype, "W")
         graph.map_linearly(w)
@@ -93,33 +106,129 @@ def simulate_cell(
     }
 
 
-def best_over_n(
-    kind: str, m: int, k: int, ns, block: int, density: float, dtype: str, device: DeviceSpec, seed: int = 0
-) -> dict[str, Any]:
-    """The cell with the highest dense-equivalent FLOP/s over the batch sizes `ns` (cells that do not fit are
-    skipped), with every cell under "cells"."""
-    cells = [simulate_cell(kind, m, k, n, block, density, dtype, device, seed) for n in ns]
+def _cell_key(kind: str, m: int, k: int, n: int, block: int, density: float, dtype: str) -> str:
+    return f"{kind}/m{m}/k{k}/n{n}/b{block}/d{density:.10g}/{dtype}"
+
+
+def _simulate_task(task: tuple) -> tuple[str, dict[str, Any]]:
+    key, args = task
+    return key, simulate_cell(*args)
+
+
+class CellCache:
+    """Simulated cells kept in a JSON file (rewritten atomically after each cell), so that a killed sweep resumes
+    where it stopped. The file belongs in a run's checkpoint directory, which is keyed by the config (device, sizes,
+    seed); `path=None` keeps the cells in memory only."""
+
+    def __init__(self, path: str | os.PathLike | None = None, resume: bool = True):
+        self.path = Path(path) if path is not None else None
+        self.cells: dict[str, dict[str, Any]] = {}
+        if self.path is not None and resume and self.path.exists():
+            self.cells = json.loads(self.path.read_text())
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.cells
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        return self.cells[key]
+
+    def put(self, key: str, cell: dict[str, Any]) -> None:
+        self.cells[key] = cell
+        if self.path is not None:
+            atomic_write_json(self.path, self.cells)
+
+
+def simulate_cells(
+    tasks, device: DeviceSpec, seed: int = 0, cache: CellCache | None = None, workers: int = 1, log=None, chunk: int = 1
+):
+    """Simulate every (kind, m, k, n, block, density, dtype) in `tasks` not already in `cache`, in `workers` processes
+    (the simulator is single-threaded Python; the cells are independent). `log(key, cell)` is called as cells
+    complete; `chunk` consecutive tasks go to the same process (so cells sharing a pattern reuse it). Returns the
+    cache."""
+    cache = cache if cache is not None else CellCache()
+    todo = []
+    queued = set()
+    for task in tasks:
+        key = _cell_key(*task)
+        if key in cache:
+            if log:
+                log(key, cache[key])
+        elif key not in queued:
+            queued.add(key)
+            todo.append((key, (*task, device, seed)))
+    if workers > 1 and len(todo) > 1:
+        # spawn, not fork: the parent may hold JAX's threads
+        with ProcessPoolExecutor(min(workers, len(todo)), mp_context=mp.get_context("spawn")) as pool:
+            for key, cell in pool.map(_simulate_task, todo, chunksize=chunk):
+                cache.put(key, cell)
+                if log:
+                    log(key, cell)
+    else:
+        for task in todo:
+            key, cell = _simulate_task(task)
+            cache.put(key, cell)
+            if log:
+                log(key, cell)
+    return cache
+
+
+def _best(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cell with the highest dense-equivalent FLOP/s (cells that do not fit are skipped), with every cell under
+    "cells"."""
     fitting = [c for c in cells if c["fits"]]
     best = max(fitting, key=lambda c: c["tflops"]) if fitting else {"fits": False}
     return {**best, "cells": cells}
 
 
-def speedups(m: int, k: int, ns, blocks, densities, dtypes, device: DeviceSpec, seed: int = 0, log=None):
+def best_over_n(
+    kind: str, m: int, k: int, ns, block: int, density: float, dtype: str, device: DeviceSpec, seed: int = 0
+) -> dict[str, Any]:
+    """The cell with the highest dense-equivalent FLOP/s over the batch sizes `ns` (cells that do not fit are
+    skipped), with every cell under "cells"."""
+    return _best([simulate_cell(kind, m, k, n, block, density, dtype, device, seed) for n in ns])
+
+
+def speedups(
+    m: int,
+    k: int,
+    ns,
+    blocks,
+    densities,
+    dtypes,
+    device: DeviceSpec,
+    seed: int = 0,
+    log=None,
+    cache: CellCache | None = None,
+    workers: int = 1,
+):
     """Best-over-n FLOP/s of dense, static and dynamic, and the sparse speed-ups over dense, for every (block,
-    density, dtype). Dense is simulated once per dtype. `log(row)` is called as rows complete."""
+    density, dtype). Dense is simulated once per dtype. Cells run in `workers` processes and are kept in `cache`
+    (resumable); `log(key, cell)` is called as cells complete."""
+    tasks = [("dense", m, k, n, 1, 1.0, dtype) for dtype in dtypes for n in ns]
+    tasks += [
+        (kind, m, k, n, block, density, dtype)
+        for dtype in dtypes
+        for block in blocks
+        for density in densities
+        for kind in ("static", "dynamic")
+        for n in ns
+    ]
+    cache = simulate_cells(tasks, device, seed, cache, workers, log, chunk=2 * len(ns))
+
+    def best(kind, block, density, dtype):
+        return _best([cache[_cell_key(kind, m, k, n, block, density, dtype)] for n in ns])
+
     rows = []
     for dtype in dtypes:
-        dense = best_over_n("dense", m, k, ns, 1, 1.0, dtype, device, seed)
+        dense = best("dense", 1, 1.0, dtype)
         for block in blocks:
             for density in densities:
                 row: dict[str, Any] = {"dtype": dtype, "block": block, "density": density, "dense": dense}
                 for kind in ("static", "dynamic"):
-                    row[kind] = best_over_n(kind, m, k, ns, block, density, dtype, device, seed)
+                    row[kind] = best(kind, block, density, dtype)
                     ok = row[kind]["fits"] and dense["fits"]
                     row[f"{kind}_speedup"] = row[kind]["tflops"] / dense["tflops"] if ok else float("nan")
                 rows.append(row)
-                if log:
-                    log(row)
     return rows
 
 
@@ -128,11 +237,13 @@ __all__ = [
     "DynamicPlan",
     "DynamicSparseMatmul",
     "StaticPlan",
+    "CellCache",
     "best_over_n",
     "dynamic_sparse_matmul",
     "plan_dynamic",
     "plan_static",
     "simulate_cell",
+    "simulate_cells",
     "speedups",
     "static_sparse_matmul",
 ]

@@ -1,11 +1,24 @@
 import time
 
+import pytest
+
 from core.bench import Comparison, compare, markdown_table, time_call
 
 
 def test_time_call_measures_the_call():
     t = time_call(lambda: time.sleep(0.01), repeat=3, min_seconds=0.0, warmup=0)
     assert 0.009 < t < 0.5
+
+
+def test_time_call_min_ignores_a_slow_round():
+    def rounds():  # warmup, calibration, then three rounds: two slowed by other work
+        sleeps = iter([0.0, 0.0, 0.05, 0.05, 0.01])
+        return lambda: time.sleep(next(sleeps))
+
+    assert 0.009 < time_call(rounds(), repeat=3, min_seconds=0.0, warmup=1, stat="min") < 0.03
+    assert time_call(rounds(), repeat=3, min_seconds=0.0, warmup=1) > 0.045  # the median
+    with pytest.raises(ValueError, match="stat"):
+        time_call(rounds(), stat="mean")
 
 
 def test_compare_reports_peer_over_ours():

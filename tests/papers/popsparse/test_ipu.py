@@ -3,13 +3,14 @@ program runs different patterns without being rebuilt, bad inputs are refused cl
 are what the engine charges, and the benchmark cell reports consistent figures."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
 
 from core.sparsity.formats import BlockPattern, BlockSparseMatrix
 from ipu_model import DeviceToHost, Engine, Graph, GraphError, HostToDevice, Sequence, get_device
-from papers.popsparse.ipu import simulate_cell
+from papers.popsparse.ipu import CellCache, simulate_cell, speedups
 from papers.popsparse.ipu_common import balanced_cuts, block_product_cycles, program_cycles
 from papers.popsparse.ipu_dynamic import assign_buckets, dynamic_sparse_matmul, plan_dynamic
 from papers.popsparse.ipu_static import StaticPlan, plan_static, static_sparse_matmul
@@ -223,6 +224,40 @@ def test_simulate_cell_reports_consistent_figures():
         simulate_cell("sparse", 256, 256, 64, 16, 1 / 8, "float16", dev)
     tiny = get_device("mk2", tiles=2, memory_per_tile=2048)
     assert not simulate_cell("static", 256, 256, 64, 16, 1 / 8, "float16", tiny)["fits"]
+
+
+def _strip_wall(rows):
+    """The rows without the simulator's own wall times (which differ between runs)."""
+    if isinstance(rows, dict):
+        return {k: _strip_wall(v) for k, v in rows.items() if k != "wall"}
+    if isinstance(rows, list):
+        return [_strip_wall(v) for v in rows]
+    return rows
+
+
+def test_speedups_in_two_processes_and_resumed_equal_one_process(tmp_path):
+    dev = get_device("mk2", tiles=32)
+    grid = (128, 128, [16, 32], [4, 16], [1 / 4], ["float16"], dev)
+    serial = speedups(*grid)
+    assert len(serial) == 2 and all(r["static_speedup"] > 0 for r in serial)
+    path = tmp_path / "cells.json"
+    calls = []
+    parallel = speedups(*grid, cache=CellCache(path), workers=2, log=lambda key, cell: calls.append(key))
+    assert _strip_wall(parallel) == _strip_wall(serial)
+    assert len(calls) == len(set(calls)) == 2 * (1 + 2 * 2)  # dense + (static, dynamic) x 2 blocks, at 2 ns
+    # a killed run: the cache lost its last cells; the rerun simulates only those and gives the same rows
+    cells = json.loads(path.read_text())
+    kept = dict(list(cells.items())[:4])
+    path.write_text(json.dumps(kept))
+    resumed_calls = []
+    cache = CellCache(path)
+    simulated_before = set(cache.cells)
+    resumed = speedups(*grid, cache=cache, log=lambda key, cell: resumed_calls.append(key))
+    assert _strip_wall(resumed) == _strip_wall(serial)
+    assert simulated_before == set(kept) and set(json.loads(path.read_text())) == set(cells)
+    assert [k for k in resumed_calls if k in kept] and len(resumed_calls) == len(calls)
+    # resume=False ignores the file
+    assert not CellCache(path, resume=False).cells
 
 
 @pytest.mark.slow
