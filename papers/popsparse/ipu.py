@@ -234,10 +234,10 @@ def speedups(
 
 __all__ = [
     "KINDS",
+    "CellCache",
     "DynamicPlan",
     "DynamicSparseMatmul",
     "StaticPlan",
-    "CellCache",
     "best_over_n",
     "dynamic_sparse_matmul",
     "plan_dynamic",
