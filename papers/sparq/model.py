@@ -2,8 +2,10 @@
 kept under <output_root>/sparq/models/<hash of the model and training settings> and reused by later runs.
 
 A share of the training windows end with a copy of an earlier span of the same window ("repeat windows"), so the
-small model learns within minutes the copying (induction) behaviour the repetition task measures; the rest are
-plain text. Both the repetition score and the held-out BPC are measured on text the model never trained on.
+small model learns the copying (induction) behaviour the repetition task measures; the rest are plain text. An
+optional warm-up (`induction_steps`) first trains on short windows of random characters ending in a copy, where
+induction heads form far sooner than in long windows of text. Both the repetition score and the held-out BPC are
+measured on text the model never trained on.
 """
 
 from __future__ import annotations
@@ -51,6 +53,12 @@ def repeat_windows(windows: np.ndarray, rng: np.random.Generator, share: float, 
     return out
 
 
+def induction_windows(rng: np.random.Generator, batch: int, length: int, span: int, vocab: int) -> np.ndarray:
+    """Windows of `length` random characters whose last `span` copy an earlier span at a random offset: nothing but
+    copying can be learnt from them, and on short windows a small model learns it within ~1000 steps."""
+    return repeat_windows(rng.integers(0, vocab, (batch, length)), rng, 1.0, span)
+
+
 def train_model(cfg, corpus: CharCorpus, directory: Path, resume: bool = True):
     """Train (or load) the LM; returns (model, params, info)."""
     m = cfg.model
@@ -82,8 +90,11 @@ def train_model(cfg, corpus: CharCorpus, directory: Path, resume: bool = True):
     bar = progress(range(start, m.steps), desc="train LM", total=m.steps, initial=start, unit="step")
     for i in bar:
         rng = np.random.default_rng([m.seed, i])
-        w = sample_windows(corpus.train, m.seq_len + 1, m.batch_size, rng)
-        w = repeat_windows(w, rng, m.repeat_share, m.repeat_span)
+        if i < m.get("induction_steps", 0):
+            w = induction_windows(rng, m.induction_batch, m.induction_len + 1, m.induction_span, corpus.vocab_size)
+        else:
+            w = sample_windows(corpus.train, m.seq_len + 1, m.batch_size, rng)
+            w = repeat_windows(w, rng, m.repeat_share, m.repeat_span)
         state, loss = step(state, jnp.asarray(w))
         losses.append(float(loss))
         if (i + 1) % 50 == 0 or i + 1 == m.steps:

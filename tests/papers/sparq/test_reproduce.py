@@ -2,10 +2,12 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from core.config import ConfigError, validate_section
 from papers.sparq import Config
+from papers.sparq.model import induction_windows
 
 
 def test_smoke_run_reports_every_claim_and_reuses_the_model(cli, tmp_path):
@@ -47,5 +49,22 @@ def test_config_errors_name_the_key():
         validate_section({"methods": ["quest"]}, Config, "sparq")
     with pytest.raises(ConfigError, match=r"claim_ratio=0.3 must be one of sparq.ratios"):
         validate_section({"claim_ratio": 0.3}, Config, "sparq")
+    with pytest.raises(ConfigError, match=r"sparq.model.induction_span"):
+        validate_section({"model": {"induction_len": 16, "induction_span": 9}}, Config, "sparq")
+    with pytest.raises(ConfigError, match=r"sparq.model.induction_steps"):
+        validate_section({"model": {"steps": 100, "induction_steps": 100}}, Config, "sparq")
     with pytest.raises(ConfigError, match="leaves a context of"):
         validate_section({"model": {"seq_len": 300, "repeat_span": 100}}, Config, "sparq")
+
+
+def test_induction_windows_end_with_a_copy_of_an_earlier_span():
+    rng = np.random.default_rng(0)
+    w = induction_windows(rng, 64, 33, 10, 65)
+    assert w.shape == (64, 33) and w.min() >= 0 and w.max() < 65
+    starts = set()
+    for row in w:
+        # the copy is the last 10 characters; its source starts somewhere in [0, 33 - 20)
+        found = [j for j in range(33 - 20) if (row[j : j + 10] == row[-10:]).all()]
+        assert found
+        starts.add(found[0])
+    assert len(starts) > 5  # at random offsets, not a fixed one
