@@ -29,17 +29,17 @@ class ModelConfig:
     depth: int = 2
     heads: int = 2  # head dimension 64: room for SparQ's r at 1/16 of the transfer
     seq_len: int = 512
-    position: str = "learned"  # "rope": rotary, as the paper's Llama/Mistral models
-    batch_size: int = 8
-    steps: int = 1800
-    lr: float = 3e-3
+    position: str = "rope"  # rotary, as the paper's Llama/Mistral models ("learned": a learned table)
+    batch_size: int = 4
+    steps: int = 3500
+    lr: float = 1e-3
     warmup: int = 100
     repeat_share: float = 0.9  # windows whose end repeats an earlier span (teaches copying)
     repeat_span: int = 224
     # induction warm-up: the first `induction_steps` steps train on short windows of random characters whose end
     # copies an earlier span; small models form induction (copying) heads there in ~1000 steps, where the time to form
     # them grows about quadratically with the window length (0: no warm-up)
-    induction_steps: int = 0
+    induction_steps: int = 1200
     induction_len: int = 32
     induction_span: int = 10
     induction_batch: int = 64
