@@ -1,0 +1,277 @@
+"""The QM1B-style dataset generator: SMILES -> filtered molecules -> ETKDG conformers -> batched DFT -> Parquet.
+
+QM1B (Mathiasen et al. 2023) took GDB-11 SMILES of 9-11 heavy atoms (C, N, O, F only, at most 14 H), made up to
+1000 RDKit conformers each and labelled every conformer with B3LYP/STO-3G in float32 (20 fixed SCF iterations).
+Offline we draw SMILES from QM9 (qm9pack; 9 heavy atoms) or RDKit's NCI sample (9-11), with QM1B's filters.
+
+Work is split into shards by molecule (molecule i of the selection goes to shard i mod num_shards), so many
+processes or SLURM jobs can each take one. A shard writes Parquet parts atomically (temporary file, then rename) and
+after each part a manifest (also atomic) that lists the molecules done, the parts and the counts of dropped rows by
+reason. A killed shard restarts after its last listed part: parts not in the manifest are deleted and redone, so
+nothing is lost or written twice.
+
+Rows follow QM1B's columns: smile, atoms, z, energy (eV), homo, lumo (eV), N (number of AOs), std (eV), y (gap, eV),
+pos (Bohr, flattened), plus the molecule's source index and its conformer seed. Rows with std > 0.01 eV or a zero
+gap are dropped and counted, as QM1B did.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core.data.molecules import MoleculeError, embed_conformers, molecule_from_smiles, nci_smiles, qm9_smiles
+from core.io import atomic_write, atomic_write_json
+from core.progress import progress
+
+HARTREE_EV = 27.211386245988  # CODATA 2018
+ANGSTROM_BOHR = 1 / 0.529177210903
+ELEMENTS = ("H", "C", "N", "O", "F")
+Z = {"H": 1, "C": 6, "N": 7, "O": 8, "F": 9}
+SOURCES = ("qm9", "nci")
+MAX_STD_EV = 0.01
+COLUMNS = ("smile", "atoms", "z", "energy", "homo", "lumo", "N", "std", "y", "pos", "molecule", "conformer_seed")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which molecules a dataset holds (every shard of it computes the same selection)."""
+
+    source: str = "qm9"
+    min_heavy: int = 9
+    max_heavy: int = 11
+    max_hydrogens: int = 14
+    molecules: int = 100  # how many SMILES pass the filters and are taken, in a seeded random order
+    conformers: int = 4  # per molecule
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"source={self.source!r} is not one of {SOURCES}")
+        if not 1 <= self.min_heavy <= self.max_heavy:
+            raise ValueError(f"heavy atoms [{self.min_heavy}, {self.max_heavy}] must satisfy 1 <= min <= max")
+        if self.molecules < 1 or self.conformers < 1:
+            raise ValueError(f"molecules={self.molecules} and conformers={self.conformers} must be at least 1")
+
+
+def check_molecule(smiles: str, sel: Selection) -> None:
+    """QM1B's filters; raises MoleculeError with the reason a molecule is skipped."""
+    mol = molecule_from_smiles(smiles)
+    symbols = [a.GetSymbol() for a in mol.GetAtoms()]
+    bad = sorted(set(symbols) - set(ELEMENTS))
+    if bad:
+        raise MoleculeError("element", f"{smiles}: elements {bad} are outside {ELEMENTS}")
+    heavy = sum(s != "H" for s in symbols)
+    if not sel.min_heavy <= heavy <= sel.max_heavy:
+        raise MoleculeError("heavy_atoms", f"{smiles}: {heavy} heavy atoms, not in [{sel.min_heavy}, {sel.max_heavy}]")
+    if symbols.count("H") > sel.max_hydrogens:
+        raise MoleculeError("hydrogens", f"{smiles}: {symbols.count('H')} H > {sel.max_hydrogens}")
+    if any(a.GetFormalCharge() for a in mol.GetAtoms()):
+        raise MoleculeError("charged", f"{smiles}: charged atoms (restricted Kohn-Sham of neutral closed shells only)")
+    if any(a.GetNumRadicalElectrons() for a in mol.GetAtoms()) or sum(Z[s] for s in symbols) % 2:
+        raise MoleculeError("open_shell", f"{smiles}: open shell (restricted Kohn-Sham needs paired electrons)")
+
+
+def select_molecules(sel: Selection, smiles: Sequence[str] | None = None) -> tuple[list[tuple[int, str]], Counter]:
+    """The first `sel.molecules` SMILES of the source, in a seeded random order, that pass QM1B's filters.
+    Returns ([(index in the source, smiles)], counts of skipped SMILES by reason)."""
+    if smiles is None:
+        smiles = qm9_smiles() if sel.source == "qm9" else nci_smiles()
+    order = np.random.default_rng([sel.seed, 11]).permutation(len(smiles))
+    chosen, skipped = [], Counter()
+    for i in order:
+        if len(chosen) == sel.molecules:
+            break
+        try:
+            check_molecule(smiles[i], sel)
+        except MoleculeError as e:
+            skipped[e.reason] += 1
+            continue
+        chosen.append((int(i), smiles[i]))
+    if len(chosen) < sel.molecules:
+        raise ValueError(
+            f"only {len(chosen)} of the {len(smiles)} {sel.source} SMILES pass the filters; asked for "
+            f"molecules={sel.molecules} (skipped: {dict(skipped)})"
+        )
+    return chosen, skipped
+
+
+def conformer_seed(sel: Selection, molecule: int) -> int:
+    """The recorded ETKDG seed of a molecule: a function of the selection seed and the molecule's source index."""
+    return int(np.random.SeedSequence([sel.seed, molecule]).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def atom_string(elements: Sequence[str], positions: np.ndarray) -> str:
+    """A PySCF atom string (Angstrom) of one conformer."""
+    return "; ".join(f"{e} {x:.10f} {y:.10f} {z:.10f}" for e, (x, y, z) in zip(elements, positions, strict=True))
+
+
+def conformer_rows(smiles: str, molecule: int, seed: int, elements, positions, results) -> tuple[list[dict], Counter]:
+    """Rows of QM1B's columns from one molecule's conformers and their DFT results; drops by QM1B's rules."""
+    rows, dropped = [], Counter()
+    for pos, r in zip(positions, results, strict=True):
+        if not (np.isfinite(r["energy"]) and np.isfinite(r["gap"])):
+            dropped["not_finite"] += 1
+            continue
+        if r["energy_std"] > MAX_STD_EV:
+            dropped["std"] += 1
+            continue
+        if not r["gap"] > 0:
+            dropped["zero_gap"] += 1
+            continue
+        rows.append(
+            {
+                "smile": smiles,
+                "atoms": "".join(elements),
+                "z": [Z[e] for e in elements],
+                "energy": float(r["energy"]) * HARTREE_EV,
+                "homo": float(r["homo"]),
+                "lumo": float(r["lumo"]),
+                "N": int(r["n_ao"]),
+                "std": float(r["energy_std"]),
+                "y": float(r["gap"]),
+                "pos": (np.asarray(pos) * ANGSTROM_BOHR).reshape(-1).tolist(),
+                "molecule": molecule,
+                "conformer_seed": seed,
+            }
+        )
+    return rows, dropped
+
+
+def dataset_key(sel: Selection, dft: dict) -> str:
+    blob = json.dumps({"selection": asdict(sel), "dft": dft}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _write_parquet(path: Path, rows: list[dict], metadata: dict) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema(
+        [
+            ("smile", pa.string()),
+            ("atoms", pa.string()),
+            ("z", pa.list_(pa.int8())),
+            ("energy", pa.float64()),
+            ("homo", pa.float32()),
+            ("lumo", pa.float32()),
+            ("N", pa.int16()),
+            ("std", pa.float32()),
+            ("y", pa.float32()),
+            ("pos", pa.list_(pa.float32())),
+            ("molecule", pa.int64()),
+            ("conformer_seed", pa.int64()),
+        ],
+        metadata={k: json.dumps(v) for k, v in metadata.items()},
+    )
+    table = pa.Table.from_pylist(rows, schema=schema)
+    atomic_write(path, lambda f: pq.write_table(table, f))
+
+
+def read_shard(directory: Path):
+    """All rows of a shard (or of every shard under a dataset directory) as one pyarrow Table, in manifest order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    manifests = sorted(Path(directory).glob("**/manifest.json"))
+    tables = []
+    for m in manifests:
+        for part in json.loads(m.read_text())["parts"]:
+            tables.append(pq.read_table(m.parent / part["file"]))
+    if not tables:
+        raise FileNotFoundError(f"no generated parts under {directory}")
+    return pa.concat_tables(tables)
+
+
+def generate_shard(
+    sel: Selection,
+    dft: dict,
+    directory: Path,
+    *,
+    shard: int = 0,
+    num_shards: int = 1,
+    molecules_per_part: int = 8,
+    run_batch: Callable | None = None,
+    versions: dict | None = None,
+    show_progress: bool = True,
+) -> dict:
+    """Generate (or finish) one shard under `directory`; returns its manifest.
+
+    `dft`: keyword arguments of papers.qm1b.dft.run_dft_batch (basis, xc, grid_level, iterations, dtype).
+    `run_batch(atoms: list[str], **dft) -> list[dict]` defaults to run_dft_batch (tests pass a stand-in)."""
+    if not 0 <= shard < num_shards:
+        raise ValueError(f"shard={shard} must be in [0, num_shards={num_shards})")
+    if molecules_per_part < 1:
+        raise ValueError(f"molecules_per_part={molecules_per_part} must be at least 1")
+    if run_batch is None:
+        from papers.qm1b.dft import run_dft_batch as run_batch
+    chosen, skipped = select_molecules(sel)
+    mine = [m for i, m in enumerate(chosen) if i % num_shards == shard]
+    out = Path(directory) / f"shard_{shard:05d}_of_{num_shards:05d}"
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path = out / "manifest.json"
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text())
+    else:
+        manifest = {
+            "key": dataset_key(sel, dft),
+            "selection": asdict(sel),
+            "dft": dft,
+            "shard": shard,
+            "num_shards": num_shards,
+            "skipped_smiles": dict(skipped),
+            "done": [],
+            "parts": [],
+            "rows": 0,
+            "dropped": {},
+            "seconds": 0.0,
+        }
+    if manifest["key"] != dataset_key(sel, dft) or manifest["num_shards"] != num_shards:
+        raise ValueError(f"{out} holds another dataset (key {manifest['key']}): choose another directory")
+    listed = {p["file"] for p in manifest["parts"]}
+    for stray in out.glob("part_*.parquet*"):  # written after the last manifest update: redone below
+        if stray.name not in listed:
+            stray.unlink()
+    done = set(manifest["done"])
+    todo = [m for m in mine if m[0] not in done]
+    metadata = {"selection": asdict(sel), "dft": dft, "versions": versions or {}}
+    bar = progress(
+        total=len(mine) * sel.conformers,
+        initial=len(done) * sel.conformers,
+        desc=f"shard {shard}/{num_shards}",
+        unit="conf",
+        disable=not show_progress,
+    )
+    import time
+
+    rows, ids, dropped, t0 = [], [], Counter(), time.perf_counter()
+    for n, (index, smiles) in enumerate(todo):
+        seed = conformer_seed(sel, index)
+        try:
+            elements, positions = embed_conformers(smiles, sel.conformers, seed)
+            results = run_batch([atom_string(elements, p) for p in positions], **dft)
+            new, drops = conformer_rows(smiles, index, seed, elements, positions, results)
+        except MoleculeError as e:
+            new, drops = [], Counter({e.reason: sel.conformers})
+        rows += new
+        dropped.update(drops)
+        ids.append(index)
+        bar.update(sel.conformers)
+        if len(ids) == molecules_per_part or n + 1 == len(todo):
+            name = f"part_{len(manifest['parts']):05d}.parquet"
+            _write_parquet(out / name, rows, metadata)
+            manifest["parts"].append({"file": name, "molecules": len(ids), "rows": len(rows)})
+            manifest["done"] += ids
+            manifest["rows"] += len(rows)
+            manifest["dropped"] = dict(Counter(manifest["dropped"]) + dropped)
+            manifest["seconds"] += time.perf_counter() - t0
+            atomic_write_json(manifest_path, manifest)
+            rows, ids, dropped, t0 = [], [], Counter(), time.perf_counter()
+    bar.close()
+    return manifest
