@@ -169,6 +169,9 @@ class RunConfig:
     seed: int = 0
     output_root: str = "outputs"
     resume: bool = True
+    # embarrassingly parallel work (dataset generation) is split into num_shards slices; a run computes slice `shard`
+    shard: int = 0
+    num_shards: int = 1
     paper: PaperMeta = field(default_factory=PaperMeta)
     scale: ScaleConfig = field(default_factory=ScaleConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
@@ -179,6 +182,8 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         check_range("seed", self.seed, ge=0, lt=2**32)
+        check_range("num_shards", self.num_shards, ge=1)
+        check_range("shard", self.shard, ge=0, lt=self.num_shards)
         if not self.paper.module:
             raise ConfigError("paper.module is empty: configs/paper/<name>.yaml must name the paper's package")
 
