@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from core.nn.ops import masked_softmax
 from core.nn.transformer import TransformerLM
 
 
@@ -35,8 +36,7 @@ def dense_step(layer, q, K, V, length, state):
     """Exact attention over the valid cache: softmax(q K^T / sqrt(d)) V; reads (2 + 2S) d elements per head."""
     S, d = K.shape[-2], q.shape[-1]
     valid = jnp.arange(S) < length
-    scores = jnp.where(valid, jnp.einsum("bhsd,bhd->bhs", K, q) / math.sqrt(d), -1e30)
-    p = jnp.where(valid, jax.nn.softmax(scores, -1), 0.0)
+    p = masked_softmax(jnp.einsum("bhsd,bhd->bhs", K, q) / math.sqrt(d), valid)
     return jnp.einsum("bhs,bhsd->bhd", p, V), (2 + 2 * S) * d, state
 
 

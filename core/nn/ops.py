@@ -22,6 +22,17 @@ from core import unit_scaling as us
 from core.numerics import FloatFormat, get_format, quantise
 
 SCALINGS = ("regular", "unit")
+
+
+def masked_softmax(scores: jax.Array, mask: jax.Array, axis: int = -1) -> jax.Array:
+    """softmax over the entries where `mask` is True, zero elsewhere.
+
+    Masked scores become the dtype's most negative value rather than -inf, and the probabilities are zeroed where
+    the mask is False afterwards, so a row with nothing allowed gives zeros with finite gradients (never NaN)."""
+    scores = jnp.where(mask, scores, jnp.finfo(scores.dtype).min)
+    return jnp.where(mask, jax.nn.softmax(scores, axis=axis), 0.0)
+
+
 RESIDUALS = ("fixed", "running_mean")
 CAST_SCOPES = ("all", "matmul")
 
@@ -154,10 +165,9 @@ class Ops:
         """softmax(q k^T / sqrt(d), over the keys where `mask` is True) v for q [..., Sq, d], k, v [..., Sk, d] and
         a boolean mask broadcastable to [..., Sq, Sk] (True: the query may attend to the key).
 
-        Masked keys get the dtype's most negative score rather than -inf, and the probabilities are zeroed where
-        the mask is False afterwards, so a query row with no key allowed yields zeros, with finite gradients
-        (never NaN). Regular scaling only: unit scaling's constant output scales assume a known attention pattern
-        (causal_attention derives them for the causal one); under an arbitrary mask they would depend on the data.
+        A query row with no key allowed yields zeros, with finite gradients (see masked_softmax). Regular scaling
+        only: unit scaling's constant output scales assume a known attention pattern (causal_attention derives them
+        for the causal one); under an arbitrary mask they would depend on the data.
         """
         if self.unit:
             raise NotImplementedError(
@@ -166,8 +176,7 @@ class Ops:
             )
         q, k, v = self.q_operand(q), self.q_operand(k), self.q_operand(v)
         scores = self.q_product(jnp.einsum("...qd,...kd->...qk", q, k) / math.sqrt(q.shape[-1]))
-        scores = jnp.where(mask, scores, jnp.finfo(scores.dtype).min)
-        probs = jnp.where(mask, jax.nn.softmax(scores, axis=-1), 0.0)
+        probs = masked_softmax(scores, mask)
         return self.q_product(jnp.einsum("...qk,...kd->...qd", self.q_operand(probs), v))
 
     def cross_entropy(self, logits: jax.Array, labels: jax.Array) -> jax.Array:

@@ -27,7 +27,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-NEG = -1e30  # a masked score: finite, so a row with nothing valid stays finite
+from core.nn.ops import masked_softmax
 
 
 def _check(q, K, V, what: str) -> tuple[int, int]:
@@ -47,15 +47,10 @@ def _valid(S: int, length, lead: tuple[int, ...]) -> jax.Array:
     return pos < jnp.broadcast_to(jnp.asarray(length), lead)[..., None]
 
 
-def _softmax(scores, valid):
-    p = jax.nn.softmax(jnp.where(valid, scores, NEG), axis=-1)
-    return jnp.where(valid, p, 0.0)
-
-
 def dense_attention(q, K, V, length=None) -> tuple[jax.Array, int]:
     S, d = _check(q, K, V, "dense_attention")
     valid = _valid(S, length, q.shape[:-1])
-    p = _softmax(jnp.einsum("...sd,...d->...s", K, q) / math.sqrt(d), valid)
+    p = masked_softmax(jnp.einsum("...sd,...d->...s", K, q) / math.sqrt(d), valid)
     return jnp.einsum("...s,...sd->...d", p, V), (2 + 2 * S) * d
 
 
@@ -69,7 +64,7 @@ def local_attention(q, K, V, *, k: int, length=None) -> tuple[jax.Array, int]:
     ok = (end[..., None] - k + jnp.arange(k)) >= 0
     K2 = jnp.take_along_axis(K, idx[..., None], axis=-2)
     V2 = jnp.take_along_axis(V, idx[..., None], axis=-2)
-    p = _softmax(jnp.einsum("...kd,...d->...k", K2, q) / math.sqrt(d), ok)
+    p = masked_softmax(jnp.einsum("...kd,...d->...k", K2, q) / math.sqrt(d), ok)
     return jnp.einsum("...k,...kd->...d", p, V2), 2 * d + K2.shape[-2] * d + V2.shape[-2] * d
 
 
@@ -102,13 +97,13 @@ def sparq_attention(q, K, V, *, r: int, k: int, local_k: int = 0, length=None) -
     q1 = jnp.take_along_axis(q, i1, axis=-1)
     K1 = jnp.take_along_axis(K, i1[..., None, :], axis=-1)  # [..., S, r]
     temperature = jnp.sqrt(d * jnp.sum(jnp.abs(q1), -1) / jnp.sum(absq, -1))
-    s_hat = _softmax(jnp.einsum("...sr,...r->...s", K1, q1) / temperature[..., None], valid)
+    s_hat = masked_softmax(jnp.einsum("...sr,...r->...s", K1, q1) / temperature[..., None], valid)
     i2 = _select(s_hat, valid, S, k, local_k, length, lead)  # [..., k]
     ok = jnp.take_along_axis(valid, i2, axis=-1)
     alpha = jnp.sum(jnp.take_along_axis(s_hat, i2, axis=-1) * ok, -1)
     K2 = jnp.take_along_axis(K, i2[..., None], axis=-2)
     V2 = jnp.take_along_axis(V, i2[..., None], axis=-2)
-    y = jnp.einsum("...k,...kd->...d", _softmax(jnp.einsum("...kd,...d->...k", K2, q) / math.sqrt(d), ok), V2)
+    y = jnp.einsum("...k,...kd->...d", masked_softmax(jnp.einsum("...kd,...d->...k", K2, q) / math.sqrt(d), ok), V2)
     v_mean = jnp.sum(jnp.where(valid[..., None], V, 0.0), -2) / jnp.maximum(jnp.sum(valid, -1), 1)[..., None]
     out = alpha[..., None] * y + (1 - alpha[..., None]) * v_mean
     transfer = 2 * d + K1.shape[-2] * K1.shape[-1] + K2.shape[-2] * d + V2.shape[-2] * d + v_mean.shape[-1] + 2 * d
@@ -132,13 +127,13 @@ def sparq_attention_gqa(q, K, V, *, r: int, k: int, local_k: int = 0, length=Non
     q1 = jnp.take_along_axis(q, i1[..., None, :], axis=-1)  # [..., g, r]
     K1 = jnp.take_along_axis(K, i1[..., None, :], axis=-1)  # [..., S, r]
     temperature = jnp.sqrt(d * jnp.sum(jnp.abs(q1), -1) / jnp.sum(absq, -1))  # [..., g]
-    s_hat = _softmax(jnp.einsum("...sr,...gr->...gs", K1, q1) / temperature[..., None], valid[..., None, :])
+    s_hat = masked_softmax(jnp.einsum("...sr,...gr->...gs", K1, q1) / temperature[..., None], valid[..., None, :])
     i2 = _select(jnp.mean(s_hat, -2), valid, S, k, local_k, length, lead)  # shared: [..., k]
     ok = jnp.take_along_axis(valid, i2, axis=-1)  # [..., k]
     alpha = jnp.sum(jnp.take_along_axis(s_hat, i2[..., None, :], axis=-1) * ok[..., None, :], -1)  # [..., g]
     K2 = jnp.take_along_axis(K, i2[..., None], axis=-2)
     V2 = jnp.take_along_axis(V, i2[..., None], axis=-2)
-    p = _softmax(jnp.einsum("...kd,...gd->...gk", K2, q) / math.sqrt(d), ok[..., None, :])
+    p = masked_softmax(jnp.einsum("...kd,...gd->...gk", K2, q) / math.sqrt(d), ok[..., None, :])
     y = jnp.einsum("...gk,...kd->...gd", p, V2)
     v_mean = jnp.sum(jnp.where(valid[..., None], V, 0.0), -2) / jnp.maximum(jnp.sum(valid, -1), 1)[..., None]
     out = alpha[..., None] * y + (1 - alpha[..., None]) * v_mean[..., None, :]
@@ -182,7 +177,7 @@ def h2o_attention(q, K, V, state: H2OState, *, k: int, local_k: int, length) -> 
     end = jnp.broadcast_to(jnp.asarray(length), lead)[..., None]
     pos = jnp.arange(S)
     kept = (state.kept | (pos == end - 1)) & valid
-    p = _softmax(jnp.einsum("...sd,...d->...s", K, q) / math.sqrt(d), kept)
+    p = masked_softmax(jnp.einsum("...sd,...d->...s", K, q) / math.sqrt(d), kept)
     out = jnp.einsum("...s,...sd->...d", p, V)
     score = state.score + p
     over = jnp.sum(kept, -1) > k
