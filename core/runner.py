@@ -48,6 +48,9 @@ _VERSIONED = (
     "hydra-core",
     "omegaconf",
     "wandb",
+    "pyscf",
+    "rdkit",
+    "pyarrow",
 )
 
 

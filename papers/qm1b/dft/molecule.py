@@ -54,7 +54,7 @@ def parse_molecule(atom: str, basis: str):
 
 def build_problem(atom: str, basis: str = "sto-3g", grid_level: int = 0) -> Problem:
     """Integrals (libcint), the grid PySCF's RKS would use at `grid_level`, AO values, MINAO guess."""
-    from pyscf import dft, scf
+    from pyscf import ao2mo, dft, scf
 
     mol = parse_molecule(atom, basis)
     grids = dft.gen_grid.Grids(mol)
@@ -63,7 +63,7 @@ def build_problem(atom: str, basis: str = "sto-3g", grid_level: int = 0) -> Prob
     return Problem(
         S=mol.intor("int1e_ovlp"),
         H=mol.intor("int1e_kin") + mol.intor("int1e_nuc"),
-        eri=mol.intor("int2e", aosym="s1"),
+        eri=ao2mo.restore(1, mol.intor("int2e", aosym="s8"), mol.nao),  # 8-fold symmetric: ~7x faster
         ao=mol.eval_gto("GTOval_sph_deriv1", grids.coords),
         weights=np.asarray(grids.weights),
         D0=scf.hf.init_guess_by_minao(mol),
