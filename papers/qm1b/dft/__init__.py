@@ -34,30 +34,41 @@ def _check(xc: str, dtype: str, iterations: int, grid_level: int) -> None:
         raise ValueError(f"grid_level={grid_level!r} must be an integer in [0, 9] (PySCF's grid levels)")
 
 
-def _stack(problems: list[Problem], dtype) -> tuple:
-    """Batch arrays; grids padded to the largest with zero weights and zero AO values (they add nothing)."""
-    G = max(p.n_grid for p in problems)
+AO_BUCKET = 8  # AO and grid counts are rounded up to these multiples, so molecules of similar size share one
+GRID_BUCKET = 2048  # compiled SCF (a compilation costs ~1 s; a dataset has thousands of molecules)
+GHOST_LEVEL = 10.0  # Hartree: the orbital energy of a padding AO, far above STO-3G's virtual orbitals
+
+
+def _round_up(x: int, multiple: int) -> int:
+    return -(-x // multiple) * multiple
+
+
+def _stack(problems: list[Problem], dtype, n_ao: int | None = None, n_grid: int | None = None) -> tuple:
+    """Batch arrays padded to n_ao AOs and n_grid points. Padding AOs are ghosts: orthonormal (S = 1), decoupled
+    (zero ERIs, AO values and couplings) with orbital energy GHOST_LEVEL, so they are never occupied and the real
+    block of every matrix is unchanged. Padding grid points have zero weight and AO values."""
+    n = n_ao or max(p.n_ao for p in problems)
+    G = n_grid or max(p.n_grid for p in problems)
 
     def pad(p: Problem):
-        extra = G - p.n_grid
-        return np.pad(p.ao, ((0, 0), (0, extra), (0, 0))), np.pad(p.weights, (0, extra))
+        k, g = n - p.n_ao, G - p.n_grid
+        S = np.block([[p.S, np.zeros((p.n_ao, k))], [np.zeros((k, p.n_ao)), np.eye(k)]])
+        H = np.block([[p.H, np.zeros((p.n_ao, k))], [np.zeros((k, p.n_ao)), GHOST_LEVEL * np.eye(k)]])
+        eri = np.pad(p.eri, ((0, k),) * 4)
+        ao = np.pad(p.ao, ((0, 0), (0, g), (0, k)))
+        return H, S, eri, ao, np.pad(p.weights, (0, g)), p.e_nuc, np.pad(p.D0, ((0, k), (0, k))), p.n_occ
 
-    padded = [pad(p) for p in problems]
-    return (
-        np.stack([p.H for p in problems]).astype(dtype),
-        np.stack([p.S for p in problems]).astype(dtype),
-        np.stack([p.eri for p in problems]).astype(dtype),
-        np.stack([a for a, _ in padded]).astype(dtype),
-        np.stack([w for _, w in padded]).astype(dtype),
-        np.array([p.e_nuc for p in problems], dtype),
-        np.stack([p.D0 for p in problems]).astype(dtype),
-    )
+    cols = list(zip(*(pad(p) for p in problems), strict=True))
+    arrays = [np.stack(c).astype(dtype) for c in cols[:7]]
+    arrays[5] = np.asarray(cols[5], dtype)
+    return (*arrays, np.asarray(cols[7], np.int32))
 
 
 def _result(p: Problem, energies: np.ndarray, F: np.ndarray) -> dict:
     energies = np.asarray(energies, np.float64)
     last = energies[-5:]
-    eps = scipy.linalg.eigh(np.asarray(F, np.float64), p.S, eigvals_only=True) * HARTREE_EV
+    n = p.n_ao
+    eps = scipy.linalg.eigh(np.asarray(F, np.float64)[:n, :n], p.S, eigvals_only=True) * HARTREE_EV
     homo, lumo = float(eps[p.n_occ - 1]), float(eps[p.n_occ]) if p.n_occ < p.n_ao else float("nan")
     std = float(np.std(last) * HARTREE_EV)
     return {
@@ -82,22 +93,21 @@ def run_dft_batch(
     iterations: int = 20,
     dtype: str = "float32",
 ) -> list[dict]:
-    """Label conformers of one molecule (same atoms in the same order) together. Returns one dict per conformer:
+    """Label conformers together (usually of one molecule; any closed-shell molecules work, padded to common
+    shapes). Returns one dict per conformer:
     energy (Hartree), homo, lumo, gap (eV), n_ao, n_grid, energy_std (eV), converged, energies (per iteration)."""
     _check(xc, dtype, iterations, grid_level)
     if not atoms:
         raise ValueError("atoms is empty: give at least one atom string")
     problems = [build_problem(a, basis, grid_level) for a in atoms]
-    shapes = {(p.n_ao, p.n_occ) for p in problems}
-    if len(shapes) > 1:
-        raise ValueError(f"run_dft_batch needs conformers of one molecule (same AOs and electrons), got {shapes}")
-    n_occ = problems[0].n_occ
+    n_ao = _round_up(max(p.n_ao for p in problems), AO_BUCKET)
+    n_grid = _round_up(max(p.n_grid for p in problems), GRID_BUCKET)
     if dtype == "float64":
         with jax.enable_x64(True):
-            energies, _, F = scf_batch(*_stack(problems, np.float64), n_occ=n_occ, iterations=iterations)
+            energies, _, F = scf_batch(*_stack(problems, np.float64, n_ao, n_grid), iterations=iterations)
             energies, F = np.asarray(energies), np.asarray(F)
     else:
-        energies, _, F = scf_batch(*_stack(problems, np.float32), n_occ=n_occ, iterations=iterations)
+        energies, _, F = scf_batch(*_stack(problems, np.float32, n_ao, n_grid), iterations=iterations)
         energies, F = np.asarray(energies), np.asarray(F)
     return [_result(p, e, f) for p, e, f in zip(problems, energies, F, strict=True)]
 

@@ -87,25 +87,26 @@ def diis(Fs, errors, count):
     return jnp.einsum("i,iab->ab", c, Fs)
 
 
-@partial(jax.jit, static_argnames=("n_occ", "iterations"))
-def scf(H, S, eri, ao, weights, e_nuc, D0, *, n_occ: int, iterations: int):
+@partial(jax.jit, static_argnames=("iterations",))
+def scf(H, S, eri, ao, weights, e_nuc, D0, n_occ, *, iterations: int):
     """One conformer: see run_scf."""
-    return run_scf(H, S, eri, ao, weights, e_nuc, D0, n_occ=n_occ, iterations=iterations)
+    return run_scf(H, S, eri, ao, weights, e_nuc, D0, n_occ, iterations=iterations)
 
 
-@partial(jax.jit, static_argnames=("n_occ", "iterations"))
-def scf_batch(H, S, eri, ao, weights, e_nuc, D0, *, n_occ: int, iterations: int):
-    """Conformers of one molecule at once (every argument with a leading batch axis; grids padded to one size
-    with zero weights and AO values)."""
-    one = partial(run_scf, n_occ=n_occ, iterations=iterations)
-    return jax.vmap(one)(H, S, eri, ao, weights, e_nuc, D0)
+@partial(jax.jit, static_argnames=("iterations",))
+def scf_batch(H, S, eri, ao, weights, e_nuc, D0, n_occ, *, iterations: int):
+    """Many conformers at once (every argument with a leading batch axis). Molecules of different sizes share one
+    compiled program when padded to common shapes (papers.qm1b.dft pads AOs with decoupled ghost functions and
+    grids with zero-weight points); n_occ is data, not a compile-time constant, for the same reason."""
+    return jax.vmap(partial(run_scf, iterations=iterations))(H, S, eri, ao, weights, e_nuc, D0, n_occ)
 
 
-def run_scf(H, S, eri, ao, weights, e_nuc, D0, *, n_occ: int, iterations: int):
+def run_scf(H, S, eri, ao, weights, e_nuc, D0, n_occ, *, iterations: int):
     """Run `iterations` SCF steps from D0. Returns (energies [iterations]: E of the density entering each step,
     D: the last density, F: the Fock matrix of that density)."""
     X = orthonormaliser(S)
     n = S.shape[0]
+    occupied = jnp.arange(n) < n_occ  # eigh sorts orbitals by energy: the lowest n_occ are occupied
     W = eri.reshape(n * n, n * n) - 0.5 * HF_EXCHANGE * eri.transpose(0, 2, 1, 3).reshape(n * n, n * n)
     Fs = jnp.zeros((DIIS_SPACE, n, n), H.dtype)
     errs = jnp.zeros((DIIS_SPACE, n, n), H.dtype)
@@ -118,7 +119,7 @@ def run_scf(H, S, eri, ao, weights, e_nuc, D0, *, n_occ: int, iterations: int):
         Fs, errs = Fs.at[slot].set(F), errs.at[slot].set(err)
         F_bar = diis(Fs, errs, jnp.minimum(i + 1, DIIS_SPACE))
         _, C = jnp.linalg.eigh(X.T @ F_bar @ X)
-        C_occ = (X @ C)[:, :n_occ]
+        C_occ = (X @ C) * occupied
         return (2 * C_occ @ C_occ.T, Fs, errs), E
 
     (D, _, _), energies = jax.lax.scan(step, (D0, Fs, errs), jnp.arange(iterations))

@@ -67,14 +67,17 @@ def test_float32_gaps_within_chemical_accuracy(small_molecules):
         assert r["converged"], name
 
 
-def test_padding_the_grid_with_zero_weight_points_changes_nothing():
+def test_padding_grid_points_and_ghost_aos_changes_nothing():
     p = build_problem(conformer("CCO")[0])
     padded = replace(p, ao=np.pad(p.ao, ((0, 0), (0, 100), (0, 0))), weights=np.pad(p.weights, (0, 100)))
     with jax.enable_x64(True):
-        e1, _, F1 = scf_batch(*_stack([p], np.float64), n_occ=p.n_occ, iterations=8)
-        e2, _, F2 = scf_batch(*_stack([padded], np.float64), n_occ=p.n_occ, iterations=8)
+        e1, _, F1 = scf_batch(*_stack([p], np.float64), iterations=8)
+        e2, _, F2 = scf_batch(*_stack([padded], np.float64), iterations=8)
+        e3, _, F3 = scf_batch(*_stack([p], np.float64, n_ao=p.n_ao + 5), iterations=8)  # 5 ghost AOs
     np.testing.assert_allclose(e1, e2, rtol=1e-13)
     np.testing.assert_allclose(F1, F2, atol=1e-12)
+    np.testing.assert_allclose(e1, e3, rtol=1e-13)
+    np.testing.assert_allclose(F1, F3[:, : p.n_ao, : p.n_ao], atol=1e-12)
 
 
 def test_batch_equals_one_by_one():
@@ -125,6 +128,10 @@ def test_bad_input_is_named(kwargs, message):
         run_dft(**kwargs)
 
 
-def test_a_batch_of_different_molecules_is_refused():
-    with pytest.raises(ValueError, match="conformers of one molecule"):
-        run_dft_batch([WATER, METHANE])
+def test_different_molecules_in_one_batch_equal_their_own_runs():
+    # water (7 AOs) and methane (9) padded to 16 AOs with ghost functions, grids to a common size
+    batch = run_dft_batch([WATER, METHANE], dtype="float64")
+    for atom, b in zip([WATER, METHANE], batch, strict=True):
+        energy, gap = reference(atom)
+        assert abs(b["energy"] - energy) < 1e-6 and abs(b["gap"] - gap) < 1e-3
+        assert b["n_ao"] == build_problem(atom).n_ao

@@ -1,0 +1,12 @@
+"""Generating QM1B with PySCFIPU (Mathiasen et al., NeurIPS 2023 Datasets & Benchmarks, arXiv 2311.01135).
+
+Three parts: (1) papers.qm1b.dft, restricted Kohn-Sham B3LYP in JAX (PySCF on the host for integrals and grids,
+the SCF under jit, batched over conformers), checked against PySCF; (2) papers.qm1b.generate, the sharded,
+resumable dataset generator writing QM1B's columns to Parquet; (3) papers.qm1b.schnet, SchNet trained on growing
+subsets of the generated gaps, the paper's scaling figure at CPU scale. `reproduce` (papers.qm1b.experiment) runs
+all three.
+"""
+
+from papers.qm1b.experiment import Config, reproduce
+
+__all__ = ["Config", "reproduce"]

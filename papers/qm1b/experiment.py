@@ -1,0 +1,203 @@
+"""The QM1B reproduction: generate a QM1B-style dataset with our JAX DFT, check a random fraction of its rows against
+PySCF, and train SchNet on growing subsets of it (the paper's scaling figure at CPU scale).
+
+`qm1b.stage=generate` only generates this run's shard (`shard=k num_shards=N`): that is the job a cluster launches
+many times (configs/hydra/launcher/slurm.yaml). `qm1b.stage=all` generates every shard in this process (each
+resumable), then validates and trains.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from core.config import ConfigError, check_choice, check_range
+from core.progress import progress
+from core.report import Report
+from papers.qm1b.generate import SOURCES, Selection, atom_string, dataset_key, generate_shard, read_shard
+from papers.qm1b.schnet import PRESETS, TrainConfig, molecules_from_rows, split_by_smiles, train_schnet
+
+STAGES = ("all", "generate")
+DTYPES = ("float32", "float64")
+
+
+@dataclass
+class DataConfig:
+    source: str = "qm9"
+    min_heavy: int = 9
+    max_heavy: int = 9
+    max_hydrogens: int = 14
+    molecules: int = 150
+    conformers: int = 5
+    molecules_per_part: int = 10
+
+    def __post_init__(self) -> None:
+        check_choice("qm1b.data.source", self.source, SOURCES)
+        check_range("qm1b.data.min_heavy", self.min_heavy, ge=1)
+        check_range("qm1b.data.max_heavy", self.max_heavy, ge=self.min_heavy)
+        check_range("qm1b.data.max_hydrogens", self.max_hydrogens, ge=0)
+        check_range("qm1b.data.molecules", self.molecules, ge=2)
+        check_range("qm1b.data.conformers", self.conformers, ge=1)
+        check_range("qm1b.data.molecules_per_part", self.molecules_per_part, ge=1)
+
+
+@dataclass
+class DFTConfig:
+    basis: str = "sto-3g"
+    xc: str = "b3lyp5"
+    grid_level: int = 0
+    iterations: int = 20
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        check_choice("qm1b.dft.xc", self.xc, ("b3lyp5",))
+        check_range("qm1b.dft.grid_level", self.grid_level, ge=0, le=9)
+        check_range("qm1b.dft.iterations", self.iterations, ge=5)
+        check_choice("qm1b.dft.dtype", self.dtype, DTYPES)
+
+
+@dataclass
+class ValidateConfig:
+    rows: int = 12  # rows re-computed with PySCF (converged), drawn at random from the dataset
+
+    def __post_init__(self) -> None:
+        check_range("qm1b.validate.rows", self.rows, ge=0)
+
+
+@dataclass
+class SchNetRunConfig:
+    preset: str = "small"
+    sizes: list[int] = field(default_factory=lambda: [20, 60, 200, 600])  # training conformers: 30x span
+    valid_fraction: float = 0.2
+    steps: int = 1500
+    batch_size: int = 32
+    lr: float = 5e-4
+    warmup: int = 100
+
+    def __post_init__(self) -> None:
+        check_choice("qm1b.schnet.preset", self.preset, PRESETS)
+        if len(self.sizes) < 2 or any(b <= a for a, b in zip(self.sizes, self.sizes[1:], strict=False)):
+            raise ConfigError(f"qm1b.schnet.sizes={list(self.sizes)} must be at least two increasing sizes")
+        check_range("qm1b.schnet.sizes", self.sizes[0], ge=1)
+        check_range("qm1b.schnet.valid_fraction", self.valid_fraction, gt=0, lt=1)
+        check_range("qm1b.schnet.steps", self.steps, ge=1)
+        check_range("qm1b.schnet.batch_size", self.batch_size, ge=1)
+        check_range("qm1b.schnet.lr", self.lr, gt=0)
+
+
+@dataclass
+class Config:
+    stage: str = "all"
+    data: DataConfig = field(default_factory=DataConfig)
+    dft: DFTConfig = field(default_factory=DFTConfig)
+    validate: ValidateConfig = field(default_factory=ValidateConfig)
+    schnet: SchNetRunConfig = field(default_factory=SchNetRunConfig)
+
+    def __post_init__(self) -> None:
+        check_choice("qm1b.stage", self.stage, STAGES)
+        total = self.data.molecules * self.data.conformers
+        train = round((1 - self.schnet.valid_fraction) * self.data.molecules) * self.data.conformers
+        if self.stage == "all" and self.schnet.sizes[-1] > train:
+            raise ConfigError(
+                f"qm1b.schnet.sizes ends at {self.schnet.sizes[-1]} training conformers, but qm1b.data makes "
+                f"{total} conformers of which about {train} are for training: raise qm1b.data.molecules or "
+                "lower the sizes"
+            )
+
+
+def selection(c, seed: int) -> Selection:
+    d = c.data
+    return Selection(d.source, d.min_heavy, d.max_heavy, d.max_hydrogens, d.molecules, d.conformers, seed)
+
+
+def pyscf_reference(atom: str, dft: dict) -> dict:
+    """Converged PySCF restricted Kohn-Sham at the dataset's settings: energy (Ha), HOMO, LUMO, gap (eV)."""
+    from pyscf import dft as pdft
+    from pyscf import gto
+
+    from papers.qm1b.generate import HARTREE_EV
+
+    mol = gto.M(atom=atom, basis=dft["basis"], unit="Angstrom", verbose=0)
+    mf = pdft.RKS(mol, xc=dft["xc"])
+    mf.grids.level = dft["grid_level"]
+    mf.conv_tol = 1e-10
+    mf.max_cycle = 100
+    energy = mf.kernel()
+    n_occ = mol.nelectron // 2
+    homo, lumo = mf.mo_energy[n_occ - 1] * HARTREE_EV, mf.mo_energy[n_occ] * HARTREE_EV
+    return {"energy": float(energy), "homo": float(homo), "lumo": float(lumo), "gap": float(lumo - homo)}
+
+
+def validate_rows(table, n: int, dft: dict, seed: int) -> dict:
+    """Re-compute `n` random rows with converged PySCF: per-row errors of the stored energy and gap (meV)."""
+    from papers.qm1b.generate import HARTREE_EV
+
+    rows = np.random.default_rng([seed, 5]).permutation(table.num_rows)[:n]
+    energy_err, gap_err, seconds = [], [], 0.0
+    for i in progress(rows.tolist(), desc="validate vs PySCF", unit="row"):
+        r = table.slice(int(i), 1).to_pylist()[0]
+        symbols = _symbols(r["z"])
+        pos = np.asarray(r["pos"], np.float64).reshape(-1, 3) / (1 / 0.529177210903)  # Bohr -> Angstrom
+        t = time.perf_counter()
+        ref = pyscf_reference(atom_string(symbols, pos), dft)
+        seconds += time.perf_counter() - t
+        energy_err.append((r["energy"] - ref["energy"] * HARTREE_EV) * 1000)
+        gap_err.append((r["y"] - ref["gap"]) * 1000)
+    return {
+        "energy_mev": np.asarray(energy_err),
+        "gap_mev": np.asarray(gap_err),
+        "pyscf_seconds_per_row": seconds / max(len(rows), 1),
+    }
+
+
+def _symbols(z: list[int]) -> list[str]:
+    from papers.qm1b.generate import Z
+
+    by_z = {v: k for k, v in Z.items()}
+    return [by_z[x] for x in z]
+
+
+def schnet_scaling(table, c, seed: int) -> list[dict]:
+    """Train the SchNet preset on nested subsets of the training conformers; the same validation molecules."""
+    smiles = table.column("smile").to_pylist()
+    data = molecules_from_rows(table.column("z").to_pylist(), table.column("pos").to_pylist(), table.column("y"))
+    train_idx, valid_idx = split_by_smiles(smiles, c.schnet.valid_fraction, seed)
+    order = np.random.default_rng([seed, 9]).permutation(train_idx)
+    valid = data.take(valid_idx)
+    tc = TrainConfig(
+        steps=c.schnet.steps, batch_size=c.schnet.batch_size, lr=c.schnet.lr, warmup=c.schnet.warmup, seed=seed
+    )
+    results = []
+    bar = progress(total=len(c.schnet.sizes) * tc.steps, desc="SchNet", unit="step")
+    for n in c.schnet.sizes:
+        if n > len(order):
+            raise ValueError(f"size {n} exceeds the {len(order)} training conformers generated")
+        t = time.perf_counter()
+        _, info = train_schnet(PRESETS[c.schnet.preset], data.take(order[:n]), valid, tc, progress_bar=bar)
+        results.append({"size": n, **info, "seconds": time.perf_counter() - t, "valid_rows": len(valid_idx)})
+    bar.close()
+    return results
+
+
+def reproduce(cfg) -> Report:
+    from core.runner import versions
+    from papers.qm1b.report import build_report, generation_report
+
+    c = cfg.qm1b
+    sel = selection(c, int(cfg.seed))
+    dft = asdict(DFTConfig(**c.dft)) if not isinstance(c.dft, DFTConfig) else asdict(c.dft)
+    directory = Path(cfg.output_root) / "qm1b" / "data" / dataset_key(sel, dft)
+    common = {"molecules_per_part": c.data.molecules_per_part, "versions": versions()}
+    if c.stage == "generate":
+        manifest = generate_shard(sel, dft, directory, shard=cfg.shard, num_shards=cfg.num_shards, **common)
+        return generation_report(cfg, [manifest], directory)
+    manifests = [
+        generate_shard(sel, dft, directory, shard=k, num_shards=cfg.num_shards, **common) for k in range(cfg.num_shards)
+    ]
+    table = read_shard(directory)
+    validation = validate_rows(table, c.validate.rows, dft, int(cfg.seed))
+    scaling = schnet_scaling(table, c, int(cfg.seed))
+    return build_report(cfg, manifests, directory, table, validation, scaling)
