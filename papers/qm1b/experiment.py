@@ -176,8 +176,12 @@ def schnet_scaling(table, c, seed: int) -> list[dict]:
         if n > len(order):
             raise ValueError(f"size {n} exceeds the {len(order)} training conformers generated")
         t = time.perf_counter()
-        _, info = train_schnet(PRESETS[c.schnet.preset], data.take(order[:n]), valid, tc, progress_bar=bar)
-        results.append({"size": n, **info, "seconds": time.perf_counter() - t, "valid_rows": len(valid_idx)})
+        train = data.take(order[:n])
+        _, info = train_schnet(PRESETS[c.schnet.preset], train, valid, tc, progress_bar=bar)
+        baseline = float(np.abs(valid.y - train.y.mean()).mean() * 1000)  # predicting the training mean
+        results.append(
+            {"size": n, **info, "mean_mae": baseline, "seconds": time.perf_counter() - t, "valid_rows": len(valid_idx)}
+        )
     bar.close()
     return results
 
