@@ -15,7 +15,7 @@ import numpy as np
 import scipy.linalg
 
 from papers.qm1b.dft.molecule import Problem, build_problem, parse_molecule
-from papers.qm1b.dft.scf import scf_batch
+from papers.qm1b.dft.scf import packed_eri_size, scf_batch
 
 HARTREE_EV = 27.211386245988  # CODATA 2018
 XCS = ("b3lyp5",)
@@ -51,17 +51,22 @@ def _stack(problems: list[Problem], dtype, n_ao: int | None = None, n_grid: int 
     G = n_grid or max(p.n_grid for p in problems)
 
     def pad(p: Problem):
-        k, g = n - p.n_ao, G - p.n_grid
+        k = n - p.n_ao
         S = np.block([[p.S, np.zeros((p.n_ao, k))], [np.zeros((k, p.n_ao)), np.eye(k)]])
         H = np.block([[p.H, np.zeros((p.n_ao, k))], [np.zeros((k, p.n_ao)), GHOST_LEVEL * np.eye(k)]])
-        eri = np.pad(p.eri, ((0, k),) * 4)
-        ao = np.pad(p.ao, ((0, 0), (0, g), (0, k)))
-        return H, S, eri, ao, np.pad(p.weights, (0, g)), p.e_nuc, np.pad(p.D0, ((0, k), (0, k))), p.n_occ
+        return H, S, np.pad(p.D0, ((0, k), (0, k)))
 
-    cols = list(zip(*(pad(p) for p in problems), strict=True))
-    arrays = [np.stack(c).astype(dtype) for c in cols[:7]]
-    arrays[5] = np.asarray(cols[5], dtype)
-    return (*arrays, np.asarray(cols[7], np.int32))
+    B = len(problems)
+    ao = np.zeros((B, 4, G, n), dtype)  # written in place: np.pad and astype would copy ~100 MB per conformer
+    weights = np.zeros((B, G), dtype)
+    eri8 = np.zeros((B, packed_eri_size(n)), dtype)  # padding AOs index past the real entries
+    for b, p in enumerate(problems):
+        ao[b, :, : p.n_grid, : p.n_ao] = p.ao
+        weights[b, : p.n_grid] = p.weights
+        eri8[b, : p.eri8.size] = p.eri8
+    H, S, D0 = (np.stack(x).astype(dtype) for x in zip(*(pad(p) for p in problems), strict=True))
+    e_nuc = np.array([p.e_nuc for p in problems], dtype)
+    return H, S, eri8, ao, weights, e_nuc, D0, np.array([p.n_occ for p in problems], np.int32)
 
 
 def _result(p: Problem, energies: np.ndarray, F: np.ndarray) -> dict:
