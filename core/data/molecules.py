@@ -20,6 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+HARTREE_EV = 27.211386245988  # CODATA 2018
+ANGSTROM_BOHR = 1 / 0.529177210903  # Bohr per Angstrom (CODATA 2018)
+
 QM9_FILES = ("qm9_part1.csv", "qm9_part2.csv", "qm9_part3.csv")
 QM9_SIZE = 130_831
 

@@ -26,12 +26,18 @@ from pathlib import Path
 
 import numpy as np
 
-from core.data.molecules import MoleculeError, embed_conformers, molecule_from_smiles, nci_smiles, qm9_smiles
+from core.data.molecules import (
+    ANGSTROM_BOHR,
+    HARTREE_EV,
+    MoleculeError,
+    embed_conformers,
+    molecule_from_smiles,
+    nci_smiles,
+    qm9_smiles,
+)
 from core.io import atomic_write, atomic_write_json
 from core.progress import progress
 
-HARTREE_EV = 27.211386245988  # CODATA 2018
-ANGSTROM_BOHR = 1 / 0.529177210903
 ELEMENTS = ("H", "C", "N", "O", "F")
 Z = {"H": 1, "C": 6, "N": 7, "O": 8, "F": 9}
 SOURCES = ("qm9", "nci")

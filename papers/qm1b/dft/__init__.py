@@ -14,10 +14,10 @@ import jax
 import numpy as np
 import scipy.linalg
 
+from core.data.molecules import HARTREE_EV
 from papers.qm1b.dft.molecule import Problem, build_problem, parse_molecule
 from papers.qm1b.dft.scf import packed_eri_size, scf_batch
 
-HARTREE_EV = 27.211386245988  # CODATA 2018
 XCS = ("b3lyp5",)
 DTYPES = ("float32", "float64")
 CONVERGED_STD_EV = 0.01  # QM1B's row filter

@@ -1,0 +1,6 @@
+"""GPS++: Reviving the Art of Message Passing for Molecular Property Prediction (Masters et al. 2022,
+arXiv 2212.02229), with QM9 (qm9pack) standing in for PCQM4Mv2.
+
+papers.gps.features featurises molecules (RDKit), papers.gps.model is the GPS++ network in flax,
+papers.gps.batching packs graphs into static-shape batches, papers.gps.train trains it data-parallel.
+"""
