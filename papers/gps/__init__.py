@@ -4,3 +4,7 @@ arXiv 2212.02229), with QM9 (qm9pack) standing in for PCQM4Mv2.
 papers.gps.features featurises molecules (RDKit), papers.gps.model is the GPS++ network in flax,
 papers.gps.batching packs graphs into static-shape batches, papers.gps.train trains it data-parallel.
 """
+
+from papers.gps.experiment import Config, reproduce
+
+__all__ = ["Config", "reproduce"]
