@@ -17,7 +17,7 @@ from papers.gps.train import TrainConfig, Trainer, train_gps
 
 LIMITS = PackLimits(nodes=24, edges=48, graphs=4)
 TINY = GPSConfig(
-    layers=2, node=32, edge=16, globals=8, heads=4, ffn=64, encoder=8, embedding=16, kernels=8,
+    layers=1, node=32, edge=16, globals=8, heads=4, ffn=64, encoder=8, embedding=16, kernels=8,
     node_dropout=0.0, edge_dropout=0.0, global_dropout=0.0, attention_dropout=0.0, drop_path=0.0,
 )  # fmt: skip
 
