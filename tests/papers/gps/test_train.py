@@ -32,6 +32,7 @@ def test_learns_far_below_the_mean_predictor_and_compiles_once(molecules):
     assert info["graphs_per_second"] > 0 and info["packing"]["nodes"] > 0
 
 
+@pytest.mark.slow  # ~45 s; test_reproduce checks that a rerun resumes without retraining
 def test_a_killed_run_resumes_to_the_same_parameters(molecules, tmp_path, monkeypatch):
     index = np.arange(len(molecules))
     tc = TrainConfig(steps=6, packs_per_batch=2, warmup=1, eval_every=3, checkpoint_every=2)
@@ -86,6 +87,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow  # ~70 s (a subprocess compiling for 1 and 2 devices); BESS tests multi-device in make test
 def test_two_devices_train_like_one():
     tests = str(Path(__file__).parent)
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", TQDM_DISABLE="1")

@@ -47,6 +47,7 @@ def test_smoke_run_writes_every_claim_table_and_figure(cli, tmp_path):
     )
 
 
+@pytest.mark.slow  # ~60 s; the smoke test also reruns nothing it finished
 def test_a_finished_arm_is_not_trained_again(cli, tmp_path):
     args = [
         "paper=unit_scaling",
