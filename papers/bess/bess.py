@@ -87,7 +87,7 @@ class Batch:
 
 class BalancedSampler:
     """Triples bucketed by (head shard, tail shard); every batch draws b from each bucket (with replacement when a
-    bucket is smaller than b; an empty bucket borrows from the whole training set, documented in `empty`)."""
+    bucket is smaller than b). An empty bucket cannot be balanced: `empty` counts them and sample() raises."""
 
     def __init__(self, triples: np.ndarray, sharding: Sharding, b: int, n_neg: int, seed: int):
         if b < 1 or n_neg < 1:

@@ -9,7 +9,7 @@ set, a DFT geometry for every molecule: the 3D features are available at validat
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -140,20 +140,8 @@ def reproduce(cfg) -> Report:
     valid_index = usable[is_valid[usable]]
 
     run = current_run()
-    tcfg = c.train
-    tc = TrainConfig(
-        steps=tcfg.steps,
-        packs_per_batch=tcfg.packs_per_batch,
-        lr=tcfg.lr,
-        warmup=tcfg.warmup,
-        grad_clip=tcfg.grad_clip,
-        noise=tcfg.noise,
-        noisy_weight=tcfg.noisy_weight,
-        masking=tcfg.masking,
-        eval_every=tcfg.eval_every,
-        checkpoint_every=tcfg.checkpoint_every,
-        seed=seed,
-    )
+    # the run config's training fields are TrainConfig's own, plus the run's seed
+    tc = TrainConfig(**{f.name: getattr(c.train, f.name) for f in fields(TrainRunConfig)}, seed=seed)
     results = {}
     bar = progress(total=len(c.arms) * tc.steps, desc="GPS++ arms", unit="step")
     for arm in c.arms:
@@ -177,7 +165,6 @@ def reproduce(cfg) -> Report:
     bar.close()
     mean_mae = float(np.abs(graphs.target[valid_index] - graphs.target[train_index].mean()).mean() * 1000)
     data = {
-        "graphs": graphs,
         "train": len(train_index),
         "valid": len(valid_index),
         "skipped": {**graphs.skipped, **over},
