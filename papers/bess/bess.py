@@ -3,14 +3,17 @@
 Entities are split into n random shards of equal size S (the last padded with rows that are never sampled), one
 per device of a 1-D mesh (axis "shard"); relation embeddings are replicated. Triples fall into n^2 blocks by
 (head shard i, tail shard j). A balanced batch draws b triples from every block and, per block, n_neg negative
-tails from shard j, shared by the block's b triples.
+tails from shard j. Device i scores each of its n*b triples against all n*n_neg negatives of its blocks (i, *),
+which come from every shard: the negatives are shared across the device's triples, and each triple sees negatives
+drawn uniformly from the whole entity set (n_neg from each of the n equal shards).
 
 Embedding-moving step, seen from device i:
   1. gather its own rows: heads of blocks (i, *), and -- as the tail owner -- the tails and negatives of blocks
      (*, i);
   2. one balanced all_to_all sends the tails and negatives of block (k, i) to device k, so device i now holds the
      tails and negatives of its blocks (i, *);
-  3. score and take the loss locally; the loss is the psum over devices, so gradients flow back through the
+  3. score every local triple against all n*n_neg local negatives and take the loss; the loss is the psum over
+     devices, so gradients flow back through the
      transposed all_to_all to the entity shards and are summed over devices for the replicated relations.
 
 `reference_loss` computes the same quantity on one device from a plain entity table, which is what the tests
@@ -28,9 +31,11 @@ import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from papers.bess.scoring import score
+from papers.bess.losses import Loss
+from papers.bess.scoring import score, score_candidates
 
 AXIS = "shard"
+LOG_SIGMOID = Loss()  # the default loss: log-sigmoid with uniform negative weights
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,11 @@ def shard_entities(num_entities: int, n: int, seed: int) -> Sharding:
     return Sharding(shard_of, row_of, -(-num_entities // n), n)
 
 
+@partial(
+    jax.tree_util.register_dataclass,
+    data_fields=["head_row", "relation", "tail_row", "negative_row", "head", "tail", "negative"],
+    meta_fields=[],
+)
 @dataclass(frozen=True)
 class Batch:
     """A balanced batch: block (i, j) holds b triples with heads on shard i and tails on shard j, and n_neg negative
@@ -87,56 +97,61 @@ class Batch:
 
 class BalancedSampler:
     """Triples bucketed by (head shard, tail shard); every batch draws b from each bucket (with replacement when a
-    bucket is smaller than b). An empty bucket cannot be balanced: `empty` counts them and sample() raises."""
+    bucket is smaller than b) and, independently for every block (i, j), n_neg negatives from shard j (with
+    replacement). The batch of step `step` depends only on (seed, step), so a resumed run draws what the killed run
+    would have. An empty bucket cannot be balanced: `empty` counts them and the constructor raises."""
 
     def __init__(self, triples: np.ndarray, sharding: Sharding, b: int, n_neg: int, seed: int):
         if b < 1 or n_neg < 1:
             raise ValueError(f"triples per block b={b} and negatives per block n_neg={n_neg} must be positive")
-        self.triples, self.sharding, self.b, self.n_neg = np.asarray(triples), sharding, b, n_neg
+        self.triples, self.sharding, self.b, self.n_neg, self.seed = np.asarray(triples), sharding, b, n_neg, seed
         n = sharding.n
         hs, ts = sharding.shard_of[self.triples[:, 0]], sharding.shard_of[self.triples[:, 2]]
         self.buckets = [[np.flatnonzero((hs == i) & (ts == j)) for j in range(n)] for i in range(n)]
         self.empty = sum(len(x) == 0 for row in self.buckets for x in row)
+        if self.empty:
+            raise ValueError(
+                f"{self.empty} of the {n * n} (head shard, tail shard) blocks have no training triple, so batches "
+                f"cannot be balanced: use fewer than n={n} shards"
+            )
         self.members = [sharding.members(k) for k in range(n)]
-        self.rng = np.random.default_rng([seed, 4])
+        self._sizes = np.array([[len(x) for x in row] for row in self.buckets])
+        self._offsets = np.concatenate([[0], np.cumsum(self._sizes.ravel())])[:-1].reshape(n, n)
+        self._flat = np.concatenate([x for row in self.buckets for x in row])
+        self._shard_sizes = np.array([len(m) for m in self.members])
 
-    def sample(self) -> Batch:
+    def sample(self, step: int = 0) -> Batch:
         n, b, s = self.sharding.n, self.b, self.sharding
-        pick = np.empty((n, n, b), np.int64)
-        for i in range(n):
-            for j in range(n):
-                bucket = self.buckets[i][j]
-                pick[i, j] = self.rng.choice(bucket, b) if len(bucket) else -1
-        if (pick < 0).any():
-            raise ValueError(f"{self.empty} (head shard, tail shard) blocks have no training triple: use fewer shards")
-        t = self.triples[pick]
-        neg = np.stack([np.stack([self.rng.choice(self.members[j], self.n_neg) for j in range(n)])] * n)
-        return Batch(s.row_of[t[..., 0]], t[..., 1], s.row_of[t[..., 2]], s.row_of[neg], t[..., 0], t[..., 2], neg)
-
-
-def log_sigmoid_loss(positive, negative):
-    """-log sigmoid(s+) - mean over negatives of log sigmoid(-s-), summed over triples."""
-    return -jnp.sum(jax.nn.log_sigmoid(positive)) - jnp.sum(jnp.mean(jax.nn.log_sigmoid(-negative), -1))
+        rng = np.random.default_rng([self.seed, 4, step])
+        # a uniform position in each block's bucket, b times; n_neg uniform members of shard j per block (i, j)
+        pos = (rng.random((n, n, b)) * self._sizes[..., None]).astype(np.int64)
+        t = self.triples[self._flat[self._offsets[..., None] + pos]]
+        k = (rng.random((n, n, self.n_neg)) * self._shard_sizes[None, :, None]).astype(np.int64)
+        neg_row = k  # members(j) is ordered by row, so the k-th member of shard j sits at row k
+        neg = np.stack([self.members[j][k[:, j]] for j in range(n)], 1)
+        return Batch(s.row_of[t[..., 0]], t[..., 1], s.row_of[t[..., 2]], neg_row, t[..., 0], t[..., 2], neg)
 
 
 def _scores(model, gamma, heads, rel, tails, negs):
-    """heads/tails [..., b, d], rel [..., b, d_r], negs [..., n_neg, d] -> ([..., b], [..., b, n_neg])."""
+    """Device-local scores: heads/tails [n, b, d], rel [n, b, d_r], negs [n, n_neg, d] (block (i, j)'s negatives
+    from shard j) -> positive [n, b] and negative [n, b, n * n_neg]: every triple against every negative."""
     positive = score(model, heads, rel, tails, gamma)
-    negative = score(model, heads[..., :, None, :], rel[..., :, None, :], negs[..., None, :, :], gamma)
+    negative = score_candidates(model, heads, rel, negs.reshape(-1, negs.shape[-1]), gamma)
     return positive, negative
 
 
-def reference_loss(entities, relations, batch: Batch, model: str, gamma: float):
-    """The batch's loss on one device from the global tables [N, d], [R, d_r]; returns (loss, (pos, neg))."""
-    pos, neg = _scores(
-        model, gamma, entities[batch.head], relations[batch.relation], entities[batch.tail], entities[batch.negative]
+def reference_loss(entities, relations, batch: Batch, model: str, gamma: float, loss: Loss = LOG_SIGMOID):
+    """The batch's loss on one device from the global tables [N, d], [R, d_r]; returns (loss, (pos, neg)) with
+    pos [n, n, b] and neg [n, n, b, n * n_neg]."""
+    pos, neg = jax.vmap(partial(_scores, model, gamma))(
+        entities[batch.head], relations[batch.relation], entities[batch.tail], entities[batch.negative]
     )
-    return log_sigmoid_loss(pos, neg), (pos, neg)
+    return loss(pos, neg), (pos, neg)
 
 
-def bess_loss_fn(mesh: Mesh, model: str, gamma: float):
-    """loss(shards [n, S, d] sharded over the mesh, relations [R, d_r] replicated, batch arrays [n, n, ...]) ->
-    (loss, (pos [n, n, b], neg [n, n, b, n_neg])), computed BESS-style with one all_to_all."""
+def bess_loss_fn(mesh: Mesh, model: str, gamma: float, loss: Loss = LOG_SIGMOID):
+    """loss(shards [n, S, d] sharded over the mesh, relations [R, d_r] replicated, batch) -> (loss, (pos [n, n, b],
+    neg [n, n, b, n * n_neg])), computed BESS-style with one all_to_all."""
 
     @partial(
         jax.shard_map,
@@ -155,10 +170,10 @@ def bess_loss_fn(mesh: Mesh, model: str, gamma: float):
         b = head_row.shape[-1]
         tails, negs = moved[:, :b], moved[:, b:]  # [n (source = tail shard j), ...] for blocks (i, j)
         pos, neg = _scores(model, gamma, heads, relations[relation[0]], tails, negs)
-        loss = jax.lax.psum(log_sigmoid_loss(pos, neg), AXIS)
-        return loss, pos[None], neg[None]
+        total = jax.lax.psum(loss(pos, neg), AXIS)
+        return total, pos[None], neg[None]
 
-    def loss(shards, relations, batch: Batch):
+    def loss_and_scores(shards, relations, batch: Batch):
         value, pos, neg = step(
             shards,
             relations,
@@ -169,7 +184,7 @@ def bess_loss_fn(mesh: Mesh, model: str, gamma: float):
         )
         return value, (pos, neg)
 
-    return loss
+    return loss_and_scores
 
 
 def bytes_per_step(n: int, b: int, n_neg: int, dim: int, size: int, itemsize: int = 4) -> dict[str, int]:

@@ -61,6 +61,21 @@ def score(model: str, h, r, t, gamma: float = 12.0):
     return gamma - jnp.sum(jnp.sqrt(dr * dr + di * di + 1e-12), -1)
 
 
+def score_candidates(model: str, h, r, candidates, gamma: float = 12.0):
+    """Scores [..., K] of queries (h, r, ?) -- h [..., d], r [..., d_r] -- against a pool of candidate tails
+    [K, d]: equal to score(model, h[..., None, :], r[..., None, :], candidates), but bilinear models take it as
+    one matmul instead of materialising the [..., K, d] products."""
+    check_model(model)
+    if model == "distmult":
+        return (h * r) @ candidates.T
+    if model == "complex":
+        hr, hi = _halves(h)
+        rr, ri = _halves(r)
+        # Re((h r) conj(t)) = Re(h r) . t_re + Im(h r) . t_im
+        return jnp.concatenate([hr * rr - hi * ri, hr * ri + hi * rr], -1) @ candidates.T
+    return score(model, h[..., None, :], r[..., None, :], candidates, gamma)
+
+
 def known_answers(triples: np.ndarray) -> tuple[dict, dict]:
     """{(h, r): tails} and {(r, t): heads} of every known triple, for filtering."""
     tails, heads = defaultdict(set), defaultdict(set)

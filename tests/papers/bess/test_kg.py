@@ -101,3 +101,15 @@ def test_filtered_ranks_equal_a_brute_force_count():
     m = ranking_metrics(np.array([1, 2, 4, 10, 11.5]))
     assert m["mrr"] == pytest.approx(np.mean([1, 1 / 2, 1 / 4, 1 / 10, 1 / 11.5]))
     assert (m["hits@1"], m["hits@3"], m["hits@10"]) == (0.2, 0.4, 0.8)
+
+
+@pytest.mark.parametrize("model", ["transe", "distmult", "complex", "rotate"])
+def test_candidate_scores_equal_scoring_every_candidate(model):
+    from papers.bess.scoring import score_candidates
+
+    rng = np.random.default_rng(0)
+    d = 6
+    h, t = rng.normal(size=(4, 3, d)), rng.normal(size=(9, d))
+    r = rng.normal(size=(4, 3, relation_width(model, d)))
+    expected = np.asarray(score(model, h[..., None, :], r[..., None, :], t, 5.0))
+    np.testing.assert_allclose(np.asarray(score_candidates(model, h, r, t, 5.0)), expected, rtol=1e-5, atol=1e-5)
