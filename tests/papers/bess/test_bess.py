@@ -25,7 +25,8 @@ kg = load_builtin("nations")
 out = {}
 # the scorers and losses are checked against their formulas elsewhere; here, the data movement (a distance scorer
 # and a bilinear one, which scores negatives as a matmul)
-for model, objective in (("rotate", Loss("log_sigmoid", adversarial=1.0)), ("complex", Loss("softmax", num_entities=14))):
+cases = (("rotate", Loss("log_sigmoid", adversarial=1.0)), ("complex", Loss("softmax", num_entities=14)))
+for model, objective in cases:
     for n in (1, 2, 4):
         dim = 8
         rng = np.random.default_rng(0)
