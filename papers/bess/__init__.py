@@ -1,6 +1,12 @@
 """BESS: Balanced Entity Sampling and Sharing for large-scale knowledge-graph completion (Cattaneo et al. 2022,
 arXiv 2211.12281).
 
-So far: papers.bess.kg (Nations, Kinships, UMLS vendored from the pykeen wheel; a loader for users' TSV triples)
-and papers.bess.scoring (TransE, DistMult, ComplEx, RotatE; filtered ranks with ties averaged, MRR, hits@k).
+papers.bess.kg loads knowledge graphs (Nations, Kinships, UMLS vendored from the pykeen wheel; users' TSV triples),
+papers.bess.scoring holds the scoring functions and filtered ranking metrics, papers.bess.losses the losses,
+papers.bess.bess the sharded embedding-moving step (shard_map + all_to_all), papers.bess.train training and
+evaluation, papers.bess.scaling the device-scaling measurement.
 """
+
+from papers.bess.experiment import Config, reproduce
+
+__all__ = ["Config", "reproduce"]
