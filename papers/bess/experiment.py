@@ -8,7 +8,6 @@ same method end to end, and `scale=full` widens the models and runs longer.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, fields
 from functools import partial
 
@@ -148,17 +147,37 @@ def reproduce(cfg) -> Report:
     require_devices(needed)  # before any JAX work: the simulated CPU devices are fixed when JAX starts
 
     from core.runner import current_run
+    from papers.bess.bess import BalancedSampler, shard_entities
     from papers.bess.kg import load_builtin
     from papers.bess.report import build_report
     from papers.bess.scaling import scaling
     from papers.bess.scoring import known_answers, random_floor, ranking_metrics
-    from papers.bess.train import candidate_scores, ensemble_scores, evaluate, init_tables, rank_scores, train_kge
+    from papers.bess.train import (
+        candidate_scores,
+        ensemble_scores,
+        evaluate,
+        init_tables,
+        rank_scores,
+        select_ensemble,
+        train_kge,
+        with_reciprocals,
+    )
 
     run = current_run()
     graphs = {name: load_builtin(name) for name in c.datasets}
-    for kg in graphs.values():
+    for kg in graphs.values():  # before any training: every graph must shard into balanced blocks
         if c.devices > kg.num_entities:
             raise ConfigError(f"bess.devices={c.devices} exceeds {kg.name}'s {kg.num_entities} entities")
+        try:
+            BalancedSampler(
+                with_reciprocals(kg.train, kg.num_relations),
+                shard_entities(kg.num_entities, c.devices, seed),
+                1,
+                1,
+                seed,
+            )
+        except ValueError as e:
+            raise ConfigError(f"bess.devices={c.devices} on {kg.name}: {e}") from None
     results, ensembles, untrained = {}, {}, {}
     bar = progress(total=len(graphs) * len(c.models) * c.train.steps, desc="BESS training", unit="step")
     for name, kg in graphs.items():
@@ -168,21 +187,19 @@ def reproduce(cfg) -> Report:
         member_scores = {}
         for model in c.models:
             kcfg = kge_config(c, model, seed)
-            t = time.perf_counter()
             ckpt = run.checkpoint_dir / name / model if run is not None else None
             E, R, info = train_kge(
                 kg, kcfg, checkpoint_dir=ckpt, resume=run.resume if run is not None else False, progress_bar=bar
             )
-            info["seconds"] = time.perf_counter() - t
-            scores = candidate_scores(E, R, kcfg, kg.test)
+            scores = {split: candidate_scores(E, R, kcfg, getattr(kg, split)) for split in ("valid", "test")}
             member_scores[model] = scores
-            info["test"] = ranking_metrics(rank_scores(scores, kg.test, known))
-            info["valid"] = evaluate(kg, E, R, kcfg, "valid", known)
+            info["test"] = ranking_metrics(rank_scores(scores["test"], kg.test, known))
+            info["valid"] = ranking_metrics(rank_scores(scores["valid"], kg.valid, known))
             results[(name, model)] = info
         if len(member_scores) > 1:
-            ensembles[name] = ranking_metrics(
-                rank_scores(ensemble_scores(list(member_scores.values())), kg.test, known)
-            )
+            weights = select_ensemble({m: s["valid"] for m, s in member_scores.items()}, kg.valid, known)
+            test = ensemble_scores([member_scores[m]["test"] for m in weights], list(weights.values()))
+            ensembles[name] = {**ranking_metrics(rank_scores(test, kg.test, known)), "weights": weights}
     bar.close()
 
     equivalence = check_equivalence(graphs[c.datasets[0]], c, seed)

@@ -142,7 +142,7 @@ def train_kge(
         "relations": jax.device_put(relations, replicated),
     }
     opt_state = optimiser.init(params)
-    done, curve, measured = 0, [], (0, 0.0)
+    done, curve, measured, spent = 0, [], (0, 0.0), 0.0
     ckpt = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
     if ckpt is not None and resume and ckpt.latest_step() is not None:
         like = (params, opt_state)
@@ -150,11 +150,12 @@ def train_kge(
         params, opt_state = jax.tree.map(lambda ref, x: jax.device_put(x, ref.sharding), like, state)
         curve = [tuple(c) for c in meta["curve"]]
         measured = tuple(meta["measured"])
+        spent = meta.get("seconds", 0.0)
         if progress_bar is not None:
             progress_bar.update(done)
     known = known_answers(kg.all_triples())
     triples, seconds = measured
-    recent = []
+    recent, started = [], time.perf_counter()
     for step in range(done, cfg.steps):
         batch = sampler.sample(step)
         t = time.perf_counter()
@@ -173,12 +174,14 @@ def train_kge(
             valid = evaluate(kg, *_global(params, sharding), cfg, "valid", known)["mrr"]
             curve.append((step + 1, mean, valid))
         if ckpt is not None and ((step + 1) % cfg.checkpoint_every == 0 or last):
-            ckpt.save(step + 1, (params, opt_state), {"curve": curve, "measured": [triples, seconds]})
+            meta = {"curve": curve, "measured": [triples, seconds], "seconds": spent + time.perf_counter() - started}
+            ckpt.save(step + 1, (params, opt_state), meta)
     entities, relations = _global(params, sharding)
     info = {
         "curve": curve,
         "triples_per_second": triples / seconds if seconds else float("nan"),
         "resumed_from": done,
+        "seconds": spent + time.perf_counter() - started,  # training and validation, over every (resumed) run
         "config": asdict(cfg),
     }
     return entities, relations, info
@@ -236,11 +239,38 @@ def evaluate(kg: KGDataset, entities, relations, cfg: KGEConfig, split: str = "t
     return ranking_metrics(rank_scores(candidate_scores(entities, relations, cfg, triples), triples, known))
 
 
-def ensemble_scores(members: list[np.ndarray]) -> np.ndarray:
-    """The ensemble's score of a candidate: its softmax probability over the N candidates, averaged over members
-    (scores of different scorers live on different scales; probabilities are comparable)."""
-    probs = [np.asarray(jax.nn.softmax(jnp.asarray(s, jnp.float32), -1)) for s in members]
-    return np.mean(probs, 0)
+def ensemble_scores(members: list[np.ndarray], weights=None) -> np.ndarray:
+    """The ensemble's score of a candidate: the weighted mean over members of its log-probability under each
+    member's softmax over the N candidates (a product of experts). Raw scores of different scorers live on
+    different scales; log-probabilities are comparable, and unlike averaged probabilities they do not let the
+    sharpest member decide alone."""
+    weights = np.ones(len(members)) if weights is None else np.asarray(weights, np.float64)
+    logp = [np.asarray(jax.nn.log_softmax(jnp.asarray(s, jnp.float32), -1), np.float64) for s in members]
+    return np.tensordot(weights / weights.sum(), np.stack(logp), 1)
+
+
+def select_ensemble(valid_scores: dict[str, np.ndarray], triples: np.ndarray, known, rounds: int = 10) -> dict:
+    """Greedy forward selection with replacement on the validation split (Caruana et al. 2004): start from the
+    best single model and, for `rounds` rounds, add (again) the member that most raises the ensemble's validation
+    MRR, stopping when none does. Returns {member: weight (times chosen)}; the test split is never looked at."""
+
+    def mrr(counts):
+        names = [m for m in counts if counts[m]]
+        scores = ensemble_scores([valid_scores[m] for m in names], [counts[m] for m in names])
+        return ranking_metrics(rank_scores(scores, triples, known))["mrr"]
+
+    counts = dict.fromkeys(valid_scores, 0)
+    singles = {m: ranking_metrics(rank_scores(s, triples, known))["mrr"] for m, s in valid_scores.items()}
+    counts[max(singles, key=singles.get)] = 1
+    best = max(singles.values())
+    for _ in range(rounds):
+        trials = {m: mrr({**counts, m: counts[m] + 1}) for m in valid_scores}
+        pick = max(trials, key=trials.get)
+        if trials[pick] <= best:
+            break
+        counts[pick] += 1
+        best = trials[pick]
+    return {m: k for m, k in counts.items() if k}
 
 
 __all__ = [
@@ -251,6 +281,7 @@ __all__ = [
     "init_tables",
     "make_mesh",
     "rank_scores",
+    "select_ensemble",
     "train_kge",
     "with_reciprocals",
 ]

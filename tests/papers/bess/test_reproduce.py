@@ -45,3 +45,12 @@ def test_config_errors_name_the_key():
         validate_section({"hyper": {"complex": {"dim": 7}}}, Config, "bess")
     with pytest.raises(ConfigError, match=r"bess\.scaling\.devices"):
         validate_section({"scaling": {"devices": [3]}}, Config, "bess")
+
+
+def test_a_graph_that_cannot_be_balanced_stops_the_run_before_training(cli, tmp_path):
+    # Nations' 14 entities on 8 shards leave (head shard, tail shard) blocks without a training triple
+    args = ["paper=bess", "scale=smoke", "logger=none", f"output_root={tmp_path}", "bess.devices=8"]
+    r = cli(args, toy=False)
+    assert r.returncode != 0
+    assert "bess.devices=8 on nations" in r.stderr and "blocks have no training triple" in r.stderr
+    assert not (tmp_path / "bess" / "checkpoints").exists()

@@ -1,13 +1,14 @@
 """Training and evaluation: candidate scores (both directions, heads through the reciprocal relation) equal the
 scorer applied one candidate at a time; training on Nations lifts the filtered MRR far above the random floor; a
-killed run resumes to exactly the parameters of an uninterrupted one; the ensemble averages probabilities."""
+killed run resumes to exactly the parameters of an uninterrupted one; the ensemble averages log-probabilities
+with members chosen on the validation split."""
 
 import jax
 import numpy as np
 import pytest
 
 from papers.bess.kg import load_builtin
-from papers.bess.scoring import known_answers, random_floor, score
+from papers.bess.scoring import known_answers, random_floor, ranking_metrics, score
 from papers.bess.train import (
     KGEConfig,
     candidate_scores,
@@ -15,6 +16,7 @@ from papers.bess.train import (
     evaluate,
     init_tables,
     rank_scores,
+    select_ensemble,
     train_kge,
     with_reciprocals,
 )
@@ -61,14 +63,31 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(nations, tmp_path):
     np.testing.assert_allclose(resumed, straight, rtol=1e-6, atol=1e-7)
 
 
-def test_ensemble_averages_member_probabilities(nations):
+def test_ensemble_averages_member_log_probabilities(nations):
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(2, 6, nations.num_entities))
-    expected = (np.asarray(jax.nn.softmax(a)) + np.asarray(jax.nn.softmax(b))) / 2
-    np.testing.assert_allclose(ensemble_scores([a, b]), expected, rtol=1e-5)
+    expected = (2 * np.asarray(jax.nn.log_softmax(a)) + np.asarray(jax.nn.log_softmax(b))) / 3
+    np.testing.assert_allclose(ensemble_scores([a, b], [2, 1]), expected, rtol=1e-5)
     known = known_answers(nations.all_triples())
     triples = nations.test[:3]
     np.testing.assert_array_equal(rank_scores(ensemble_scores([a, a]), triples, known), rank_scores(a, triples, known))
+
+
+def test_ensemble_selection_on_validation_keeps_what_helps(nations):
+    known = known_answers(nations.all_triples())
+    triples = nations.valid
+    answers = np.concatenate([triples[:, 2], triples[:, 0]])
+    rng = np.random.default_rng(1)
+    Q, N = len(answers), nations.num_entities
+    half = np.arange(Q) < Q // 2
+    left, right, noise = rng.normal(size=(3, Q, N))
+    left[half, answers[half]] += 6.0  # knows the first half of the queries
+    right[~half, answers[~half]] += 6.0  # knows the second half
+    chosen = select_ensemble({"left": left, "right": right, "noise": noise}, triples, known)
+    assert set(chosen) == {"left", "right"}, chosen
+    both = ranking_metrics(rank_scores(ensemble_scores([left, right]), triples, known))["mrr"]
+    alone = max(ranking_metrics(rank_scores(x, triples, known))["mrr"] for x in (left, right))
+    assert both > alone + 0.1
 
 
 def test_bad_training_settings_are_named():
