@@ -3,6 +3,8 @@
 
 PYTHON ?= python3
 VENV   := .venv
+# pytest worker processes (pytest-xdist); JOBS=1 runs the tests in one process
+JOBS   ?= 2
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PAPERS := $(sort $(basename $(notdir $(wildcard configs/paper/*.yaml))))
@@ -28,10 +30,10 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 test: install ## run the test suite (without tests marked slow)
-	$(PY) -m pytest -m "not slow" $(ARGS)
+	$(PY) -m pytest -m "not slow" -n $(JOBS) $(ARGS)
 
 test-all: install ## run every test, slow ones included
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest -n $(JOBS) $(ARGS)
 
 reproduce: ## run a paper's reproduction: make reproduce PAPER=<name> [ARGS="key=value ..."]
 ifeq ($(strip $(PAPER)),)
