@@ -12,7 +12,6 @@ State is held in NamedTuples and updated by pure functions, so everything runs u
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Literal, NamedTuple
 
 import jax
@@ -116,41 +115,12 @@ def amax_scaled_dot(
 
     Forward: b_x, b_w from the current amaxes; y = (cast(x 2^b_x) @ cast(w 2^b_w)) 2^-(b_x + b_w), FP32
     accumulation. Backward: b_g from amax(dy); dx = (cast(dy 2^b_g) @ w_q^T) 2^-(b_g + b_w) and
-    dw = (x_q^T @ cast(dy 2^b_g)) 2^-(b_x + b_g), with x_q, w_q the forward's scaled casts.
+    dw = (x_q^T @ cast(dy 2^b_g)) 2^-(b_x + b_g), with x_q, w_q the forward's scaled casts. This is
+    core.numerics.fp8.fp8_dot with the "amax" policy, which also offers the other policies and the statistics.
     """
-    return _amax_scaled_dot(x, w, get_format(x_fmt), get_format(w_fmt), get_format(grad_fmt))
+    from core.numerics.fp8 import FP8Formats, fp8_dot  # fp8 builds on this module's amax helpers
 
-
-def _mm(a: jax.Array, b: jax.Array) -> jax.Array:
-    return jnp.matmul(a, b, precision=jax.lax.Precision.HIGHEST, preferred_element_type=jnp.float32)
-
-
-def _amax_forward(x, w, x_fmt, w_fmt):
-    bx, bw = amax_scale_bias(amax(x), x_fmt), amax_scale_bias(amax(w), w_fmt)
-    xq, wq = scaled_cast(x, x_fmt, bx), scaled_cast(w, w_fmt, bw)
-    return jnp.ldexp(_mm(xq, wq), -(bx + bw)), (xq, wq, bx, bw)
-
-
-@partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4))
-def _amax_scaled_dot(x, w, x_fmt, w_fmt, g_fmt):
-    return _amax_forward(x, w, x_fmt, w_fmt)[0]
-
-
-def _amax_scaled_dot_fwd(x, w, x_fmt, w_fmt, g_fmt):
-    return _amax_forward(x, w, x_fmt, w_fmt)
-
-
-def _amax_scaled_dot_bwd(x_fmt, w_fmt, g_fmt, residuals, g):
-    xq, wq, bx, bw = residuals
-    bg = amax_scale_bias(amax(g), g_fmt)
-    gq = scaled_cast(g, g_fmt, bg)
-    dx = jnp.ldexp(_mm(gq, jnp.swapaxes(wq, -1, -2)), -(bg + bw))
-    # for batched x (..., n, k) the weight gradient sums over every leading dimension
-    dw = _mm(xq.reshape(-1, xq.shape[-1]).T, gq.reshape(-1, gq.shape[-1]))
-    return dx, jnp.ldexp(dw, -(bx + bg))
-
-
-_amax_scaled_dot.defvjp(_amax_scaled_dot_fwd, _amax_scaled_dot_bwd)
+    return fp8_dot(x, w, policy="amax", formats=FP8Formats.of(x_fmt, w_fmt, grad_fmt))
 
 
 # ---------------------------------------------------------------------------------------------- delayed scaling
