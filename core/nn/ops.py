@@ -52,6 +52,11 @@ class Ops:
     tau_attention: float = 0.01  # the paper's fixed-tau values: small for attention, 0.5 for the MLP
     tau_mlp: float = 0.5
     regular_init_std: float = 0.02  # GPT-2's
+    # FP8 linear layers with per-tensor scale biases (core.numerics.fp8): None, or a policy of
+    # core.numerics.fp8.POLICIES ("amax", "cscale", "delayed", "none"); E4M3 activations and weights, E5M2
+    # gradients; fp8_history: the delayed policy's amax window. Regular scaling and no other casts only.
+    fp8: str | None = None
+    fp8_history: int = 16
 
     def __post_init__(self) -> None:
         if self.scaling not in SCALINGS:
@@ -61,6 +66,17 @@ class Ops:
         if self.residual not in RESIDUALS:
             raise ValueError(f"Ops: residual must be one of {', '.join(RESIDUALS)}, got {self.residual!r}")
         us.apply_constraint(self.constraint, 1.0, 1.0)  # validates the name
+        if self.fp8 is not None:
+            from core.numerics.fp8 import check_policy
+
+            check_policy(self.fp8)
+            if self.unit or self.fwd_fmt is not None or self.bwd_fmt is not None:
+                raise ValueError(
+                    f"Ops: fp8={self.fp8!r} scales each linear layer's tensors itself; it combines with "
+                    "scaling='regular' and no fwd_fmt/bwd_fmt casts only"
+                )
+            if self.fp8_history < 1:
+                raise ValueError(f"Ops: fp8_history must be >= 1, got {self.fp8_history}")
         for name in ("fwd_fmt", "bwd_fmt"):
             value = getattr(self, name)
             if value is not None:
