@@ -470,6 +470,71 @@ def bench_bess(quick: bool) -> list[Comparison]:
     return rows
 
 
+@section("fp8_llm")
+def bench_fp8_llm(quick: bool) -> list[Comparison]:
+    """Training-step time of the transformer LM with simulated FP8 linear layers (amax scaling) against the same
+    model in FP32, and the cost of computing the amaxes: the amax policy against cscale, which casts the same
+    tensors with biases it does not have to compute (d_model 128, depth 4, 16 x 64 characters)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+
+    from core.nn.fp8 import split_fp8
+    from core.nn.transformer import TransformerLM
+    from papers.fp8_llm.train import Size, build_model
+
+    size, steps = Size(128, 4, 4), (3 if quick else 20)
+    windows = jnp.asarray(np.random.default_rng(0).integers(0, 80, (16, 65)), jnp.int32)
+
+    def step_time(arm: str) -> float:
+        model = build_model(size, 80, 64, arm)
+        params, meta, probes = split_fp8(model.init(jax.random.key(0), windows[:1, :-1]))
+        opt = optax.adamw(1e-3)
+        state = opt.init(params)
+
+        @jax.jit
+        def step(params, state):
+            def f(params, probes):
+                variables = {"params": params, "fp8_meta": meta, "fp8_probe": probes}
+                return model.apply(variables, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss)
+
+            loss, (grads, _) = jax.value_and_grad(f, argnums=(0, 1))(params, probes)
+            updates, state = opt.update(grads, state, params)
+            return optax.apply_updates(params, updates), state, loss
+
+        params, state, loss = step(params, state)
+        loss.block_until_ready()
+        t = time.perf_counter()
+        for _ in range(steps):
+            params, state, loss = step(params, state)
+        loss.block_until_ready()
+        return (time.perf_counter() - t) / steps
+
+    fp32, amax_t, cscale_t = step_time("fp32"), step_time("amax"), step_time("cscale")
+    what = "LM training step (d_model 128, depth 4, 16 x 64 characters)"
+    return [
+        Comparison(
+            "fp8_llm",
+            what,
+            "FP8 simulated, amax scaling",
+            "FP32",
+            amax_t,
+            fp32,
+            f"simulation overhead {amax_t / fp32 - 1:+.0%}",
+        ),
+        Comparison(
+            "fp8_llm",
+            what,
+            "FP8 amax (biases computed from each tensor)",
+            "FP8 cscale (biases given)",
+            amax_t,
+            cscale_t,
+            f"amax computation {amax_t - cscale_t:+.4f} s per step",
+        ),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--section", action="append", help="run only this section (repeatable)")

