@@ -42,11 +42,11 @@ class Size:
 class RunConfig:
     """How every arm trains (the config's fp8_llm.run section)."""
 
-    steps: int = 800
+    steps: int = 600
     batch_size: int = 16
     seq_len: int = 64
     lr: float = 0.004
-    warmup: int = 80
+    warmup: int = 60
     eval_every: int = 100
     stats_every: int = 50
     checkpoint_every: int = 200
