@@ -13,13 +13,11 @@ import time
 
 import jax
 import numpy as np
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
-from papers.bess.bess import AXIS, BalancedSampler, bytes_per_step, shard_entities
+from papers.bess.bess import BalancedSampler, bytes_per_step, shard_entities
 from papers.bess.kg import KGDataset
 from papers.bess.losses import Loss
-from papers.bess.train import KGEConfig, _compiled_step, init_tables, make_mesh
+from papers.bess.train import KGEConfig, _compiled_step, init_tables, make_mesh, place_tables
 
 
 def synthetic_kg(num_entities: int, num_relations: int, num_triples: int, seed: int) -> KGDataset:
@@ -70,22 +68,16 @@ def measure(
         mesh, model, float(cfg.gamma), Loss("softmax", num_entities=kg.num_entities), (cfg.lr, 0.0)
     )
     entities, relations = init_tables(cfg, kg.num_entities, kg.num_relations)
-    params = {
-        "entities": jax.device_put(sharding.to_shards(entities), NamedSharding(mesh, P(AXIS))),
-        "relations": jax.device_put(relations, NamedSharding(mesh, P())),
-    }
+    params = place_tables(mesh, sharding, entities, relations)
     opt_state = optimiser.init(params)
 
-    def arrays(step):
-        return sampler.sample(step)
-
-    compiled = step_fn.lower(params, opt_state, arrays(0)).compile()
+    compiled = step_fn.lower(params, opt_state, sampler.sample(0)).compile()
     analysis = compiled.memory_analysis()
     temp = int(getattr(analysis, "temp_size_in_bytes", 0)) if analysis is not None else 0
     for s in range(3):  # warm up
-        params, opt_state, value = step_fn(params, opt_state, arrays(s))
+        params, opt_state, value = step_fn(params, opt_state, sampler.sample(s))
     value.block_until_ready()
-    batches = [arrays(s) for s in range(3, 3 + steps)]  # sampled ahead: the rate is the device step's
+    batches = [sampler.sample(s) for s in range(3, 3 + steps)]  # sampled ahead: the rate is the device step's
     t = time.perf_counter()
     for b in batches:
         params, opt_state, value = step_fn(params, opt_state, b)

@@ -95,6 +95,14 @@ def init_tables(cfg: KGEConfig, num_entities: int, num_relations: int) -> tuple[
     return entities, relations
 
 
+def place_tables(mesh: Mesh, sharding, entities: np.ndarray, relations: np.ndarray) -> dict:
+    """The trainable tables on the mesh: entities [N, d] as the sharded [n, S, d] table, relations replicated."""
+    return {
+        "entities": jax.device_put(sharding.to_shards(entities), NamedSharding(mesh, P(AXIS))),
+        "relations": jax.device_put(relations, NamedSharding(mesh, P())),
+    }
+
+
 @lru_cache(maxsize=32)
 def _compiled_step(mesh: Mesh, model: str, gamma: float, loss: Loss, optimiser_key: tuple):
     lr, weight_decay = optimiser_key
@@ -136,11 +144,7 @@ def train_kge(
     loss = Loss(cfg.loss, cfg.adversarial, cfg.margin, kg.num_entities)
     optimiser, step_fn = _compiled_step(mesh, cfg.model, float(cfg.gamma), loss, (cfg.lr, cfg.weight_decay))
     entities, relations = init_tables(cfg, kg.num_entities, kg.num_relations)
-    sharded, replicated = NamedSharding(mesh, P(AXIS)), NamedSharding(mesh, P())
-    params = {
-        "entities": jax.device_put(sharding.to_shards(entities), sharded),
-        "relations": jax.device_put(relations, replicated),
-    }
+    params = place_tables(mesh, sharding, entities, relations)
     opt_state = optimiser.init(params)
     done, curve, measured, spent = 0, [], (0, 0.0), 0.0
     ckpt = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
@@ -280,6 +284,7 @@ __all__ = [
     "evaluate",
     "init_tables",
     "make_mesh",
+    "place_tables",
     "rank_scores",
     "select_ensemble",
     "train_kge",
