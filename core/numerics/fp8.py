@@ -139,15 +139,14 @@ def update_meta(meta: FP8Meta, stats: jax.Array, policy: str, formats: FP8Format
     check_policy(policy)
     formats = formats or FP8Formats.of()
     amaxes = stats[:, 0]
-    good = jnp.isfinite(amaxes) & (amaxes > 0)
+    good = _usable(amaxes)
     bad = meta.bad + (~good).astype(jnp.int32)
     if policy != "delayed":
         return FP8Meta(meta.bias, meta.history, bad)
     pushed = jnp.concatenate([jnp.where(good, amaxes, 0.0)[:, None], meta.history[:, :-1]], 1)
     history = jnp.where(good[:, None], pushed, meta.history)
     reference = jnp.max(history, 1)
-    fresh = jnp.stack([amax_scale_bias(reference[i], f, MAX_BIAS) for i, f in enumerate(formats)])
-    bias = jnp.where(reference > 0, fresh, meta.bias)
+    bias = jnp.where(reference > 0, _amax_biases(reference, formats), meta.bias)
     return FP8Meta(bias.astype(jnp.int32), history, bad)
 
 
@@ -155,6 +154,14 @@ def calibrate(stats: jax.Array, formats: FP8Formats | None = None, fallback: int
     """cscale's constant biases: the amax biases of one step's statistics (a bad amax gives `fallback`)."""
     formats = formats or FP8Formats.of()
     amaxes = stats[:, 0]
-    good = jnp.isfinite(amaxes) & (amaxes > 0)
-    fresh = jnp.stack([amax_scale_bias(amaxes[i], f, MAX_BIAS) for i, f in enumerate(formats)])
-    return jnp.where(good, fresh, fallback).astype(jnp.int32)
+    return jnp.where(_usable(amaxes), _amax_biases(amaxes, formats), fallback).astype(jnp.int32)
+
+
+def _usable(amaxes) -> jax.Array:
+    """Which amaxes can set a scale: finite and positive."""
+    return jnp.isfinite(amaxes) & (amaxes > 0)
+
+
+def _amax_biases(amaxes, formats: FP8Formats) -> jax.Array:
+    """[3] amax biases of (x, w, g), each in its own format."""
+    return jnp.stack([amax_scale_bias(amaxes[i], f, MAX_BIAS) for i, f in enumerate(formats)])
