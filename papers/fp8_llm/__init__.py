@@ -57,7 +57,7 @@ def reproduce(cfg) -> Report:
     from core.progress import progress
     from core.runner import current_run
     from papers.fp8_llm.report import build_report
-    from papers.fp8_llm.train import Size, fp32_valid_loss, quantised_inference, train_arm
+    from papers.fp8_llm.train import Size, quantised_inference, train_arm
 
     c = cfg.fp8_llm
     corpus = load_shakespeare()
@@ -83,7 +83,8 @@ def reproduce(cfg) -> Report:
             results[(size_name, arm)] = result
             if arm == "fp32":
                 loss, stats = quantised_inference(corpus, size, params, rc)
-                inference[size_name] = {"loss": loss, "fp32": fp32_valid_loss(corpus, size, params, rc), "stats": stats}
+                # compared with the FP32 arm's own final validation loss (same windows, same parameters)
+                inference[size_name] = {"loss": loss, "fp32": result.valid_loss, "stats": stats}
     bar.close()
     return build_report(cfg, results, inference)
 

@@ -28,30 +28,26 @@ def _biases(stats_list, layer_type: str | None = None) -> np.ndarray:
     return np.array(rows, float).reshape(-1, 3)
 
 
+def _histograms(axes, stats_list, tensors: int, phase: str) -> None:
+    """One histogram per tensor kind (the first `tensors` of x, w, g), layer types overlaid."""
+    for t in range(tensors):
+        ax = axes[t]
+        for layer in LAYER_TYPES:
+            b = _biases(stats_list, layer)[:, t]
+            if len(b):
+                ax.hist(b, bins=np.arange(-8, 33) - 0.5, alpha=0.5, label=layer)
+        ax.set_title(f"{phase}: {TENSOR_NAMES[t]}")
+        ax.set_xlabel("scale bias b (x 2^b before the cast)")
+
+
 def _bias_figure(results, inference, size):
     import matplotlib.pyplot as plt
 
-    train = results[(size, "amax")].stats
     fig, axes = plt.subplots(2, 3, figsize=(11, 5.5), sharey="row")
-    for t, name in enumerate(TENSOR_NAMES):
-        ax = axes[0][t]
-        for layer in LAYER_TYPES:
-            b = _biases(train, layer)[:, t]
-            if len(b):
-                ax.hist(b, bins=np.arange(-8, 33) - 0.5, alpha=0.5, label=layer)
-        ax.set_title(f"training: {name}")
-        ax.set_xlabel("scale bias b (x 2^b before the cast)")
+    _histograms(axes[0], results[(size, "amax")].stats, 3, "training")
+    _histograms(axes[1], [(0, inference[size]["stats"])], 2, "inference")  # no gradients at inference
     axes[0][0].set_ylabel("count (layers x recorded steps)")
     axes[0][0].legend(fontsize=7)
-    inf = [(0, inference[size]["stats"])]
-    for t, name in enumerate(TENSOR_NAMES[:2]):
-        ax = axes[1][t]
-        for layer in LAYER_TYPES:
-            b = _biases(inf, layer)[:, t]
-            if len(b):
-                ax.hist(b, bins=np.arange(-8, 33) - 0.5, alpha=0.5, label=layer)
-        ax.set_title(f"inference: {name}")
-        ax.set_xlabel("scale bias b")
     axes[1][0].set_ylabel("count (layers)")
     axes[1][2].axis("off")
     fig.tight_layout()

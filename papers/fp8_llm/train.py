@@ -82,6 +82,11 @@ def build_model(size: Size, vocab: int, seq_len: int, arm: str, history: int = 1
     )
 
 
+def validation_windows(corpus: CharCorpus, rc: RunConfig) -> jax.Array:
+    """The validation windows every arm and the inference are scored on."""
+    return jnp.asarray(evaluation_windows(corpus.valid, rc.seq_len + 1, rc.valid_windows))
+
+
 def _nats_step(model, params, meta, probes, ids, labels):
     def f(params, probes):
         variables = {"params": params, "fp8_meta": meta, "fp8_probe": probes}
@@ -128,7 +133,7 @@ def train_arm(
         variables = {"params": params, "fp8_meta": meta, "fp8_probe": probes}
         return model.apply(variables, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss)
 
-    valid = jnp.asarray(evaluation_windows(corpus.valid, rc.seq_len + 1, rc.valid_windows))
+    valid = validation_windows(corpus, rc)
 
     def batch(k):  # the batch of step k (k = -1: the calibration batch, never trained on)
         return jnp.asarray(
@@ -183,7 +188,7 @@ def quantised_inference(corpus: CharCorpus, size: Size, params: dict, rc: RunCon
     (post-training quantisation), and the activation and weight biases it used per layer."""
     model = build_model(size, corpus.vocab_size, rc.seq_len, "amax")
     _, meta, probes = split_fp8(model.init(jax.random.key(0), jnp.zeros((1, rc.seq_len), jnp.int32)))
-    valid = jnp.asarray(evaluation_windows(corpus.valid, rc.seq_len + 1, rc.valid_windows))
+    valid = validation_windows(corpus, rc)
 
     @jax.jit
     def run(params, windows):
@@ -198,19 +203,13 @@ def quantised_inference(corpus: CharCorpus, size: Size, params: dict, rc: RunCon
     return float(loss), _plain(stats)
 
 
-def fp32_valid_loss(corpus: CharCorpus, size: Size, params: dict, rc: RunConfig) -> float:
-    model = build_model(size, corpus.vocab_size, rc.seq_len, "fp32")
-    valid = jnp.asarray(evaluation_windows(corpus.valid, rc.seq_len + 1, rc.valid_windows))
-    return float(model.apply({"params": params}, valid[:, :-1], valid[:, 1:], method=TransformerLM.loss))
-
-
 __all__ = [
     "ARMS",
     "ArmResult",
     "RunConfig",
     "Size",
     "build_model",
-    "fp32_valid_loss",
     "quantised_inference",
     "train_arm",
+    "validation_windows",
 ]

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from core.data.shakespeare import load_shakespeare
-from papers.fp8_llm.train import RunConfig, Size, fp32_valid_loss, quantised_inference, train_arm
+from core.nn.transformer import TransformerLM
+from papers.fp8_llm.train import RunConfig, Size, build_model, quantised_inference, train_arm, validation_windows
 
 SIZE = Size(16, 1, 2)
 RC = RunConfig(steps=20, batch_size=4, seq_len=16, warmup=2, eval_every=10, stats_every=5, valid_windows=8)
@@ -30,7 +31,11 @@ def test_amax_fp8_follows_fp32_and_cscale_holds_its_calibration(corpus):
     amax_biases = {step: np.array([v[i][1] for v in stats.values() for i in range(3)]) for step, stats in r8.stats}
     assert not all(np.array_equal(b, amax_biases[min(amax_biases)]) for b in amax_biases.values())  # amax moves
     loss, stats = quantised_inference(corpus, SIZE, p32, RC)
-    assert abs(loss / fp32_valid_loss(corpus, SIZE, p32, RC) - 1) < 0.01
+    windows = validation_windows(corpus, RC)
+    fp32 = build_model(SIZE, corpus.vocab_size, RC.seq_len, "fp32").apply(
+        {"params": p32}, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss
+    )
+    assert abs(loss / float(fp32) - 1) < 0.01
     assert set(stats) == {"block_0/attention/qkv", "block_0/attention/out", "block_0/mlp/up", "block_0/mlp/down"}
 
 
