@@ -11,8 +11,9 @@ that executes them with a BSP cost model and reports a profile. Depends on `core
 """
 
 from ipu_model import ops
+from ipu_model.compiler import OutOfMemoryError, RemoteAccessError, WriteConflictError
 from ipu_model.device import PRESETS, DeviceSpec, device_from_config, get_device
-from ipu_model.engine import Engine, OutOfMemoryError, RemoteAccessError, RunResult, WriteConflictError
+from ipu_model.engine import Engine, RunResult
 from ipu_model.graph import Codelet, ComputeSet, Graph, GraphError, Tensor, codelet
 from ipu_model.profile import Profile
 from ipu_model.programs import (

@@ -1,29 +1,25 @@
-"""The Engine: compiles a graph and a program (checks, plans, memory), then runs it on the host.
+"""The Engine: compiles a graph and a program (ipu_model/compiler.py), then runs it on the host.
 
-Compiling checks what the hardware and Poplar would refuse: unmapped tensors, a vertex connected to data on another
-tile (data must be brought over by an exchange: a Copy program), two vertices of one compute set writing the same
-element or one reading what another writes, and tile memory (tensors + vertex state + code + exchange code) above
-the tile's capacity. Running executes every vertex for real (batched: all vertices of a compute set that share a
-codelet and field shapes in one call) and charges each program step its BSP cycles (ipu_model/cost.py) in a Profile.
+Running executes every vertex for real (batched: all vertices of a compute set that share a codelet and field shapes
+in one call) and charges each program step its BSP cycles (ipu_model/cost.py) in a Profile.
 `run(..., evaluate=False)` charges exactly the same cycles without computing values (see Engine.run).
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from core.random.ipu import ipu_seed_state
 from core.random.xoroshiro import draw
-from ipu_model.cost import default_vertex_cycles, exchange_cycles, host_transfer_cycles, schedule_workers
-from ipu_model.device import DeviceSpec
-from ipu_model.graph import ComputeSet, Graph, GraphError, Tensor, Variable, Vertex, runs
-from ipu_model.profile import MemoryMap, Profile, StepStats
+from ipu_model.compiler import CompiledProgram, VertexGroup
+from ipu_model.cost import exchange_cycles, host_transfer_cycles
+from ipu_model.graph import Graph, GraphError, Tensor
+from ipu_model.profile import Profile, StepStats
 from ipu_model.programs import (
     Copy,
     DeviceToHost,
@@ -37,92 +33,11 @@ from ipu_model.programs import (
 )
 
 
-class OutOfMemoryError(GraphError):
-    """A tile needs more memory than it has; the message names the tile, the bytes and the largest tensors there."""
-
-
-class RemoteAccessError(GraphError):
-    """A vertex is connected to data on another tile without an exchange."""
-
-
-class WriteConflictError(GraphError):
-    """Two vertices of one compute set write the same element, or one reads an element another writes."""
-
-
-# ------------------------------------------------------------------------------------------------ compiled steps
-@dataclass
-class _Group:
-    """Vertices of one compute set that share a codelet and field shapes: evaluated in one batched call."""
-
-    vertices: list[Vertex]
-    tiles: np.ndarray
-    workers: np.ndarray
-
-
-@dataclass
-class _ComputePlan:
-    groups: list[_Group]
-    tile_cycles: np.ndarray
-    flops: float
-
-
-@dataclass
-class _CopyPlan:
-    bytes_in: np.ndarray
-    bytes_out: np.ndarray
-    local_cycles: np.ndarray
-    remote: bool
-
-
-@dataclass
-class _Mapping:
-    """A variable's tile mapping as runs of equal tile: [starts[i], ends[i]) on tiles[i]."""
-
-    starts: np.ndarray
-    ends: np.ndarray
-    tiles: np.ndarray
-
-    @classmethod
-    def of(cls, var: Variable) -> _Mapping:
-        t = var.tile
-        if t.size == 0:
-            z = np.zeros(0, np.int64)
-            return cls(z, z, z)
-        cut = np.flatnonzero(t[1:] != t[:-1]) + 1
-        starts = np.concatenate([[0], cut]).astype(np.int64)
-        ends = np.concatenate([cut, [t.size]]).astype(np.int64)
-        return cls(starts, ends, t[starts].astype(np.int64))
-
-    def owner(self, start: np.ndarray, length: int) -> np.ndarray:
-        """The tile owning each run [start, start+length) whole, or -2 where the run straddles tiles."""
-        i = np.searchsorted(self.starts, start, side="right") - 1
-        whole = self.ends[i] >= start + length
-        return np.where(whole, self.tiles[i], -2)
-
-    def cuts_within(self, start: int, length: int) -> np.ndarray:
-        """Positions p in (start, start + length) where the tile changes."""
-        lo = np.searchsorted(self.starts, start, side="right")
-        hi = np.searchsorted(self.starts, start + length, side="left")
-        return self.starts[lo:hi]
-
-    def bytes_per_tile(self, itemsize: int, num_tiles: int) -> np.ndarray:
-        return np.bincount(self.tiles, weights=(self.ends - self.starts) * itemsize, minlength=num_tiles)
-
-
 @dataclass
 class RunResult:
     outputs: dict[str, list[np.ndarray]]
     cycles: int
     seconds: float
-
-
-@dataclass
-class _Memory:
-    variables: np.ndarray
-    vertex_state: np.ndarray
-    code: np.ndarray
-    exchange_code: np.ndarray
-    codelets: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))
 
 
 class Engine:
@@ -134,271 +49,14 @@ class Engine:
     def __init__(self, graph: Graph, program: Program, *, seed: int = 0, seed_modifier: int = 0):
         self.graph, self.program, self.device = graph, program, graph.device
         self.s0, self.s1 = ipu_seed_state(seed, seed_modifier, self.device.tiles, self.device.workers)
-        self._mappings: dict[int, _Mapping] = {}
-        self._compute: dict[int, _ComputePlan] = {}
-        self._copies: dict[int, _CopyPlan] = {}
-        self._host_bytes: dict[int, np.ndarray] = {}
-        self._control: set[int] = set()  # ids of compute sets and Copy programs that decide control flow
         self._evaluating = True
-        self._compile()
-        self.profile = Profile(self.device, self._order, self._memory_map())
+        self._compiled = CompiledProgram(graph, program)
+        self.mem = self._compiled.memory
+        self.profile = Profile(self.device, self._compiled.order, self._compiled.memory_map())
         self._streams: dict[str, Any] = {}
         self._outputs: dict[str, list[np.ndarray]] = defaultdict(list)
         self._phase = "start"
 
-    # ======================================================================================== compilation
-    def _mapping(self, var: Variable) -> _Mapping:
-        m = self._mappings.get(id(var))
-        if m is None:
-            m = self._mappings[id(var)] = _Mapping.of(var)
-        return m
-
-    def _compile(self) -> None:
-        n = self.device.tiles
-        for var in self.graph.variables:
-            unmapped = int(np.count_nonzero(var.tile < 0))
-            if unmapped:
-                raise GraphError(
-                    f"variable {var.name!r} has {unmapped} of {var.size} elements without a tile: "
-                    "map it with graph.set_tile_mapping or graph.map_linearly"
-                )
-        self.mem = _Memory(*(np.zeros(n) for _ in range(4)))
-        for var in self.graph.variables:
-            self.mem.variables += self._mapping(var).bytes_per_tile(var.dtype.itemsize, n)
-        self._order: list[tuple[Program, int]] = []
-        self._walk_depth(self.program, 0)
-        for p, _ in self._order:
-            if isinstance(p, Execute):
-                if id(p.compute_set) not in self._compute:
-                    self._compute[id(p.compute_set)] = self._plan_compute(p.compute_set)
-            elif isinstance(p, Copy):
-                self._copies[p.id] = self._plan_copy(p)
-            elif isinstance(p, HostToDevice | DeviceToHost):
-                t = p.tensor
-                self._host_bytes[p.id] = np.bincount(t.tiles().reshape(-1), minlength=n) * t.dtype.itemsize
-        for tile, names in self.mem.codelets.items():
-            self.mem.code[tile] += len(names) * self.device.codelet_code_bytes
-        self._check_memory()
-        self._find_control()
-
-    def _find_control(self) -> None:
-        """The steps a cost-only run must still execute: those writing a branch predicate's variable and,
-        transitively, those writing what such steps read (host streams always write), so branches and loop counts
-        come out as in a full run."""
-        steps: list[tuple[int, set[int], set[int]]] = []  # (key, variables read, variables written)
-        control: set[int] = set()
-        for p, _ in self._order:
-            if isinstance(p, If | RepeatWhileTrue):
-                control.add(id(p.predicate.var))
-            elif isinstance(p, Execute):
-                reads, writes = set(), set()
-                for v in p.compute_set.vertices:
-                    for f, t in v.fields.items():
-                        (writes if f in v.codelet.writes else reads).add(id(t.var))
-                steps.append((id(p.compute_set), reads, writes))
-            elif isinstance(p, Copy):
-                steps.append((p.id, {id(s.var) for s, _ in p.pairs}, {id(d.var) for _, d in p.pairs}))
-        changed = bool(control)
-        while changed:
-            changed = False
-            for key, reads, writes in steps:
-                if writes & control and key not in self._control:
-                    self._control.add(key)
-                    control |= reads
-                    changed = True
-
-    def _walk_depth(self, p: Program, depth: int) -> None:
-        if any(q is p for q, _ in self._order):
-            return
-        self._order.append((p, depth))
-        for c in p.children():
-            self._walk_depth(c, depth + 1)
-
-    def _plan_compute(self, cs: ComputeSet) -> _ComputePlan:
-        dev, verts = self.device, cs.vertices
-        self._check_locality(cs)
-        self._check_conflicts(cs)
-        # cycles: one estimate per (codelet, shapes) signature
-        cycles = np.zeros(len(verts))
-        flops_total = 0.0
-        by_sig: dict[tuple, list[int]] = defaultdict(list)
-        signatures = [_signature(v) for v in verts]
-        for i, sig in enumerate(signatures):
-            by_sig[sig].append(i)
-        for members in by_sig.values():
-            v = verts[members[0]]
-            c, f = _vertex_cost(dev, v)
-            cycles[members] = c
-            flops_total += f * len(members)
-        tiles = np.array([v.tile for v in verts], np.int64)
-        workers, makespan = schedule_workers(tiles, cycles, dev.tiles, dev.workers)
-        # random codelets: a vertex draws from its worker's stream; vertices sharing a worker draw in turn
-        turn = np.zeros(len(verts), np.int64)
-        seen: dict[tuple[int, int], int] = defaultdict(int)
-        for i, v in enumerate(verts):
-            if v.codelet.random:
-                key = (v.tile, int(workers[i]))
-                turn[i] = seen[key]
-                seen[key] += 1
-        groups: dict[tuple, list[int]] = defaultdict(list)
-        for i, sig in enumerate(signatures):
-            groups[(*sig, int(turn[i]))].append(i)
-        plan_groups = [
-            _Group([verts[i] for i in members], tiles[members], workers[members])
-            for _, members in sorted(groups.items(), key=lambda kv: kv[0][-1])
-        ]
-        # vertex state and code
-        state = np.array(
-            [dev.vertex_state_bytes + dev.field_state_bytes * len(v.fields) + v.codelet.state_bytes for v in verts]
-        )
-        self.mem.vertex_state += np.bincount(tiles, weights=state, minlength=dev.tiles)
-        for v in verts:
-            self.mem.codelets[v.tile].add(v.codelet.name)
-        return _ComputePlan(plan_groups, makespan, flops_total)
-
-    def _check_locality(self, cs: ComputeSet) -> None:
-        per_var: dict[int, list[tuple[np.ndarray, int, int, str]]] = defaultdict(list)
-        vars_: dict[int, Variable] = {}
-        for v in cs.vertices:
-            for f, t in v.fields.items():
-                starts, length = runs(t)
-                per_var[id(t.var)].append((starts, length, v.tile, f"{v.codelet.name}.{f}"))
-                vars_[id(t.var)] = t.var
-        for key, items in per_var.items():
-            m = self._mapping(vars_[key])
-            for starts, length, tile, where in items:
-                owner = m.owner(starts, length)
-                bad = np.flatnonzero(owner != tile)
-                if bad.size:
-                    run = int(starts[bad[0]]) + np.arange(length)
-                    pos = int(run[np.argmax(vars_[key].tile[run] != tile)])  # the first element elsewhere
-                    raise RemoteAccessError(
-                        f"compute set {cs.name!r}: vertex {where} on tile {tile} reads {vars_[key].name!r} "
-                        f"element {pos}, which lives on tile {int(vars_[key].tile[pos])}; bring the data over with "
-                        "a Copy program (an exchange) first"
-                    )
-
-    def _check_conflicts(self, cs: ComputeSet) -> None:
-        writes: dict[int, list] = defaultdict(list)
-        reads: dict[int, list] = defaultdict(list)
-        names: dict[int, str] = {}
-        for v in cs.vertices:
-            for f, t in v.fields.items():
-                starts, length = runs(t)
-                names[id(t.var)] = t.var.name
-                entry = (starts, np.full(starts.size, length, np.int64), np.full(starts.size, v.id, np.int64))
-                (writes if f in v.codelet.writes else reads)[id(t.var)].append(entry)
-        for key, items in writes.items():
-            s, ln, who = (np.concatenate(x) for x in zip(*items, strict=True))
-            order = np.argsort(s, kind="stable")
-            s, e, who = s[order], s[order] + ln[order], who[order]
-            if s.size > 1:
-                reach = np.maximum.accumulate(e)[:-1]
-                clash = np.flatnonzero(s[1:] < reach)
-                if clash.size:
-                    j = clash[0] + 1
-                    raise WriteConflictError(
-                        f"compute set {cs.name!r}: element {int(s[j])} of {names[key]!r} is written by more than one "
-                        f"vertex (vertex ids {int(who[j - 1])} and {int(who[j])}) or twice by one"
-                    )
-            if key not in reads:
-                continue
-            rs, rl, rwho = (np.concatenate(x) for x in zip(*reads[key], strict=True))
-            lo = np.searchsorted(e, rs, side="right")  # first write ending after the read starts
-            hi = np.searchsorted(s, rs + rl, side="left")  # writes starting before the read ends
-            hit = np.flatnonzero(hi > lo)
-            for r in hit:
-                others = who[lo[r] : hi[r]] != rwho[r]
-                if others.any():
-                    raise WriteConflictError(
-                        f"compute set {cs.name!r}: vertex {int(rwho[r])} reads {names[key]!r} near element "
-                        f"{int(rs[r])} while vertex {int(who[lo[r] : hi[r]][others][0])} writes it in the same "
-                        "compute set (a race on hardware); split them into two compute sets"
-                    )
-
-    def _plan_copy(self, p: Copy) -> _CopyPlan:
-        """Traffic of a Copy, computed over runs of consecutive elements (one per row for row-contiguous views)."""
-        n, dev = self.device.tiles, self.device
-        bytes_in, local, regions_in, regions_out = (np.zeros(n) for _ in range(4))
-        sent: dict[int, tuple[Variable, list]] = {}
-        written: dict[int, tuple[Variable, list]] = {}
-        for src, dst in p.pairs:
-            size = src.dtype.itemsize
-            for ss, ds, length, so, do in self._run_pairs(src, dst):
-                remote = so != do
-                bytes_in += np.bincount(do[remote], minlength=n) * (length * size)
-                local += np.bincount(do[~remote], minlength=n) * (length * size)
-                regions_in += np.bincount(do[remote], minlength=n)
-                _, first = np.unique(ss[remote], return_index=True)  # a broadcast region is sent once
-                regions_out += np.bincount(so[remote][first], minlength=n)
-                sent.setdefault(id(src.var), (src.var, []))[1].append((ss[remote], length))
-                written.setdefault(id(dst.var), (dst.var, []))[1].append((ds, length))
-        for var, items in written.values():
-            starts = np.concatenate([s for s, _ in items])
-            ends = np.concatenate([s + ln for s, ln in items])
-            order = np.argsort(starts, kind="stable")
-            if starts.size > 1 and np.any(starts[order][1:] < np.maximum.accumulate(ends[order])[:-1]):
-                raise WriteConflictError(f"Copy {p.name!r}: some element of {var.name!r} is written more than once")
-        bytes_out = np.zeros(n)
-        for var, items in sent.values():  # a broadcast element leaves its tile once
-            starts = np.concatenate([s for s, _ in items])
-            ends = np.concatenate([s + ln for s, ln in items])
-            edges = np.bincount(starts, minlength=var.size + 1) - np.bincount(ends, minlength=var.size + 1)
-            covered = np.cumsum(edges[: var.size]) > 0
-            bytes_out += np.bincount(var.tile[covered], minlength=n) * var.dtype.itemsize
-        self.mem.exchange_code += (regions_in + regions_out) * dev.exchange_code_bytes_per_region
-        local_cycles = np.ceil(2 * local / dev.memory_bytes_per_cycle)  # a load and a store per byte
-        return _CopyPlan(bytes_in, bytes_out, local_cycles, bool(bytes_in.any()))
-
-    def _run_pairs(self, src: Tensor, dst: Tensor):
-        """(src starts, dst starts, run length, src tiles, dst tiles) over runs lying whole on one tile each."""
-        ss, sl = runs(src)
-        ds, dl = runs(dst)
-        if sl != dl:
-            ss, ds, sl = src.idx.reshape(-1), dst.idx.reshape(-1), 1
-        so = self._mapping(src.var).owner(ss, sl)
-        do = self._mapping(dst.var).owner(ds, sl)
-        split = (so < 0) | (do < 0)
-        if not split.any():
-            yield ss, ds, sl, so, do
-            return
-        keep = ~split
-        yield ss[keep], ds[keep], sl, so[keep], do[keep]
-        # runs that straddle tiles: cut them where either side's tile changes
-        ms, md = self._mapping(src.var), self._mapping(dst.var)
-        ps, pd, pl = _cut_runs(ss[split], ds[split], sl, ms, md)
-        for length in np.unique(pl).tolist():
-            sel = pl == length
-            yield ps[sel], pd[sel], length, ms.owner(ps[sel], length), md.owner(pd[sel], length)
-
-    def _check_memory(self) -> None:
-        total = self.mem.variables + self.mem.vertex_state + self.mem.code + self.mem.exchange_code
-        over = np.flatnonzero(total > self.device.memory_per_tile)
-        if not over.size:
-            return
-        t = int(over[np.argmax(total[over])])
-        largest = sorted(
-            ((int(np.count_nonzero(v.tile == t)) * v.dtype.itemsize, v.name) for v in self.graph.variables),
-            reverse=True,
-        )[:5]
-        listing = ", ".join(f"{name} {b:,} B" for b, name in largest if b)
-        raise OutOfMemoryError(
-            f"out of memory on tile {t}: needs {int(total[t]):,} bytes, the {self.device.name} tile has "
-            f"{self.device.memory_per_tile:,} (tensors {int(self.mem.variables[t]):,}, vertex state "
-            f"{int(self.mem.vertex_state[t]):,}, code {int(self.mem.code[t]):,}, exchange code "
-            f"{int(self.mem.exchange_code[t]):,}); {len(over)} tile(s) over; largest tensors there: {listing}"
-        )
-
-    def _memory_map(self) -> MemoryMap:
-        return MemoryMap(
-            variables=self.mem.variables,
-            vertex_state=self.mem.vertex_state,
-            code=self.mem.code,
-            exchange_code=self.mem.exchange_code,
-            capacity=self.device.memory_per_tile,
-        )
-
-    # =============================================================================================== running
     def read(self, t: Tensor) -> np.ndarray:
         """A tensor's current value (host access for inspection: free, not charged to the profile)."""
         return t.read()
@@ -468,8 +126,8 @@ class Engine:
         return bool(pred.read().reshape(-1)[0])
 
     def _execute(self, p: Execute, stats: StepStats) -> None:
-        plan = self._compute[id(p.compute_set)]
-        if self._evaluating or id(p.compute_set) in self._control:
+        plan = self._compiled.compute[id(p.compute_set)]
+        if self._evaluating or id(p.compute_set) in self._compiled.control:
             for g in plan.groups:
                 self._evaluate(g)
         # a superstep starts with one sync, unless an exchange or a branch's sync has just aligned the tiles
@@ -479,7 +137,7 @@ class Engine:
         )
         self._phase = "compute"
 
-    def _evaluate(self, g: _Group) -> None:
+    def _evaluate(self, g: VertexGroup) -> None:
         code = g.vertices[0].codelet
         args = {f: np.stack([v.fields[f].read() for v in g.vertices]) for f in code.reads}
         if code.random:
@@ -501,7 +159,7 @@ class Engine:
                 t = v.fields[f]
                 t.var.data[t.idx] = value[b]
 
-    def _rng_for(self, g: _Group):
+    def _rng_for(self, g: VertexGroup):
         tiles, workers = g.tiles, g.workers
 
         def rng(n: int) -> np.ndarray:
@@ -512,11 +170,11 @@ class Engine:
         return rng
 
     def _copy(self, p: Copy, stats: StepStats) -> None:
-        if self._evaluating or p.id in self._control:
+        if self._evaluating or p.id in self._compiled.control:
             values = [src.var.data[src.idx] for src, _ in p.pairs]  # one phase: every source is read before any write
             for (_, dst), value in zip(p.pairs, values, strict=True):
                 dst.var.data[dst.idx] = value
-        plan = self._copies[p.id]
+        plan = self._compiled.copies[p.id]
         if plan.remote:
             ex = exchange_cycles(plan.bytes_in, plan.bytes_out, self.device)
             stats.add(
@@ -546,37 +204,10 @@ class Engine:
         self._charge_host(p, stats)
 
     def _charge_host(self, p: HostToDevice | DeviceToHost, stats: StepStats) -> None:
-        per_tile = self._host_bytes[p.id]
+        per_tile = self._compiled.host_bytes[p.id]
         cycles = host_transfer_cycles(int(per_tile.sum()), per_tile, self.device)
         stats.add(sync=self.device.sync_cycles, host=cycles, exchanged=float(per_tile.sum()), tile_bytes=per_tile)
         self._phase = "exchange"
-
-
-# ------------------------------------------------------------------------------------------------------ helpers
-def _cut_runs(ss: np.ndarray, ds: np.ndarray, length: int, ms: _Mapping, md: _Mapping):
-    """Cut paired runs [ss, ss+length) -> [ds, ds+length) wherever either side's tile changes.
-
-    Returns (source starts, destination starts, lengths) of the pieces, vectorised over runs.
-    """
-    offsets, owners = [np.zeros(ss.size, np.int64)], [np.arange(ss.size)]
-    for starts, m in ((ss, ms), (ds, md)):
-        lo = np.searchsorted(m.starts, starts, side="right")
-        hi = np.searchsorted(m.starts, starts + length, side="left")
-        count = hi - lo
-        run = np.repeat(np.arange(ss.size), count)
-        within = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-        offsets.append(m.starts[lo[run] + within] - starts[run])
-        owners.append(run)
-    off, run = np.concatenate(offsets), np.concatenate(owners)
-    order = np.lexsort((off, run))
-    off, run = off[order], run[order]
-    keep = np.ones(off.size, bool)
-    keep[1:] = (off[1:] != off[:-1]) | (run[1:] != run[:-1])
-    off, run = off[keep], run[keep]
-    last = np.ones(off.size, bool)
-    last[:-1] = run[1:] != run[:-1]
-    end = np.where(last, length, np.roll(off, -1))
-    return ss[run] + off, ds[run] + off, end - off
 
 
 _VMAPPED: dict[Any, Any] = {}
@@ -592,19 +223,3 @@ def _vmapped(code) -> Any:
             raise GraphError(f"codelet {code.name!r}: random codelets must be vectorised (numpy over the batch)")
         fn = _VMAPPED[code] = jax.jit(jax.vmap(code.fn))
     return fn
-
-
-def _signature(v: Vertex) -> tuple:
-    return (v.codelet, *((f, t.shape, t.dtype.str) for f, t in sorted(v.fields.items())))
-
-
-def _vertex_cost(device: DeviceSpec, v: Vertex) -> tuple[float, float]:
-    """(cycles, flops) of one vertex: the codelet's own cycle count if it has one, else the default estimate."""
-    code = v.codelet
-    shapes = {f: t.shape for f, t in v.fields.items()}
-    flops = float(code.flops(**shapes)) if code.flops else float(sum(v.fields[f].size for f in code.writes))
-    if code.cycles is not None:
-        return float(code.cycles(device, **shapes)), flops
-    nbytes = sum(t.nbytes for t in v.fields.values())
-    dtype = code.compute_dtype or next(iter(v.fields.values())).dtype.name
-    return math.ceil(default_vertex_cycles(device, flops, nbytes, dtype)), flops

@@ -386,7 +386,7 @@ def bench_gps(quick: bool) -> list[Comparison]:
     import numpy as np
 
     from papers.gps.batching import PackLimits, assemble, batches, efficiency, fitting, plan
-    from papers.gps.features import featurise_qm9
+    from papers.gps.cache import featurise_qm9
     from papers.gps.model import preset
     from papers.gps.train import TrainConfig, Trainer
 

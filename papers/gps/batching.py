@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.packing import pack_graphs
-from papers.gps.features import ATOM_VOCAB, BOND_VOCAB, GraphSet
+from papers.gps.features import ATOM_VOCAB, BOND_VOCAB
+from papers.gps.graphs import GraphSet
 
 SPD_PADDING = 255
 MASKING_GROUPS = ((True, False), (False, True), (True, True))  # (keep SPD, keep 3D): mask 3D, mask SPD, none

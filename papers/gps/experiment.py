@@ -121,7 +121,8 @@ def arm_config(c, arm: str):
 
 def reproduce(cfg) -> Report:
     from core.runner import current_run
-    from papers.gps.features import GraphSet, featurise_qm9
+    from papers.gps.cache import featurise_qm9
+    from papers.gps.graphs import GraphSet
     from papers.gps.report import build_report
     from papers.gps.train import TrainConfig, train_gps
 

@@ -26,7 +26,8 @@ from jax.sharding import PartitionSpec as P
 
 from core.checkpoint import Checkpointer
 from papers.gps.batching import MODEL_KEYS, PackLimits, assemble, batches, efficiency, plan
-from papers.gps.features import ATOM_VOCAB, BOND_VOCAB, GraphSet
+from papers.gps.features import ATOM_VOCAB, BOND_VOCAB
+from papers.gps.graphs import GraphSet
 from papers.gps.model import GPSConfig, GPSPlusPlus, example_batch
 
 

@@ -1,10 +1,16 @@
-"""Small molecule sets with RDKit geometries, shared by the GPS++ batching and model tests."""
+"""Small molecule sets with RDKit geometries, shared by the GPS++ batching and model tests, and QM9 with a fixed
+sample of it, shared by the featurisation, GraphSet and cache tests."""
 
 import numpy as np
 import pytest
 
-from core.data.molecules import embed_conformers
-from papers.gps.features import featurise, featurise_many
+from core.data.molecules import QM9, embed_conformers, load_qm9
+from papers.gps.cache import featurise_many
+from papers.gps.features import featurise
+
+# so that a failing assert_*_equal shows the values compared, as an assert in a test module does (the test modules
+# import it after this conftest)
+pytest.register_assert_rewrite("tests.papers.gps.molecule_checks")
 
 SMILES = [
     "C",
@@ -42,3 +48,13 @@ def molecules():
 @pytest.fixture(scope="session")
 def molecules_without_3d():
     return featurise_many(SMILES[:4], target=np.arange(4.0), desc="test molecules (no 3D)")
+
+
+@pytest.fixture(scope="module")
+def qm9() -> QM9:
+    return load_qm9()
+
+
+@pytest.fixture(scope="module")
+def sample(qm9) -> np.ndarray:
+    return np.sort(np.random.default_rng(0).choice(len(qm9), 200, replace=False))

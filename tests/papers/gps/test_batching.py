@@ -138,7 +138,7 @@ def test_bad_limits_and_overfull_packs_are_named(molecules):
 
 
 def test_concatenate_keeps_every_graph_and_sums_skips(molecules):
-    from papers.gps.features import GraphSet
+    from papers.gps.graphs import GraphSet
 
     order = [0, 3, 5, 7, 1]
     first, second = molecules.take(order[:3]), molecules.take(order[3:])

@@ -1,12 +1,8 @@
 """GPS++ featurisation: every feature against an independent reference (hand values, OGB-style string lookups,
-brute-force matrix powers, a textbook spectrum, a BFS written here, scipy), QM9 geometries, GraphSet round trips
-and the QM9 cache."""
+brute-force matrix powers, a textbook spectrum, a BFS written here, scipy) and QM9 geometries."""
 
 from __future__ import annotations
 
-import json
-import re
-import zipfile
 from collections import deque
 
 import numpy as np
@@ -14,48 +10,18 @@ import pytest
 from rdkit import Chem
 from scipy.sparse.csgraph import shortest_path
 
-from core.data.molecules import HARTREE_EV, QM9, MoleculeError, load_qm9
-from papers.gps import features as F
+from core.data.molecules import MoleculeError
 from papers.gps.features import (
     ATOM_FEATURES,
     ATOM_VOCAB,
     BOND_FEATURES,
     BOND_VOCAB,
-    FEATURE_VERSION,
-    GraphSet,
-    MoleculeGraph,
     featurise,
-    featurise_many,
-    featurise_qm9,
     laplacian_eigenpairs,
     random_walk_landing,
     shortest_path_distances,
 )
-
-SMILES = [
-    "C",
-    "CCC",
-    "c1ccccc1",
-    "CC(=O)O",
-    "[NH4+]",
-    "C[C@H](N)O",
-    "C[C@@H](N)O",
-    "F/C=C/F",
-    "F/C=C\\F",
-    "c1ccc2ccccc2c1",
-    "[O-][N+](=O)C",
-    "C#N",
-    "C=C=C",
-    "CC.O",
-    "O.O.[Na+]",
-    "[CH3]",
-    "[C]",
-    "[Fe+6]",
-    "F[S](F)(F)(F)(F)F",
-    "[2H]C",
-    "CC(C)(C)C1CCC(CC1)C(=O)NC1=CC=CC=N1",
-    "C1CC2CC1C2",
-]
+from tests.papers.gps.molecule_checks import SMILES
 
 # --------------------------------------------------------------------------------- references written for the tests
 
@@ -135,26 +101,6 @@ def bfs_distances(adjacency: np.ndarray, cap: int) -> np.ndarray:
                     out[s, v] = out[s, u] + 1
                     queue.append(v)
     return np.where(out == 255, 255, np.minimum(out, cap))
-
-
-def assert_graphs_equal(a: MoleculeGraph, b: MoleculeGraph) -> None:
-    for name in ("atoms", "bonds", "senders", "receivers", "random_walk", "lap_vec", "lap_val", "degree", "spd"):
-        x, y = getattr(a, name), getattr(b, name)
-        assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), name
-    assert (a.positions is None) == (b.positions is None)
-    if a.positions is not None:
-        assert a.positions.dtype == b.positions.dtype and np.array_equal(a.positions, b.positions)
-    assert a.geometry_issue == b.geometry_issue
-
-
-@pytest.fixture(scope="module")
-def qm9() -> QM9:
-    return load_qm9()
-
-
-@pytest.fixture(scope="module")
-def sample(qm9) -> np.ndarray:
-    return np.sort(np.random.default_rng(0).choice(len(qm9), 200, replace=False))
 
 
 # ------------------------------------------------------------------------------------------------- atom/bond features
@@ -367,170 +313,3 @@ def test_geometry_mismatch(qm9):
     nan[c] = np.nan
     assert featurise(smiles, nan, els).geometry_issue == "geometry_mismatch"
     assert featurise(smiles).geometry_issue is None and featurise(smiles).positions is None
-
-
-# ------------------------------------------------------------------------------------------------------- GraphSet
-
-
-@pytest.fixture(scope="module")
-def graphs(qm9, sample) -> list[MoleculeGraph]:
-    out = [featurise(s) for s in SMILES]
-    out += [featurise(qm9.smiles[i], qm9.positions[i], qm9.elements[i]) for i in sample[:6]]
-    i = sample[6]
-    out.append(featurise(qm9.smiles[i], qm9.positions[i] * 2, qm9.elements[i]))  # a geometry_mismatch
-    return out
-
-
-def _set(graphs: list[MoleculeGraph]) -> GraphSet:
-    g = len(graphs)
-    return GraphSet.from_graphs(graphs, np.arange(g) * 0.5, np.arange(g) + 100, [f"m{k}" for k in range(g)], {"x": 2})
-
-
-def assert_sets_equal(a: GraphSet, b: GraphSet) -> None:
-    for name in F._ARRAYS:
-        x, y = getattr(a, name), getattr(b, name)
-        assert x.dtype == y.dtype and np.array_equal(x, y), name
-    assert a.smiles == b.smiles and a.geometry_issue == b.geometry_issue and a.skipped == b.skipped
-
-
-def test_graphset_round_trip(graphs):
-    gs = _set(graphs)
-    assert len(gs) == len(graphs)
-    np.testing.assert_array_equal(gs.num_nodes, [g.num_nodes for g in graphs])
-    np.testing.assert_array_equal(gs.num_edges, [g.num_edges for g in graphs])
-    np.testing.assert_array_equal(np.diff(gs.spd_offsets), gs.num_nodes**2)
-    assert gs.has_3d.tolist() == [g.positions is not None for g in graphs] and gs.has_3d.sum() >= 5
-    assert gs.geometry_issue[-1] == "geometry_mismatch"
-    for k, g in enumerate(graphs):
-        assert_graphs_equal(gs.graph(k), g)
-    assert_graphs_equal(gs.graph(-1), graphs[-1])
-    with pytest.raises(IndexError):
-        gs.graph(len(graphs))
-    assert gs.target.dtype == np.float32 and gs.ids.dtype == np.int64 and gs.skipped == {"x": 2}
-    assert np.all(gs.positions[gs.node_offsets[0] : gs.node_offsets[1]] == 0)  # methane: no positions, zeros
-    with pytest.raises(ValueError, match="targets"):
-        GraphSet.from_graphs(graphs, [0.0], np.arange(len(graphs)), ["x"] * len(graphs))
-
-
-def test_graphset_take(graphs):
-    gs = _set(graphs)
-    picks = [3, 0, 3, -1, len(graphs) - 2]
-    sub = gs.take(picks)
-    assert len(sub) == len(picks)
-    for k, p in enumerate(picks):
-        assert_graphs_equal(sub.graph(k), graphs[p])
-        assert sub.smiles[k] == gs.smiles[p] and sub.ids[k] == gs.ids[p] and sub.target[k] == gs.target[p]
-    np.testing.assert_array_equal(sub.node_offsets, np.concatenate([[0], np.cumsum(gs.num_nodes[picks])]))
-    mask = np.arange(len(gs)) % 3 == 0
-    assert_sets_equal(gs.take(mask), gs.take(np.flatnonzero(mask)))
-    assert_sets_equal(gs.take(np.arange(len(gs))), gs)
-    assert len(gs.take([])) == 0 and gs.take([]).atoms.shape == (0, 9)
-    with pytest.raises(IndexError):
-        gs.take([len(gs)])
-    with pytest.raises(ValueError, match="indices"):
-        gs.take([0.5])
-
-
-def test_graphset_save_load(graphs, tmp_path):
-    gs = _set(graphs)
-    path = gs.save(tmp_path / "set.npz")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["set.npz"]  # no temporary file left behind
-    with zipfile.ZipFile(path) as z:
-        assert all(info.compress_type == zipfile.ZIP_STORED for info in z.infolist())
-    back = GraphSet.load(path)
-    assert_sets_equal(back, gs)
-    for k, g in enumerate(graphs):
-        assert_graphs_equal(back.graph(k), g)
-    empty = GraphSet.from_graphs([], [], [], [])
-    assert_sets_equal(GraphSet.load(empty.save(tmp_path / "empty.npz")), empty)
-
-
-def test_graphset_version_mismatch(graphs, tmp_path):
-    path = _set(graphs[:3]).save(tmp_path / "set.npz")
-    with np.load(path) as z:
-        arrays = dict(z)
-    assert int(arrays["feature_version"]) == FEATURE_VERSION
-    arrays["feature_version"] = np.int64(FEATURE_VERSION + 1)
-    np.savez(tmp_path / "old.npz", **arrays)
-    with pytest.raises(ValueError, match=f"FEATURE_VERSION {FEATURE_VERSION + 1}"):
-        GraphSet.load(tmp_path / "old.npz")
-    del arrays["meta"]
-    np.savez(tmp_path / "broken.npz", **arrays)
-    with pytest.raises(ValueError, match="not a GraphSet"):
-        GraphSet.load(tmp_path / "broken.npz")
-
-
-# ---------------------------------------------------------------------------------------------------- datasets
-
-
-def test_featurise_many_counts_failures():
-    smiles = ["CCO", "not_smiles", "[H][H]", "c1ccccc1", "C1CC"]
-    gs = featurise_many(smiles, target=[1.0, 2.0, 3.0, 4.0, 5.0])
-    assert gs.smiles == ["CCO", "c1ccccc1"] and gs.ids.tolist() == [0, 3] and gs.target.tolist() == [1.0, 4.0]
-    assert gs.skipped == {"invalid_smiles": 2, "no_heavy_atoms": 1}
-    assert_graphs_equal(gs.graph(1), featurise("c1ccccc1"))
-    with pytest.raises(ValueError, match="target"):
-        featurise_many(smiles, target=[1.0])
-
-
-def test_featurise_qm9_and_cache(qm9, sample, tmp_path, monkeypatch):
-    idx = sample[:40][::-1]  # any order
-    gs = featurise_qm9(idx, tmp_path)
-    files = list(tmp_path.glob("*.npz"))
-    assert len(files) == 1 and re.fullmatch(r"qm9-[0-9a-f]{16}\.npz", files[0].name)
-    assert len(gs) + sum(gs.skipped.values()) == len(idx)
-    assert gs.skipped == {} and gs.has_3d.sum() >= len(idx) - 1
-    np.testing.assert_array_equal(gs.ids, qm9.index[idx])
-    np.testing.assert_array_equal(gs.target, (qm9.gap[idx] * HARTREE_EV).astype(np.float32))
-    assert gs.smiles == [qm9.smiles[i] for i in idx]
-    k = 5
-    assert_graphs_equal(gs.graph(k), featurise(qm9.smiles[idx[k]], qm9.positions[idx[k]], qm9.elements[idx[k]]))
-
-    def forbidden(*args, **kwargs):
-        raise AssertionError("featurise called although the cache holds the result")
-
-    monkeypatch.setattr(F, "featurise", forbidden)
-    again = featurise_qm9(idx.copy(), tmp_path)  # same arguments: read from the cache
-    assert_sets_equal(again, gs)
-    with pytest.raises(AssertionError, match="cache"):  # other arguments: another file, computed again
-        featurise_qm9(idx, tmp_path, max_spd=5)
-    with pytest.raises(AssertionError, match="cache"):
-        featurise_qm9(idx[:-1], tmp_path)
-    assert len(list(tmp_path.glob("*.npz"))) == 1
-    with pytest.raises(ValueError, match="QM9 positions"):
-        featurise_qm9(np.array([0, len(qm9)]), tmp_path)
-    with pytest.raises(ValueError, match="indices"):
-        featurise_qm9(np.array([0.5]), tmp_path)
-
-
-def test_featurise_qm9_counts_bad_molecules(tmp_path, monkeypatch):
-    smiles = ["CO", "C1CC", "[H][H]", "C#N"]
-    elements = [["C", "O", "H", "H", "H", "H"], ["C"] * 3, ["H", "H"], ["C", "N", "H"]]
-    positions = [np.zeros((len(e), 3)) + np.arange(len(e))[:, None] * 0.3 for e in elements]
-    fake = QM9(
-        index=np.array([11, 12, 13, 14]),
-        smiles=smiles,
-        elements=elements,
-        positions=positions,
-        homo=np.zeros(4),
-        lumo=np.ones(4),
-        gap=np.array([0.1, 0.2, 0.3, 0.4]),
-    )
-    monkeypatch.setattr(F, "load_qm9", lambda: fake)
-    gs = featurise_qm9(None, tmp_path)
-    assert gs.smiles == ["CO", "C#N"] and gs.ids.tolist() == [11, 14]
-    assert gs.skipped == {"invalid_smiles": 1, "no_heavy_atoms": 1}
-    np.testing.assert_allclose(gs.target, np.array([0.1, 0.4]) * HARTREE_EV, rtol=1e-6)
-    assert gs.has_3d.tolist() == [True, True]
-    meta = json.loads(np.load(next(tmp_path.glob("qm9-*.npz")))["meta"].tobytes())
-    assert meta["skipped"] == gs.skipped
-
-
-@pytest.mark.slow
-def test_featurise_all_of_qm9(qm9, tmp_path):
-    gs = featurise_qm9(None, tmp_path)
-    assert len(gs) + sum(gs.skipped.values()) == len(qm9) and len(gs) > 0.999 * len(qm9)
-    assert gs.has_3d.mean() > 0.99
-    assert gs.num_nodes.max() <= 9 and gs.num_nodes.min() >= 1
-    assert np.all(gs.spd[gs.spd != 255] <= 20)
-    np.testing.assert_array_equal(gs.take([0]).ids, gs.ids[:1])

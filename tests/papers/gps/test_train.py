@@ -70,7 +70,8 @@ import json, sys
 import jax, numpy as np
 sys.path.insert(0, {tests!r})
 from conftest import SMILES, _geometries
-from papers.gps.features import featurise, featurise_many
+from papers.gps.cache import featurise_many
+from papers.gps.features import featurise
 from papers.gps.train import TrainConfig, train_gps, data_mesh
 from test_train import TINY, LIMITS
 el, pos = _geometries(SMILES)
