@@ -1,15 +1,32 @@
 """Benchmark plumbing: time our implementation and a peer (ml_dtypes, numpy, scipy, a dense matmul, ...) in the
 same process, and report the ratio. Absolute times vary between machines; the ratio to a peer measured a moment
 earlier on the same machine is what a benchmark asserts nothing about but reports.
+
+Where benchmarks live: a module `bench.py` beside the code it measures (`papers/<name>/bench.py`,
+`core/numerics/bench.py`, `ipu_model/bench.py`) defines one function per section, registered with `@section`:
+
+    @section("packing")
+    def bench_packing(size: str) -> list[Comparison]:
+        from core.packing import pack_histogram  # heavy imports inside the function, not at module level
+        n = by_size(size, tiny=500, quick=5_000, full=20_000)
+        ...
+
+- the name is a string literal: scripts/bench.py finds the modules by listing files and reads the section names
+  from the decorators without importing anything; it imports a module only to run one of its sections;
+- `size` is one of SIZES: "tiny" (the smallest size that still runs every code path and produces every row: seconds,
+  for tests), "quick" (a smoke run) or "full" (the benchmark itself); anything else is a ValueError, raised by the
+  registered wrapper before the section starts;
+- the section returns its rows, every one with `section` equal to the section's name.
 """
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 
 def block(x: Any) -> Any:
@@ -95,3 +112,46 @@ def markdown_table(rows: list[Comparison]) -> str:
             f"| {r.peer_seconds * 1e3:.3f} | {r.speedup:.2f}x |"
         )
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- sections
+
+SIZES = ("tiny", "quick", "full")
+
+Section = Callable[[str], list[Comparison]]
+SECTIONS: dict[str, Section] = {}  # section name -> its function, filled as bench modules are imported
+
+T = TypeVar("T")
+
+
+def check_size(size: str) -> str:
+    """`size` if it is one of SIZES, else a ValueError naming it and the allowed sizes."""
+    if size not in SIZES:
+        raise ValueError(f"benchmark size {size!r} is not known: choose one of {', '.join(SIZES)}")
+    return size
+
+
+def by_size(size: str, *, tiny: T, quick: T, full: T) -> T:
+    """The value for `size` (checked): `n = by_size(size, tiny=1 << 12, quick=1 << 20, full=1 << 24)`."""
+    return {"tiny": tiny, "quick": quick, "full": full}[check_size(size)]
+
+
+def section(name: str) -> Callable[[Section], Section]:
+    """Register `fn(size) -> list[Comparison]` as the benchmark section `name` (see the module docstring). The
+    registered function checks `size` before the section runs; the decorated name stays the plain function."""
+
+    def register(fn: Section) -> Section:
+        @functools.wraps(fn)
+        def checked(size: str) -> list[Comparison]:
+            return fn(check_size(size))
+
+        known = SECTIONS.get(name)
+        if known is not None and (known.__module__, known.__qualname__) != (fn.__module__, fn.__qualname__):
+            raise ValueError(
+                f"benchmark section {name!r} is registered twice: by {known.__module__}.{known.__qualname__} "
+                f"and by {fn.__module__}.{fn.__qualname__}"
+            )
+        SECTIONS[name] = checked
+        return fn
+
+    return register

@@ -43,6 +43,11 @@ class Checkpointer:
         found = (_NAME.match(p.name) for p in self.directory.iterdir())
         return sorted(int(m.group(1)) for m in found if m)
 
+    def clear(self) -> None:
+        """Delete every checkpoint of this run (a fresh start must never resume an older run's state later)."""
+        for step in self.steps():
+            self.path(step).unlink(missing_ok=True)
+
     def latest_step(self) -> int | None:
         steps = self.steps()
         return steps[-1] if steps else None

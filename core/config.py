@@ -113,18 +113,6 @@ class LoggerMode(enum.StrEnum):
     disabled = "disabled"
 
 
-class FormatName(enum.StrEnum):
-    """Number formats a config may name (the numerics core implements them)."""
-
-    fp32 = "fp32"
-    bf16 = "bf16"
-    fp16 = "fp16"
-    e4m3 = "e4m3"
-    e5m2 = "e5m2"
-    e4m3fnuz = "e4m3fnuz"
-    e5m2fnuz = "e5m2fnuz"
-
-
 @dataclass
 class ScaleConfig:
     name: Scale = Scale.default
@@ -138,19 +126,6 @@ class LoggerConfig:
     project: str = "graphcore-repro"
     entity: str | None = None
     tags: list[str] = field(default_factory=list)
-
-
-@dataclass
-class NumericsConfig:
-    """The number formats of a training run: forward pass (activations, weights) and backward (gradients)."""
-
-    name: str = "fp32"
-    forward: FormatName = FormatName.fp32
-    backward: FormatName = FormatName.fp32
-    loss_scale: float = 1.0
-
-    def __post_init__(self) -> None:
-        check_range("numerics.loss_scale", self.loss_scale, gt=0)
 
 
 @dataclass
@@ -175,7 +150,6 @@ class RunConfig:
     paper: PaperMeta = field(default_factory=PaperMeta)
     scale: ScaleConfig = field(default_factory=ScaleConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
-    numerics: NumericsConfig = field(default_factory=NumericsConfig)
     # the simulated IPU's spec (configs/device/*.yaml); validated by ipu_model.device_from_config where it is used,
     # since core does not depend on ipu_model
     device: dict[str, Any] = field(default_factory=dict)
@@ -188,8 +162,17 @@ class RunConfig:
             raise ConfigError("paper.module is empty: configs/paper/<name>.yaml must name the paper's package")
 
 
-def validate_run_config(cfg: DictConfig, paper_name: str, paper_schema: type | None) -> DictConfig:
-    """Validate the whole composed config and return it typed.
+def run_schema(paper: str, schema: type | None) -> type[RunConfig]:
+    """The dataclass of a whole run of `paper`: RunConfig's keys plus the paper's section `<paper>` (its `Config`)."""
+    section = (
+        (schema, field(default_factory=schema)) if schema is not None else (dict[str, Any], field(default_factory=dict))
+    )
+    return dataclasses.make_dataclass(f"RunConfig_{paper}", [(paper, *section)], bases=(RunConfig,))
+
+
+def validate_run_config(cfg: DictConfig, paper_name: str, paper_schema: type | None) -> tuple[DictConfig, RunConfig]:
+    """Validate the whole composed config: the typed config (for the run record and the checkpoint key) and the run
+    object the paper gets (`run_schema`: `run.seed`, `run.<paper_name>` an instance of the paper's `Config`).
 
     Shared keys are checked by RunConfig, `cfg[paper_name]` by the paper's schema (if it has one). Top-level keys
     other than these are rejected, so a stray key in a paper's YAML is caught like a typo on the command line.
@@ -199,12 +182,15 @@ def validate_run_config(cfg: DictConfig, paper_name: str, paper_schema: type | N
     if extra:
         allowed = ", ".join(sorted([*shared, paper_name]))
         raise ConfigError(f"unknown top-level config key(s) {', '.join(extra)}: allowed are {allowed}")
-    _, shared_typed = validate_section({k: cfg[k] for k in shared if k in cfg}, RunConfig)
+    shared_obj, shared_typed = validate_section({k: cfg[k] for k in shared if k in cfg}, RunConfig)
     typed = OmegaConf.create({k: shared_typed[k] for k in shared})
     section = cfg.get(paper_name)
     if paper_schema is not None:
-        _, section = validate_section(section, paper_schema, paper_name)
+        paper_obj, section = validate_section(section, paper_schema, paper_name)
+    else:
+        paper_obj = OmegaConf.to_container(section, resolve=True) if section is not None else {}
     if section is not None:
         typed[paper_name] = section
     OmegaConf.set_struct(typed, True)
-    return typed
+    values = {f.name: getattr(shared_obj, f.name) for f in dataclasses.fields(RunConfig)}
+    return typed, run_schema(paper_name, paper_schema)(**values, **{paper_name: paper_obj})

@@ -154,4 +154,34 @@ def require_devices(n: int) -> list:
             f"{n} devices are needed but JAX started with {len(devices)} CPU devices; start Python with "
             f"XLA_FLAGS=--xla_force_host_platform_device_count={n} (or call require_devices before any JAX work)"
         )
+    if processes > 1:  # an equal share from every process, so that a mesh over them spans them all
+        by_process = [[d for d in devices if d.process_index == p] for p in range(processes)]
+        devices = [d for ds in by_process for d in ds[:per_process]]
     return devices[:n]
+
+
+def use_true_fp32() -> None:
+    """Run every FP32 matmul and convolution in full FP32 on every backend. GPUs otherwise take FP32 products in
+    TF32 (a 10-bit mantissa), which would make every FP32 baseline, and the FP32 accumulation of the simulated
+    low-precision arms, something else. On the CPU the setting changes nothing."""
+    jax.config.update("jax_default_matmul_precision", "highest")
+
+
+def to_host(tree):
+    """The values of a pytree of (possibly sharded) arrays as numpy on this process. In a run of several processes
+    an array spread over them is gathered (every process gets all of it); a replicated or local one is fetched."""
+
+    def fetch(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable and not x.is_fully_replicated:
+            from jax.experimental import multihost_utils
+
+            return multihost_utils.process_allgather(x, tiled=True)
+        return jax.device_get(x)
+
+    return jax.tree.map(fetch, tree)
+
+
+def is_main_process() -> bool:
+    """True in the process that writes a run's files (process 0 of several, or the only one). A single process
+    answers without starting JAX's backend, which would fix its device count too early."""
+    return not jax.distributed.is_initialized() or jax.process_index() == 0

@@ -7,6 +7,9 @@ clear line instead of a traceback, and before any work of any sweep job starts.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -34,6 +37,7 @@ _NON_RUN_FLAGS = (
 )
 
 _MAX_PREFLIGHT_COMPOSES = 64
+SCHEMA_GROUP = "paper_schema"  # configs/config.yaml composes `optional paper_schema: ${paper}` first
 
 
 def _group_options(group: str, searchpath: list[str]) -> list[str]:
@@ -68,6 +72,60 @@ def _variants(parsed: list) -> list[list[str]]:
     return out[:_MAX_PREFLIGHT_COMPOSES]
 
 
+def _chosen_papers(parsed: list) -> list[str]:
+    return [
+        str(name)
+        for o in parsed
+        if o.key_or_group == "paper"
+        for name in (o.sweep_string_iterator() if o.is_sweep_override() else [o.value()])
+    ]
+
+
+def register_schemas(overrides: Sequence[str], config_dir: Path = CONFIG_DIR) -> list[str]:
+    """Put the `Config` dataclass of every paper the overrides choose into Hydra's ConfigStore (group paper_schema),
+    so that composition starts from it: the dataclass holds the defaults (a paper's YAML files hold only what
+    differs), and Hydra types every value and override, `--cfg job` and `-m` included. Returns the papers
+    registered; a paper that cannot be found is left to the preflight (or Hydra) to report."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except HydraException:
+        return []
+    searchpath = [o.input_line for o in parsed if o.key_or_group == "hydra.searchpath"]
+    registered = []
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+        for name in _chosen_papers(parsed):
+            try:
+                cfg = compose("config", overrides=[f"paper={name}", *searchpath])
+                module = importlib.import_module(OmegaConf.select(cfg, "paper.module") or f"papers.{name}")
+            except (HydraException, ImportError):
+                continue
+            schema = getattr(module, "Config", None)
+            if dataclasses.is_dataclass(schema):
+                ConfigStore.instance().store(group=SCHEMA_GROUP, name=name, node={name: schema}, package="_global_")
+                registered.append(name)
+    return registered
+
+
+def load_config(overrides: Sequence[str], config_dir: Path = CONFIG_DIR):
+    """The validated config of the run `overrides` describe, as the paper's `reproduce` gets it (`cfg.<paper>` an
+    instance of its Config): for notebooks and tests, `load_config(["paper=bess", "scale=smoke"])`."""
+    from hydra import compose, initialize_config_dir
+
+    register_schemas(overrides, config_dir)
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+        cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+        paper = cfg.hydra.runtime.choices.paper
+        plain = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(plain, dict)
+    del plain["hydra"]
+    return prepare(OmegaConf.create(plain), paper)[2]
+
+
 def preflight(overrides: Sequence[str], config_dir: Path = CONFIG_DIR) -> None:
     """Raise ConfigError if the run these overrides describe would fail on its config."""
     from hydra import compose, initialize_config_dir
@@ -79,16 +137,16 @@ def preflight(overrides: Sequence[str], config_dir: Path = CONFIG_DIR) -> None:
     except HydraException:
         return  # a syntax error: Hydra's own message points at the character
     searchpath = [o.input_line for o in parsed if o.key_or_group == "hydra.searchpath"]
+    register_schemas(overrides, config_dir)
     with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
         papers = _group_options("paper", searchpath)
         listed = ", ".join(papers) if papers else "(none yet)"
-        chosen = [o for o in parsed if o.key_or_group == "paper"]
+        chosen = _chosen_papers(parsed)
         if not chosen:
             raise ConfigError(f"no paper chosen: pass paper=<name> (make reproduce PAPER=<name>); papers: {listed}")
-        for o in chosen:
-            for name in o.sweep_string_iterator() if o.is_sweep_override() else [o.value()]:
-                if name not in papers:
-                    raise ConfigError(f"unknown paper {name!r}: choose one of {listed}")
+        for name in chosen:
+            if name not in papers:
+                raise ConfigError(f"unknown paper {name!r}: choose one of {listed}")
         for variant in _variants(parsed):
             try:
                 cfg = compose("config", overrides=variant, return_hydra_config=True)
@@ -98,7 +156,7 @@ def preflight(overrides: Sequence[str], config_dir: Path = CONFIG_DIR) -> None:
             with_hydra = OmegaConf.to_container(cfg, resolve=False)
             assert isinstance(with_hydra, dict)
             del with_hydra["hydra"]
-            prepare(OmegaConf.create(with_hydra), paper)
+            prepare(OmegaConf.create(with_hydra), paper)  # imports the paper and validates its config
 
 
 def _explain(e: Exception, variant: list[str], searchpath: list[str]) -> str:
@@ -125,6 +183,10 @@ def _explain(e: Exception, variant: list[str], searchpath: list[str]) -> str:
         if isinstance(node, DictConfig) and leaf not in node:
             where = f"under '{parent}'" if parent else "at the top level"
             return f"unknown config key '{key}': allowed keys {where} are {', '.join(map(str, node.keys()))}"
+    cause = e.__cause__
+    full_key = getattr(cause, "full_key", None)
+    if full_key and "Error merging" in text:  # a value the paper's schema cannot take (typed by its dataclass)
+        return f"invalid value for '{full_key}': {str(cause).splitlines()[0]}"
     return text.split("\n")[0]
 
 
@@ -146,6 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = get_args_parser().parse_args(argv)
+    if "JAX_NUM_PROCESSES" in os.environ or "SLURM_NTASKS" in os.environ:
+        from core.devices import initialize_distributed
+
+        initialize_distributed()  # a process of a multi-process run joins the others before any JAX work
+    register_schemas(args.overrides)
     if not any(getattr(args, flag, None) for flag in _NON_RUN_FLAGS):
         try:
             preflight(args.overrides)

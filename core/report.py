@@ -7,6 +7,10 @@ so a report cannot say a claim holds when its own numbers say otherwise.
     CLAIM = Claim("fp16-matches-fp32", "Unit-scaled FP16 matches FP32 (test BPC)", paper=1.540,
                   rule=within_rel(0.02))
     report.claims.append(CLAIM.measured(1.551))
+
+A paper's `claims(cfg) -> list[Claim]` (computed from the config alone) is its declaration: the runner calls it
+before `reproduce`, writes it to the run directory as `claims.json`, and afterwards `check_declared` refuses a report
+whose claims differ from it (a claim added, dropped, or its figure or rule changed once results were in).
 """
 
 from __future__ import annotations
@@ -137,16 +141,17 @@ class Claim:
         except (TypeError, ValueError, ArithmeticError):
             return False
 
-    def to_dict(self) -> dict[str, Any]:
+    def declaration(self) -> dict[str, Any]:
+        """What is fixed before the run: id, statement, the paper's figure and the rule."""
         return {
             "id": self.id,
             "statement": self.statement,
             "paper": _jsonable(self.paper),
-            "ours": _jsonable(self.ours),
             "tolerance": self.rule.description,
-            "holds": self.holds,
-            "detail": self.detail,
         }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.declaration(), "ours": _jsonable(self.ours), "holds": self.holds, "detail": self.detail}
 
 
 def _cell(text: str) -> str:
@@ -241,6 +246,20 @@ class Report:
             seen = {x for x in ids if ids.count(x) > 1}
             if seen:
                 raise ValueError(f"report {self.paper!r}: duplicate {kind} ids {sorted(seen)}")
+
+    def check_declared(self, declared: Sequence[Claim]) -> None:
+        """Raise unless the report's claims are `declared` (ids, statements, paper figures, rules), in order; only
+        `ours` and `detail` may have been filled in since."""
+        got = [c.declaration() for c in self.claims]
+        want = [c.declaration() for c in declared]
+        if got != want:
+            changed = [g["id"] for g, w in zip(got, want, strict=False) if g != w]
+            missing = sorted({w["id"] for w in want} - {g["id"] for g in got})
+            added = sorted({g["id"] for g in got} - {w["id"] for w in want})
+            raise ValueError(
+                f"report {self.paper!r}: its claims differ from those declared before the run "
+                f"(changed {changed or 'none'}, dropped {missing or 'none'}, added {added or 'none'})"
+            )
 
     @property
     def claims_holding(self) -> int:

@@ -2,7 +2,9 @@
 
 `run(cfg)` validates the config, imports the paper, opens the logger, calls `papers.<name>.reproduce(cfg)`, and
 writes the run record (report.md, results.json, figures) atomically, then points `outputs/<paper>/latest` at it.
-Paper code reaches the run it is part of through `current_run()` (run directory, checkpoint directory, seed).
+`reproduce` gets the validated config as objects: `cfg.seed`, `cfg.scale.name`, ... and `cfg.<paper>`, an instance of
+the paper's `Config` dataclass. Paper code reaches the run it is part of through `current_run()` (run directory,
+checkpoint directory, seed, whether to resume).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from core.config import ConfigError, validate_run_config
+from core.config import ConfigError, RunConfig, validate_run_config
 from core.io import atomic_savefig, atomic_symlink, atomic_write_json, atomic_write_text
 from core.report import Report, format_value, verdict
 from core.tracking import Tracker, activate, make_tracker, scoped
@@ -85,12 +87,14 @@ def load_paper(module_name: str, paper: str) -> Any:
     return module
 
 
-def prepare(cfg: DictConfig, paper: str) -> tuple[Any, DictConfig]:
-    """Import the paper and validate the whole config against the shared and the paper's schemas."""
+def prepare(cfg: DictConfig, paper: str) -> tuple[Any, DictConfig, RunConfig]:
+    """Import the paper and validate the whole config against the shared and the paper's schemas: the paper's
+    module, the typed config (what the run record holds and the checkpoint key hashes) and the run object
+    `reproduce` gets (`core.config.run_schema`)."""
     module_name = OmegaConf.select(cfg, "paper.module") or f"papers.{paper}"
     module = load_paper(module_name, paper)
-    typed = validate_run_config(cfg, paper, getattr(module, "Config", None))
-    return module, typed
+    typed, obj = validate_run_config(cfg, paper, getattr(module, "Config", None))
+    return module, typed, obj
 
 
 def config_key(cfg: DictConfig) -> str:
@@ -129,8 +133,13 @@ def _git(*args: str) -> str:
 
 def run(cfg: DictConfig, *, paper: str, run_dir: Path) -> Report:
     """Run one paper's reproduction and write its record to `run_dir`."""
+    from core.devices import initialize_distributed, is_main_process, use_true_fp32  # JAX: once a run starts
+
     run_dir = Path(run_dir)
-    module, typed = prepare(cfg, paper)
+    initialize_distributed()  # one of several processes: join them before any JAX work
+    use_true_fp32()
+    module, typed, config = prepare(cfg, paper)
+    main = is_main_process()  # only process 0 of a multi-process run writes the record and logs
     run_dir.mkdir(parents=True, exist_ok=True)
     key = config_key(typed)
     ctx = RunContext(
@@ -143,27 +152,47 @@ def run(cfg: DictConfig, *, paper: str, run_dir: Path) -> Report:
     )
     config_plain = OmegaConf.to_container(typed, resolve=True, enum_to_str=True)
     assert isinstance(config_plain, dict)
-    tracker = make_tracker(
-        typed.logger, run_dir=run_dir, name=f"{paper}/{run_dir.name}", group=paper, config=config_plain
+    tracker = (
+        make_tracker(typed.logger, run_dir=run_dir, name=f"{paper}/{run_dir.name}", group=paper, config=config_plain)
+        if main
+        else Tracker()
     )
     started = dt.datetime.now(dt.UTC)
     t0 = time.perf_counter()
     log.info("paper %s, scale %s, seed %d -> %s", paper, ctx.scale, ctx.seed, run_dir)
     try:
+        declared = declare_claims(module, config, run_dir if main else None)
         with scoped(_CURRENT, ctx), activate(tracker):
-            report = module.reproduce(typed)
+            report = module.reproduce(config)
         if not isinstance(report, Report):
             raise TypeError(f"papers.{paper}.reproduce returned {type(report).__name__}, expected core.Report")
         report.validate()
+        if declared is not None:
+            report.check_declared(declared)
         wall = time.perf_counter() - t0
-        write_record(report, run_dir, typed, wall, started, key, tracker)
+        if main:
+            write_record(report, run_dir, typed, wall, started, key, tracker)
     except BaseException:
         tracker.finish(exit_code=1)
         raise
     tracker.finish(exit_code=0)
-    atomic_symlink(run_dir, Path(typed.output_root) / paper / "latest")
-    print(summary_text(report, run_dir, wall))
+    if main:
+        atomic_symlink(run_dir, Path(typed.output_root) / paper / "latest")
+        print(summary_text(report, run_dir, wall))
     return report
+
+
+def declare_claims(module: Any, config: Any, run_dir: Path | None) -> list | None:
+    """The paper's claims as declared from the config alone (its `claims(cfg)`), written to `run_dir/claims.json`
+    before any work starts; None for a paper that declares none up front."""
+    declare = getattr(module, "claims", None)
+    if not callable(declare):
+        return None
+    declared = list(declare(config))
+    if run_dir is not None:
+        atomic_write_json(run_dir / "claims.json", {"declared": [c.declaration() for c in declared]})
+    log.info("%d claims declared before the run: %s", len(declared), ", ".join(c.id for c in declared))
+    return declared
 
 
 def write_record(
@@ -176,8 +205,11 @@ def write_record(
     tracker: Tracker,
 ) -> None:
     """report.md, results.json and the figures, each written atomically; figures and summary go to wandb."""
+    from core.plots import close  # matplotlib: imported once there are figures to save
+
     for fig in report.figures:
         path = atomic_savefig(run_dir / fig.filename, fig.figure)
+        close(fig.figure)
         tracker.log_figure(fig.name, path, fig.caption)
     vers = versions()
     config_plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)

@@ -4,7 +4,10 @@ Paper code logs through the module-level functions, which route to the tracker o
 nothing outside a run (in tests, or when a paper's functions are called as a library):
 
     from core.tracking import log_metrics
-    log_metrics({"train/loss": loss, "train/bpc": bpc}, step=step)
+    log_metrics({"train/loss": loss, "train/bpc": bpc}, step=step, axis="fp32_unit")
+
+With an `axis`, metrics are logged as `<axis>/<name>` against the axis' own step `<axis>/step`: several loops of
+one run (the arms of a paper) each count their steps from 1, which wandb's single global step would refuse.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ class Tracker:
 
     run_path: Path | None = None
 
-    def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+    def log(self, metrics: Mapping[str, Any], step: int | None = None, axis: str | None = None) -> None:
         pass
 
     def log_figure(self, name: str, path: Path, caption: str = "") -> None:
@@ -74,12 +77,20 @@ class WandbTracker(Tracker):
                 save_code=False,
             ),
         )
+        self._axes: set[str] = set()
         run_path = getattr(self._run, "dir", None)
         self.run_path = Path(run_path).parent if run_path else None
 
-    def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
-        clean = {k: _scalar(v) for k, v in metrics.items()}
-        self._run.log({k: v for k, v in clean.items() if v is not None}, step=step)
+    def log(self, metrics: Mapping[str, Any], step: int | None = None, axis: str | None = None) -> None:
+        clean = {k: v for k, v in ((k, _scalar(v)) for k, v in metrics.items()) if v is not None}
+        if axis is None:
+            self._run.log(clean, step=step)
+            return
+        if axis not in self._axes:
+            self._run.define_metric(f"{axis}/step")
+            self._run.define_metric(f"{axis}/*", step_metric=f"{axis}/step")
+            self._axes.add(axis)
+        self._run.log({f"{axis}/step": step, **{f"{axis}/{k}": v for k, v in clean.items()}})
 
     def log_figure(self, name: str, path: Path, caption: str = "") -> None:
         self._run.log({f"figures/{name}": self._wandb.Image(str(path), caption=caption or None)})
@@ -143,6 +154,7 @@ def active_tracker() -> Tracker:
     return _ACTIVE.get() or _NO_TRACKER
 
 
-def log_metrics(metrics: Mapping[str, Any], step: int | None = None) -> None:
-    """Log scalar metrics to the active run (no-op outside a run). Non-scalar values are skipped."""
-    active_tracker().log(metrics, step=step)
+def log_metrics(metrics: Mapping[str, Any], step: int | None = None, axis: str | None = None) -> None:
+    """Log scalar metrics to the active run (no-op outside a run). Non-scalar values are skipped. With `axis`, the
+    metrics are `<axis>/<name>` plotted against `<axis>/step` (one axis per training loop)."""
+    active_tracker().log(metrics, step=step, axis=axis)

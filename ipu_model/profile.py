@@ -200,25 +200,16 @@ class Profile:
     # ----------------------------------------------------------------------------------------------- figure
     def figure(self, title: str = "") -> Figure:
         """Heat-maps of tile memory (KiB) and of compute cycles per tile over the profiled runs."""
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from core.plots import figure, heatmap
 
         cycles = sum((s.tile_cycles for s in self.steps.values()), np.zeros(self.device.tiles))
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        fig, axes = figure(2, panel=(5.5, 4.2))
         for ax, values, label in (
             (axes[0], self.memory.total / 1024, f"memory per tile, KiB (capacity {self.memory.capacity / 1024:.0f})"),
             (axes[1], cycles, "compute cycles per tile"),
         ):
-            grid = _tile_grid(values)
-            im = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest")
-            ax.set_title(label, fontsize=10)
-            ax.set_xlabel("tile % columns")
-            ax.set_ylabel("tile // columns")
-            fig.colorbar(im, ax=ax)
+            heatmap(ax, _tile_grid(values), title=label, xlabel="tile % columns", ylabel="tile // columns")
         fig.suptitle(title or f"{self.device.name}: {self.device.tiles} tiles", fontsize=11)
-        fig.tight_layout()
         return fig
 
 

@@ -1,10 +1,32 @@
-"""The benchmark script runs and writes its record (no timing is asserted: only ratios are reported)."""
+"""The benchmark script runs and writes its record, and every section runs at size "tiny" (no timing is asserted:
+only ratios are reported)."""
 
+import importlib.util
 import json
+import math
 import subprocess
 import sys
 
+import pytest
+
+from core.bench import Comparison
 from tests.conftest import REPO_ROOT
+
+
+def _bench_script():
+    spec = importlib.util.spec_from_file_location("bench_script", REPO_ROOT / "scripts" / "bench.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BENCH = _bench_script()
+SECTIONS = BENCH.discover()  # read from the bench modules' sources: nothing heavy is imported at collection
+# sections that stay slow at size tiny, and why
+SLOW_AT_TINY = {
+    # ~50 s on an idle 2-core machine, minutes under load, even at one layer
+    "gps": "compiling GPS++'s init and training step, for the packed and the padded shapes",
+}
 
 
 def test_bench_quick_numerics_writes_json_and_markdown(tmp_path):
@@ -39,6 +61,32 @@ def test_bench_rejects_unknown_sections():
     )
     assert r.returncode == 2
     assert (
-        "unknown section(s) nope: choose from numerics, unit_scaling, prng, ipu_model, packing, sparq, popsparse"
-        in r.stderr
+        "unknown section(s) nope: choose from numerics, ipu_model, bess, fp8_llm, gps, packing, popsparse, prng, "
+        "qm1b, sparq, unit_scaling" in r.stderr
     )
+
+
+def test_every_paper_bench_module_is_discovered():
+    papers = {p.parent.name for p in (REPO_ROOT / "papers").glob("*/bench.py")}
+    modules = set(SECTIONS.values())
+    assert {"core.numerics.bench", "ipu_model.bench"} <= modules
+    assert {f"papers.{name}.bench" for name in papers} <= modules
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW_AT_TINY else s for s in SECTIONS]
+)
+def test_section_runs_at_tiny_size(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # sections that cache data (gps) write it here, not into the checkout
+    rows = BENCH.load(name, SECTIONS)("tiny")
+    assert rows, f"section {name} returned no rows"
+    for row in rows:
+        assert isinstance(row, Comparison)
+        assert row.section == name
+        assert row.ours_seconds > 0 and row.peer_seconds > 0, row
+        assert math.isfinite(row.speedup), row
+
+
+def test_sections_reject_unknown_sizes():
+    with pytest.raises(ValueError, match=r"'huge'.*tiny, quick, full"):
+        BENCH.load("packing", SECTIONS)("huge")

@@ -194,7 +194,7 @@ def get_format(fmt: str | FloatFormat) -> FloatFormat:
     """A format from its config name (`e4m3`, `e5m2`, `e4m3fnuz`, `e5m2fnuz`, `fp16`, `bf16`, `fp32`) or itself."""
     if isinstance(fmt, FloatFormat):
         return fmt
-    name = getattr(fmt, "value", fmt)  # config enums (core.config.FormatName) carry the name as their value
+    name = getattr(fmt, "value", fmt)  # a string enum carries the name as its value
     if name not in FORMATS:
         raise ValueError(
             f"unknown number format {name!r}: choose one of {', '.join(FORMATS)}, "

@@ -104,15 +104,12 @@ def scales_table(rows: list[TensorScale]) -> str:
 
 def plot_scales(models: dict[str, list[TensorScale]], title: str = "Tensor scales at initialisation"):
     """The paper's style of plot: log2(std) of every tensor, one panel per kind, one marker per model."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from core.plots import figure
 
     kinds = ["weight", "activation", "weight grad", "activation grad"]
     names = {k: list(dict.fromkeys(r.name for rows in models.values() for r in rows if r.kind == k)) for k in kinds}
     heights = [max(len(names[k]), 1) for k in kinds]
-    fig, axes = plt.subplots(1, 4, figsize=(16, 0.22 * max(heights) + 2), sharex=False)
+    fig, axes = figure(4, panel=(4, 0.22 * max(heights) + 2))
     markers = ["o", "s", "^", "D"]
     for ax, kind in zip(axes, kinds, strict=True):
         ys = {n: i for i, n in enumerate(names[kind])}
@@ -128,6 +125,4 @@ def plot_scales(models: dict[str, list[TensorScale]], title: str = "Tensor scale
         ax.set_xlabel("log2(std)")
     axes[0].legend(fontsize=8)
     fig.suptitle(title)
-    fig.tight_layout()
-    plt.close(fig)
     return fig

@@ -8,5 +8,6 @@ evaluation, papers.bess.scaling the device-scaling measurement.
 """
 
 from papers.bess.experiment import Config, reproduce
+from papers.bess.report import claims
 
-__all__ = ["Config", "reproduce"]
+__all__ = ["Config", "claims", "reproduce"]

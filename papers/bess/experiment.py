@@ -8,7 +8,7 @@ same method end to end, and `scale=full` widens the models and runs longer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from functools import partial
 
 import numpy as np
@@ -17,32 +17,8 @@ from core.config import ConfigError, check_choice, check_range
 from core.progress import progress
 from core.report import Report
 from papers.bess.kg import BUILTIN
-from papers.bess.losses import LOSSES
 from papers.bess.scoring import MODELS
-
-
-@dataclass
-class ModelConfig:
-    """One scoring function's hyperparameters (shared by the three graphs)."""
-
-    dim: int = 200
-    gamma: float = 12.0
-    loss: str = "softmax"
-    adversarial: float = 0.0
-    margin: float = 1.0
-    lr: float = 0.01
-    weight_decay: float = 0.0
-    init_scale: float = 0.1
-
-    def _check(self, key: str) -> None:
-        check_range(f"{key}.dim", self.dim, ge=2)
-        check_range(f"{key}.gamma", self.gamma, gt=0)
-        check_choice(f"{key}.loss", self.loss, LOSSES)
-        check_range(f"{key}.adversarial", self.adversarial, ge=0)
-        check_range(f"{key}.margin", self.margin, gt=0)
-        check_range(f"{key}.lr", self.lr, gt=0)
-        check_range(f"{key}.weight_decay", self.weight_decay, ge=0)
-        check_range(f"{key}.init_scale", self.init_scale, gt=0)
+from papers.bess.train import KGEConfig, ModelConfig, TrainRunConfig
 
 
 @dataclass
@@ -58,22 +34,6 @@ class ModelsConfig:
             cfg._check(f"bess.hyper.{name}")
             if name in ("complex", "rotate") and cfg.dim % 2:
                 raise ConfigError(f"bess.hyper.{name}.dim={cfg.dim}: complex embeddings need an even width")
-
-
-@dataclass
-class TrainRunConfig:
-    steps: int = 1000
-    batch: int = 512  # triples per step over all devices
-    negatives: int = 32  # per (head shard, tail shard) block: each triple sees devices * negatives
-    eval_every: int = 250
-    checkpoint_every: int = 500
-
-    def __post_init__(self) -> None:
-        check_range("bess.train.steps", self.steps, ge=1)
-        check_range("bess.train.batch", self.batch, ge=1)
-        check_range("bess.train.negatives", self.negatives, ge=1)
-        check_range("bess.train.eval_every", self.eval_every, ge=0)
-        check_range("bess.train.checkpoint_every", self.checkpoint_every, ge=1)
 
 
 @dataclass
@@ -125,17 +85,9 @@ class Config:
             )
 
 
-def kge_config(c: Config, model: str, seed: int):
-    from papers.bess.train import KGEConfig
-
-    hyper = getattr(c.hyper, model)
-    return KGEConfig(
-        model=model,
-        **{f.name: getattr(hyper, f.name) for f in fields(ModelConfig)},
-        **{f.name: getattr(c.train, f.name) for f in fields(TrainRunConfig)},
-        devices=c.devices,
-        seed=seed,
-    )
+def kge_config(c: Config, model: str, seed: int) -> KGEConfig:
+    """What one scorer trains with: its hyperparameters, the shared training settings, the mesh and the seed."""
+    return KGEConfig(model=model, **asdict(getattr(c.hyper, model)), **asdict(c.train), devices=c.devices, seed=seed)
 
 
 def reproduce(cfg) -> Report:
@@ -224,8 +176,11 @@ def check_equivalence(kg, c: Config, seed: int) -> dict:
     scoring function: the largest relative error of the loss, the scores and both gradients."""
     import jax
     import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
-    from papers.bess.bess import BalancedSampler, bess_loss_fn, reference_loss, shard_entities
+    from core.devices import to_host
+    from papers.bess.bess import AXIS, BalancedSampler, bess_loss_fn, reference_loss, shard_entities
     from papers.bess.losses import Loss
     from papers.bess.train import init_tables, make_mesh, with_reciprocals
 
@@ -240,7 +195,11 @@ def check_equivalence(kg, c: Config, seed: int) -> dict:
         E, R = init_tables(kcfg, kg.num_entities, kg.num_relations)
         bess = bess_loss_fn(mesh, model, kcfg.gamma, loss)
         grad = jax.jit(jax.value_and_grad(bess, argnums=(0, 1), has_aux=True))
-        (value, (pos, neg)), (dE, dR) = grad(jnp.asarray(sharding.to_shards(E)), jnp.asarray(R), batch)
+        shards, rel, placed = jnp.asarray(sharding.to_shards(E)), jnp.asarray(R), batch
+        if jax.process_count() > 1:  # a mesh over several processes takes global arrays
+            shards = jax.device_put(sharding.to_shards(E), NamedSharding(mesh, P(AXIS)))
+            rel, placed = jax.device_put((R, batch), NamedSharding(mesh, P()))
+        (value, (pos, neg)), (dE, dR) = to_host(grad(shards, rel, placed))
         ref = jax.jit(
             jax.value_and_grad(
                 partial(reference_loss, batch=batch, model=model, gamma=kcfg.gamma, loss=loss),

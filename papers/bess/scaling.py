@@ -9,11 +9,10 @@ compiled step's temporary buffers (XLA's memory analysis, per device under SPMD)
 
 from __future__ import annotations
 
-import time
-
 import jax
 import numpy as np
 
+from core.train import fit, init_state, optimizer_step
 from papers.bess.bess import BalancedSampler, bytes_per_step, shard_entities
 from papers.bess.kg import KGDataset
 from papers.bess.losses import Loss
@@ -68,34 +67,31 @@ def measure(
         mesh, model, float(cfg.gamma), Loss("softmax", num_entities=kg.num_entities), (cfg.lr, 0.0)
     )
     entities, relations = init_tables(cfg, kg.num_entities, kg.num_relations)
-    params = place_tables(mesh, sharding, entities, relations)
-    opt_state = optimiser.init(params)
+    state = init_state(place_tables(mesh, sharding, entities, relations), optimiser)
 
-    compiled = step_fn.lower(params, opt_state, sampler.sample(0)).compile()
-    analysis = compiled.memory_analysis()
+    analysis = step_fn.lower(state, sampler.sample(0)).compile().memory_analysis()
     temp = int(getattr(analysis, "temp_size_in_bytes", 0)) if analysis is not None else 0
-    for s in range(3):  # warm up
-        params, opt_state, value = step_fn(params, opt_state, sampler.sample(s))
-    value.block_until_ready()
-    batches = [sampler.sample(s) for s in range(3, 3 + steps)]  # sampled ahead: the rate is the device step's
-    t = time.perf_counter()
-    for b in batches:
-        params, opt_state, value = step_fn(params, opt_state, b)
-    value.block_until_ready()
-    seconds = time.perf_counter() - t
-    table = _device0_bytes(params["entities"])
+    run = _timed(step_fn, state, sampler, steps, batch)
+    table = _device0_bytes(run.state["params"]["entities"])
     moved = bytes_per_step(n, batch // (n * n), cfg.negatives, dim, sharding.size)
     return {
         "devices": n,
-        "steps_per_second": steps / seconds,
-        "triples_per_second": steps * batch / seconds,
+        "steps_per_second": run.rate(),
+        "triples_per_second": run.rate("triples"),
         "entity_table_bytes_per_device": table,
-        "state_bytes_per_device": _device0_bytes((params, opt_state)),
+        "state_bytes_per_device": _device0_bytes(run.state),
         "temp_bytes_per_device": temp,
         "bess_bytes_per_step": moved["bess"],
         "all_gather_bytes_per_step": moved["naive_all_gather"],
-        "loss": float(value),
+        "loss": float(run.history.last("train/loss")),
     }
+
+
+def _timed(step, state, sampler: BalancedSampler, steps: int, batch: int):
+    """`steps` timed training steps after 3 untimed ones (compilation, warm-up), batches sampled ahead so that the
+    rate is the device step's."""
+    batches = [sampler.sample(s) for s in range(3 + steps)]
+    return fit(step, state, batches.__getitem__, steps=3 + steps, untimed=3, count=lambda b: {"triples": batch})
 
 
 def scaling(
@@ -140,27 +136,12 @@ def single_device_rate(
     loss = Loss("softmax", num_entities=kg.num_entities)
     optimiser = optax.adamw(cfg.lr, weight_decay=0.0)
     entities, relations = init_tables(cfg, kg.num_entities, kg.num_relations)
-    params = {"entities": jnp.asarray(entities), "relations": jnp.asarray(relations)}
-    opt_state = optimiser.init(params)
 
-    @jax.jit
-    def step(params, opt_state, batch):
-        def mean_loss(p):
-            return reference_loss(p["entities"], p["relations"], batch, model, cfg.gamma, loss)[0] / batch.head.size
+    def mean_loss(p, b):
+        return reference_loss(p["entities"], p["relations"], b, model, cfg.gamma, loss)[0] / b.head.size
 
-        value, grads = jax.value_and_grad(mean_loss)(params)
-        updates, opt_state = optimiser.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, value
-
-    batches = [sampler.sample(s) for s in range(3 + steps)]
-    for b in batches[:3]:
-        params, opt_state, value = step(params, opt_state, b)
-    value.block_until_ready()
-    t = time.perf_counter()
-    for b in batches[3:]:
-        params, opt_state, value = step(params, opt_state, b)
-    value.block_until_ready()
-    return steps * batch / (time.perf_counter() - t)
+    state = init_state({"entities": jnp.asarray(entities), "relations": jnp.asarray(relations)}, optimiser)
+    return _timed(jax.jit(optimizer_step(mean_loss, optimiser)), state, sampler, steps, batch).rate("triples")
 
 
 def main(argv=None) -> None:

@@ -13,7 +13,6 @@ since the batch of step s depends only on (seed, s), a resumed run continues exa
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -25,11 +24,12 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from core.checkpoint import Checkpointer
-from core.devices import require_devices
+from core.config import check_choice, check_range
+from core.devices import require_devices, to_host
+from core.train import fit, init_state, optimizer_step
 from papers.bess.bess import AXIS, BalancedSampler, bess_loss_fn, shard_entities
 from papers.bess.kg import KGDataset
-from papers.bess.losses import Loss
+from papers.bess.losses import LOSSES, Loss
 from papers.bess.scoring import (
     check_model,
     filtered_ranks,
@@ -40,29 +40,61 @@ from papers.bess.scoring import (
 )
 
 
-@dataclass(frozen=True)
-class KGEConfig:
-    """One model's training: the scorer and its hyperparameters, and the BESS batch shape."""
+@dataclass
+class ModelConfig:
+    """One scoring function's hyperparameters (shared by the three graphs)."""
 
-    model: str = "distmult"
-    dim: int = 200  # entity width in reals (complex models: dim/2 complex entries)
-    gamma: float = 12.0  # TransE and RotatE margin (their scores are gamma - distance)
+    dim: int = 200
+    gamma: float = 12.0
     loss: str = "softmax"
-    adversarial: float = 0.0  # self-adversarial temperature of the log-sigmoid loss
+    adversarial: float = 0.0
     margin: float = 1.0
     lr: float = 0.01
     weight_decay: float = 0.0
     init_scale: float = 0.1
+
+    def _check(self, key: str) -> None:
+        check_range(f"{key}.dim", self.dim, ge=2)
+        check_range(f"{key}.gamma", self.gamma, gt=0)
+        check_choice(f"{key}.loss", self.loss, LOSSES)
+        check_range(f"{key}.adversarial", self.adversarial, ge=0)
+        check_range(f"{key}.margin", self.margin, gt=0)
+        check_range(f"{key}.lr", self.lr, gt=0)
+        check_range(f"{key}.weight_decay", self.weight_decay, ge=0)
+        check_range(f"{key}.init_scale", self.init_scale, gt=0)
+
+
+@dataclass
+class TrainRunConfig:
+    """How every scoring function trains (the config's bess.train section)."""
+
     steps: int = 1000
-    batch: int = 512  # triples per step over all devices: b = batch / n^2 per block
-    negatives: int = 32  # per block: each triple sees n * negatives
-    devices: int = 4
-    seed: int = 0
-    eval_every: int = 0  # 0: validate only at the end
+    batch: int = 512  # triples per step over all devices
+    negatives: int = 32  # per (head shard, tail shard) block: each triple sees devices * negatives
+    eval_every: int = 250
     checkpoint_every: int = 500
 
     def __post_init__(self) -> None:
+        check_range("bess.train.steps", self.steps, ge=1)
+        check_range("bess.train.batch", self.batch, ge=1)
+        check_range("bess.train.negatives", self.negatives, ge=1)
+        check_range("bess.train.eval_every", self.eval_every, ge=0)
+        check_range("bess.train.checkpoint_every", self.checkpoint_every, ge=1)
+
+
+@dataclass
+class KGEConfig(ModelConfig, TrainRunConfig):
+    """One model's training: the scorer, its hyperparameters (ModelConfig), the training settings and BESS batch
+    shape (TrainRunConfig), the mesh and the seed."""
+
+    model: str = "distmult"
+    devices: int = 4
+    seed: int = 0
+
+    def __post_init__(self) -> None:
         check_model(self.model)
+        TrainRunConfig.__post_init__(self)
+        self._check(f"bess.hyper.{self.model}")
         relation_width(self.model, self.dim)
         Loss(self.loss, self.adversarial, self.margin, 2)
         if self.batch % (self.devices * self.devices):
@@ -113,13 +145,7 @@ def _compiled_step(mesh: Mesh, model: str, gamma: float, loss: Loss, optimiser_k
         total, _ = bess(params["entities"], params["relations"], arrays)
         return total / arrays.head_row.size
 
-    @jax.jit
-    def step(params, opt_state, arrays):
-        value, grads = jax.value_and_grad(mean_loss)(params, arrays)
-        updates, opt_state = optimiser.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, value
-
-    return optimiser, step
+    return optimiser, jax.jit(optimizer_step(mean_loss, optimiser))
 
 
 def train_kge(
@@ -144,55 +170,49 @@ def train_kge(
     loss = Loss(cfg.loss, cfg.adversarial, cfg.margin, kg.num_entities)
     optimiser, step_fn = _compiled_step(mesh, cfg.model, float(cfg.gamma), loss, (cfg.lr, cfg.weight_decay))
     entities, relations = init_tables(cfg, kg.num_entities, kg.num_relations)
-    params = place_tables(mesh, sharding, entities, relations)
-    opt_state = optimiser.init(params)
-    done, curve, measured, spent = 0, [], (0, 0.0), 0.0
-    ckpt = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
-    if ckpt is not None and resume and ckpt.latest_step() is not None:
-        like = (params, opt_state)
-        done, state, meta = ckpt.restore(like)
-        params, opt_state = jax.tree.map(lambda ref, x: jax.device_put(x, ref.sharding), like, state)
-        curve = [tuple(c) for c in meta["curve"]]
-        measured = tuple(meta["measured"])
-        spent = meta.get("seconds", 0.0)
-        if progress_bar is not None:
-            progress_bar.update(done)
     known = known_answers(kg.all_triples())
-    triples, seconds = measured
-    recent, started = [], time.perf_counter()
-    for step in range(done, cfg.steps):
-        batch = sampler.sample(step)
-        t = time.perf_counter()
-        params, opt_state, value = step_fn(params, opt_state, batch)
-        recent.append(value)
-        if step > done + 2:  # after compilation
-            value.block_until_ready()
-            seconds += time.perf_counter() - t
-            triples += cfg.batch
-        if progress_bar is not None:
-            progress_bar.update(1)
-        last = step + 1 == cfg.steps
-        if (cfg.eval_every and (step + 1) % cfg.eval_every == 0) or last:
-            mean = float(np.mean([float(v) for v in recent]))
-            recent = []
-            valid = evaluate(kg, *_global(params, sharding), cfg, "valid", known)["mrr"]
-            curve.append((step + 1, mean, valid))
-        if ckpt is not None and ((step + 1) % cfg.checkpoint_every == 0 or last):
-            meta = {"curve": curve, "measured": [triples, seconds], "seconds": spent + time.perf_counter() - started}
-            ckpt.save(step + 1, (params, opt_state), meta)
-    entities, relations = _global(params, sharding)
+
+    def validate(state) -> dict:
+        return {"valid/mrr": evaluate(kg, *_global(state["params"], sharding), cfg, "valid", known)["mrr"]}
+
+    replicated = NamedSharding(mesh, P())
+
+    def batch_of(k: int):
+        batch = sampler.sample(k)
+        # a mesh over several processes takes global arrays: every process holds the same batch
+        return jax.device_put(batch, replicated) if jax.process_count() > 1 else batch
+
+    run = fit(
+        step_fn,
+        init_state(place_tables(mesh, sharding, entities, relations), optimiser),
+        batch_of,
+        steps=cfg.steps,
+        evaluate=validate,
+        eval_every=cfg.eval_every,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=cfg.checkpoint_every,
+        resume=resume,
+        name=f"{kg.name}/{cfg.model}",
+        bar=progress_bar,
+        count=lambda batch: {"triples": cfg.batch},
+        untimed=3,  # compilation, and the first steps after it
+    )
+    entities, relations = _global(run.state["params"], sharding)
+    steps, losses = run.history.series("train/loss")
+    valid = run.history.series("valid/mrr")[1]
     info = {
-        "curve": curve,
-        "triples_per_second": triples / seconds if seconds else float("nan"),
-        "resumed_from": done,
-        "seconds": spent + time.perf_counter() - started,  # training and validation, over every (resumed) run
+        "curve": [(int(k), float(v), float(m)) for k, v, m in zip(steps, losses, valid, strict=True)],
+        "triples_per_second": run.rate("triples"),
+        "resumed_from": run.resumed_from,
+        "seconds": run.wall_seconds,  # training and validation, over every (resumed) run
         "config": asdict(cfg),
     }
     return entities, relations, info
 
 
 def _global(params, sharding) -> tuple[np.ndarray, np.ndarray]:
-    return sharding.to_global(np.asarray(params["entities"])), np.asarray(params["relations"])
+    host = to_host(params)  # gathered from every process when the mesh spans several
+    return sharding.to_global(np.asarray(host["entities"])), np.asarray(host["relations"])
 
 
 @lru_cache(maxsize=16)
@@ -279,6 +299,8 @@ def select_ensemble(valid_scores: dict[str, np.ndarray], triples: np.ndarray, kn
 
 __all__ = [
     "KGEConfig",
+    "ModelConfig",
+    "TrainRunConfig",
     "candidate_scores",
     "ensemble_scores",
     "evaluate",

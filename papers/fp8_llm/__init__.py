@@ -8,19 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.config import ConfigError, check_choice, check_range
+from core.config import ConfigError, check_choice
 from core.report import Report
-from papers.fp8_llm.train import RunConfig
+from papers.fp8_llm.report import build_report, claims
+from papers.fp8_llm.train import ARMS, RunConfig, SizeConfig
 
-ARM_NAMES = ("fp32", "amax", "cscale", "delayed", "none")
-
-
-@dataclass
-class SizeConfig:
-    name: str = "m"
-    d_model: int = 64
-    depth: int = 2
-    heads: int = 4
+ARM_NAMES = ARMS  # fp32 and every FP8 scaling policy of core.numerics.fp8
 
 
 @dataclass
@@ -43,21 +36,13 @@ class Config:
         names = [s.name for s in self.sizes]
         if len(set(names)) != len(names):
             raise ConfigError(f"fp8_llm.sizes: names repeat: {names}")
-        for s in self.sizes:
-            name = s.name
-            check_range(f"fp8_llm.sizes.{name}.d_model", s.d_model, ge=4)
-            check_range(f"fp8_llm.sizes.{name}.depth", s.depth, ge=1)
-            check_range(f"fp8_llm.sizes.{name}.heads", s.heads, ge=1)
-            if s.d_model % s.heads:
-                raise ConfigError(f"fp8_llm.sizes.{name}: d_model={s.d_model} is not divisible by heads={s.heads}")
 
 
 def reproduce(cfg) -> Report:
     from core.data.shakespeare import load_shakespeare
     from core.progress import progress
     from core.runner import current_run
-    from papers.fp8_llm.report import build_report
-    from papers.fp8_llm.train import Size, quantised_inference, train_arm
+    from papers.fp8_llm.train import quantised_inference, train_arm
 
     c = cfg.fp8_llm
     corpus = load_shakespeare()
@@ -65,13 +50,12 @@ def reproduce(cfg) -> Report:
     rc = c.run
     results, inference = {}, {}
     bar = progress(total=len(c.sizes) * len(c.arms) * rc.steps, desc="FP8 LM arms", unit="step")
-    for s in c.sizes:
-        size_name, size = s.name, Size(s.d_model, s.depth, s.heads)
+    for size in c.sizes:
+        size_name = size.name
         for arm in c.arms:
             ckpt = run.checkpoint_dir / size_name / arm if run is not None else None
             params, result = train_arm(
                 corpus,
-                size_name,
                 size,
                 arm,
                 rc,
@@ -89,4 +73,4 @@ def reproduce(cfg) -> Report:
     return build_report(cfg, results, inference)
 
 
-__all__ = ["ARM_NAMES", "Config", "reproduce"]
+__all__ = ["ARM_NAMES", "Config", "claims", "reproduce"]

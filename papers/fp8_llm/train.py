@@ -11,7 +11,6 @@ every `stats_every` steps for the bias-distribution plots, and counts bad amaxes
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,22 +19,33 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from core.checkpoint import Checkpointer
-from core.config import check_range
+from core.config import ConfigError, check_range
 from core.data.shakespeare import CharCorpus, evaluation_windows, sample_windows
 from core.nn.fp8 import calibrate_fp8, fp8_statistics, split_fp8, update_fp8
 from core.nn.ops import Ops
 from core.nn.transformer import TransformerLM
 from core.numerics.fp8 import POLICIES
+from core.train import fit
 
 ARMS = ("fp32", *POLICIES)
 
 
-@dataclass(frozen=True)
-class Size:
-    d_model: int
-    depth: int
-    heads: int
+@dataclass
+class SizeConfig:
+    """One model size (an entry of the config's fp8_llm.sizes)."""
+
+    name: str = "m"
+    d_model: int = 64
+    depth: int = 2
+    heads: int = 4
+
+    def __post_init__(self) -> None:
+        key = f"fp8_llm.sizes.{self.name}"
+        check_range(f"{key}.d_model", self.d_model, ge=4)
+        check_range(f"{key}.depth", self.depth, ge=1)
+        check_range(f"{key}.heads", self.heads, ge=1)
+        if self.d_model % self.heads:
+            raise ConfigError(f"{key}: d_model={self.d_model} is not divisible by heads={self.heads}")
 
 
 @dataclass
@@ -73,7 +83,7 @@ class ArmResult:
     resumed_from: int = 0
 
 
-def build_model(size: Size, vocab: int, seq_len: int, arm: str, history: int = 16) -> TransformerLM:
+def build_model(size: SizeConfig, vocab: int, seq_len: int, arm: str, history: int = 16) -> TransformerLM:
     if arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
     ops = Ops() if arm == "fp32" else Ops(fp8=arm, fp8_history=history)
@@ -95,14 +105,28 @@ def _nats_step(model, params, meta, probes, ids, labels):
     return jax.value_and_grad(f, argnums=(0, 1))(params, probes)
 
 
+def fp8_step(model: TransformerLM, probes, optimiser: optax.GradientTransformation, policy: str | None):
+    """The training step of a model whose linear layers may run in FP8: state (params, optimiser state, FP8
+    scaling state); metrics: the loss and the step's scaling statistics. `policy` None: FP32."""
+
+    def step(state, windows):
+        params, opt_state, meta = state
+        loss, (grads, stats) = _nats_step(model, params, meta, probes, windows[:, :-1], windows[:, 1:])
+        updates, opt_state = optimiser.update(grads, opt_state, params)
+        if policy is not None:  # delayed: next biases from the history; every policy: count bad amaxes
+            meta = update_fp8(meta, stats, policy)
+        return (optax.apply_updates(params, updates), opt_state, meta), {"loss": loss, "stats": stats}
+
+    return step
+
+
 def _plain(stats) -> dict:
     return {k: np.asarray(v).tolist() for k, v in fp8_statistics(stats).items()}
 
 
 def train_arm(
     corpus: CharCorpus,
-    size_name: str,
-    size: Size,
+    size: SizeConfig,
     arm: str,
     rc: RunConfig,
     *,
@@ -112,7 +136,6 @@ def train_arm(
     progress_bar=None,
 ) -> tuple[dict, ArmResult]:
     """Train one (size, arm) from `seed` (initialisation and batches); returns (params, result)."""
-    t0 = time.perf_counter()
     model = build_model(size, corpus.vocab_size, rc.seq_len, arm, rc.history)
     variables = model.init(jax.random.key(seed), jnp.zeros((1, rc.seq_len), jnp.int32))
     params, meta, probes = split_fp8(variables)
@@ -120,13 +143,7 @@ def train_arm(
     optimiser = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(schedule, b1=0.9, b2=0.99))
     policy = None if arm == "fp32" else arm
 
-    @jax.jit
-    def step(params, opt_state, meta, windows):
-        loss, (grads, stats) = _nats_step(model, params, meta, probes, windows[:, :-1], windows[:, 1:])
-        updates, opt_state = optimiser.update(grads, opt_state, params)
-        if policy is not None:  # delayed: next biases from the history; every policy: count bad amaxes
-            meta = update_fp8(meta, stats, policy)
-        return optax.apply_updates(params, updates), opt_state, meta, loss, stats
+    step = jax.jit(fp8_step(model, probes, optimiser, policy))
 
     @jax.jit
     def valid_loss(params, meta, windows):
@@ -145,45 +162,46 @@ def train_arm(
             params, meta, batch(-1)
         )
         meta = calibrate_fp8(meta, stats0)
-    opt_state = optimiser.init(params)
-    result = ArmResult(arm, size_name, float("nan"))
-    start = 0
-    ckpt = Checkpointer(checkpoint_dir, keep=1) if checkpoint_dir is not None else None
-    if ckpt is not None and resume and ckpt.latest_step() is not None:
-        start, (params, opt_state, meta), saved = ckpt.restore((params, opt_state, meta))
-        result.curve, result.stats = [tuple(c) for c in saved["curve"]], saved["stats"]
-        result.seconds = saved["seconds"]
-        if progress_bar is not None:
-            progress_bar.update(start)
-    losses = []
-    for k in range(start, rc.steps):
-        params, opt_state, meta, loss, stats = step(params, opt_state, meta, batch(k))
-        losses.append(loss)
-        done = k + 1
-        if policy is not None and (k % rc.stats_every == 0 or done == rc.steps):
-            result.stats.append((done, _plain(stats)))
-        if progress_bar is not None:
-            progress_bar.update(1)
-        if done % rc.eval_every == 0 or done == rc.steps:
-            train = float(np.mean([float(v) for v in losses]))
-            losses = []
-            result.curve.append((done, train, float(valid_loss(params, meta, valid))))
-            if ckpt is not None and (done % rc.checkpoint_every == 0 or done == rc.steps):
-                elapsed = result.seconds + time.perf_counter() - t0
-                ckpt.save(
-                    done, (params, opt_state, meta), {"curve": result.curve, "stats": result.stats, "seconds": elapsed}
-                )
-    if start < rc.steps:
-        result.seconds += time.perf_counter() - t0
-    result.resumed_from = start
-    result.valid_loss = result.curve[-1][2]
-    result.bad_amax = int(sum(int(np.sum(m.bad)) for m in jax.tree.leaves(meta, is_leaf=lambda x: hasattr(x, "bad"))))
+
+    def record_stats(done, state, metrics, history):  # the scaling statistics every stats_every steps
+        if policy is not None and ((done - 1) % rc.stats_every == 0 or done == rc.steps):
+            history.note("stats", done, _plain(metrics["stats"]))
+
+    run = fit(
+        step,
+        (params, optimiser.init(params), meta),
+        batch,
+        steps=rc.steps,
+        evaluate=lambda state: {"valid/loss": valid_loss(state[0], state[2], valid)},
+        eval_every=rc.eval_every,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=rc.checkpoint_every,
+        resume=resume,
+        name=f"{size.name}/{arm}",
+        bar=progress_bar,
+        on_step=record_stats,
+    )
+    params, _, meta = run.state
+    steps, train = run.history.series("train/loss")
+    result = ArmResult(
+        arm,
+        size.name,
+        valid_loss=float(run.history.last("valid/loss")),
+        curve=[
+            (int(k), float(t), float(v))
+            for k, t, v in zip(steps, train, run.history.series("valid/loss")[1], strict=True)
+        ],
+        stats=[tuple(x) for x in run.history.notes.get("stats", [])],
+        bad_amax=int(sum(int(np.sum(m.bad)) for m in jax.tree.leaves(meta, is_leaf=lambda x: hasattr(x, "bad")))),
+        seconds=run.wall_seconds,
+        resumed_from=run.resumed_from,
+    )
     if not math.isfinite(result.valid_loss):
         result.valid_loss = float("inf")
     return params, result
 
 
-def quantised_inference(corpus: CharCorpus, size: Size, params: dict, rc: RunConfig) -> tuple[float, dict]:
+def quantised_inference(corpus: CharCorpus, size: SizeConfig, params: dict, rc: RunConfig) -> tuple[float, dict]:
     """Validation loss of trained FP32 `params` with every block's linear layers cast to FP8 with amax scaling
     (post-training quantisation), and the activation and weight biases it used per layer."""
     model = build_model(size, corpus.vocab_size, rc.seq_len, "amax")
@@ -207,8 +225,9 @@ __all__ = [
     "ARMS",
     "ArmResult",
     "RunConfig",
-    "Size",
+    "SizeConfig",
     "build_model",
+    "fp8_step",
     "quantised_inference",
     "train_arm",
     "validation_windows",

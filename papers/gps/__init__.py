@@ -6,5 +6,6 @@ papers.gps.batching packs graphs into static-shape batches, papers.gps.train tra
 """
 
 from papers.gps.experiment import Config, reproduce
+from papers.gps.report import claims
 
-__all__ = ["Config", "reproduce"]
+__all__ = ["Config", "claims", "reproduce"]

@@ -9,7 +9,7 @@ set, a DFT geometry for every molecule: the 3D features are available at validat
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +19,7 @@ from core.progress import progress
 from core.report import Report
 from papers.gps.batching import PackLimits, fitting
 from papers.gps.model import PRESETS, parameter_breakdown, preset
+from papers.gps.train import TrainConfig
 
 ARMS = {
     "full": {},
@@ -67,37 +68,12 @@ class ModelConfig:
 
 
 @dataclass
-class TrainRunConfig:
-    steps: int = 3000
-    packs_per_batch: int = 8
-    lr: float = 1e-3
-    warmup: int = 150
-    grad_clip: float = 5.0
-    noise: float = 0.01
-    noisy_weight: float = 1.2
-    masking: bool = True
-    eval_every: int = 500
-    checkpoint_every: int = 500
-
-    def __post_init__(self) -> None:
-        check_range("gps.train.steps", self.steps, ge=1)
-        check_range("gps.train.packs_per_batch", self.packs_per_batch, ge=1)
-        check_range("gps.train.lr", self.lr, gt=0)
-        check_range("gps.train.warmup", self.warmup, ge=0, lt=self.steps)
-        check_range("gps.train.grad_clip", self.grad_clip, gt=0)
-        check_range("gps.train.noise", self.noise, ge=0, lt=1)
-        check_range("gps.train.noisy_weight", self.noisy_weight, ge=0)
-        check_range("gps.train.eval_every", self.eval_every, ge=1)
-        check_range("gps.train.checkpoint_every", self.checkpoint_every, ge=1)
-
-
-@dataclass
 class Config:
     arms: list[str] = field(default_factory=lambda: list(ARMS))
     data: DataConfig = field(default_factory=DataConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
-    train: TrainRunConfig = field(default_factory=TrainRunConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
 
     def __post_init__(self) -> None:
         if not self.arms:
@@ -124,7 +100,7 @@ def reproduce(cfg) -> Report:
     from papers.gps.cache import featurise_qm9
     from papers.gps.graphs import GraphSet
     from papers.gps.report import build_report
-    from papers.gps.train import TrainConfig, train_gps
+    from papers.gps.train import train_gps
 
     c = cfg.gps
     seed = int(cfg.seed)
@@ -141,8 +117,7 @@ def reproduce(cfg) -> Report:
     valid_index = usable[is_valid[usable]]
 
     run = current_run()
-    # the run config's training fields are TrainConfig's own, plus the run's seed
-    tc = TrainConfig(**{f.name: getattr(c.train, f.name) for f in fields(TrainRunConfig)}, seed=seed)
+    tc = c.train
     results = {}
     bar = progress(total=len(c.arms) * tc.steps, desc="GPS++ arms", unit="step")
     for arm in c.arms:
@@ -159,6 +134,8 @@ def reproduce(cfg) -> Report:
             checkpoint_dir=ckpt,
             resume=run.resume if run is not None else False,
             progress_bar=bar,
+            seed=seed,
+            name=arm,
         )
         info["seconds"] = time.perf_counter() - t
         info["parameters"] = parameter_breakdown(model_cfg)["total"]
@@ -173,7 +150,7 @@ def reproduce(cfg) -> Report:
         "featurise_seconds": featurise_seconds,
         "mean_mae": mean_mae,
     }
-    return build_report(cfg, results, data, {name: parameter_breakdown(name) for name in PRESETS}, limits)
+    return build_report(cfg, results, data, {name: parameter_breakdown(name) for name in PRESETS})
 
 
 __all__ = ["ARMS", "Config", "arm_config", "reproduce", "split"]

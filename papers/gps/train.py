@@ -12,7 +12,6 @@ Adam with gradient clipping by global norm, linear warm-up then linear decay to 
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,35 +23,40 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from core.checkpoint import Checkpointer
+from core.config import check_range
+from core.devices import to_host
+from core.train import fit
 from papers.gps.batching import MODEL_KEYS, PackLimits, assemble, batches, efficiency, plan
 from papers.gps.features import ATOM_VOCAB, BOND_VOCAB
 from papers.gps.graphs import GraphSet
 from papers.gps.model import GPSConfig, GPSPlusPlus, example_batch
 
 
-@dataclass(frozen=True)
+@dataclass
 class TrainConfig:
-    steps: int = 2000
+    """How GPS++ trains (the config's gps.train section)."""
+
+    steps: int = 3000
     packs_per_batch: int = 8
-    lr: float = 4e-4
-    warmup: int = 100
+    lr: float = 1e-3
+    warmup: int = 150
     grad_clip: float = 5.0
     noise: float = 0.01  # noisy nodes / edges probability
     noisy_weight: float = 1.2  # loss weights 1 : 1.2 : 1.2
     masking: bool = True  # grouped input masking 1:3:1
     eval_every: int = 500
     checkpoint_every: int = 500
-    seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("steps", "packs_per_batch", "eval_every", "checkpoint_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"TrainConfig.{name}={getattr(self, name)} must be at least 1")
-        if self.warmup < 0 or self.warmup >= self.steps:
-            raise ValueError(f"TrainConfig.warmup={self.warmup} must be in [0, steps={self.steps})")
-        if not self.lr > 0:
-            raise ValueError(f"TrainConfig.lr={self.lr} must be positive")
+        check_range("gps.train.steps", self.steps, ge=1)
+        check_range("gps.train.packs_per_batch", self.packs_per_batch, ge=1)
+        check_range("gps.train.lr", self.lr, gt=0)
+        check_range("gps.train.warmup", self.warmup, ge=0, lt=self.steps)
+        check_range("gps.train.grad_clip", self.grad_clip, gt=0)
+        check_range("gps.train.noise", self.noise, ge=0, lt=1)
+        check_range("gps.train.noisy_weight", self.noisy_weight, ge=0)
+        check_range("gps.train.eval_every", self.eval_every, ge=1)
+        check_range("gps.train.checkpoint_every", self.checkpoint_every, ge=1)
 
 
 def data_mesh(devices=None) -> Mesh:
@@ -122,8 +126,10 @@ def _compiled(cfg: GPSConfig, lr: float, steps: int, warmup: int, grad_clip: flo
 class Trainer:
     """The compiled step and evaluation of one model on one mesh."""
 
-    def __init__(self, cfg: GPSConfig, tc: TrainConfig, limits: PackLimits, mean: float, std: float, mesh=None):
-        self.cfg, self.tc, self.limits = cfg, tc, limits
+    def __init__(
+        self, cfg: GPSConfig, tc: TrainConfig, limits: PackLimits, mean: float, std: float, mesh=None, seed: int = 0
+    ):
+        self.cfg, self.tc, self.limits, self.seed = cfg, tc, limits, seed
         self.mean, self.std = np.float32(mean), np.float32(std)
         self.mesh = mesh or data_mesh()
         n_dev = self.mesh.devices.size
@@ -144,15 +150,18 @@ class Trainer:
 
     def init(self):
         dummy = example_batch(1, self.limits.nodes, self.limits.edges, self.limits.graphs)
-        params = jax.device_put(self.compiled.init(jax.random.key(self.tc.seed), dummy), self.replicated)
+        params = jax.device_put(self.compiled.init(jax.random.key(self.seed), dummy), self.replicated)
         return params, jax.device_put(self.compiled.opt_init(params), self.replicated)
 
     def put(self, batch: dict) -> dict:
         return jax.device_put(batch, self.sharded)
 
-    def step(self, params, opt_state, batch, step: int):
-        key = jax.random.fold_in(jax.random.key(self.tc.seed + 1), step)
-        return self.compiled.step(params, opt_state, self.put(batch), key, self.mean, self.std)
+    def step(self, state: tuple, item: tuple[int, dict]) -> tuple[tuple, dict]:
+        """One training step on `item` = (step number, batch): the step number picks the dropout key."""
+        k, batch = item
+        key = jax.random.fold_in(jax.random.key(self.seed + 1), k)
+        params, opt_state, metrics = self.compiled.step(*state, self.put(batch), key, self.mean, self.std)
+        return (params, opt_state), metrics
 
     def predict(self, params, graphs: GraphSet, index: np.ndarray) -> np.ndarray:
         """Predictions (target units) for the molecules `index` of `graphs`, in that order."""
@@ -161,7 +170,7 @@ class Trainer:
         pred = np.zeros(len(graphs), np.float64)
         for batch in batches(arrays, self.tc.packs_per_batch, self.limits, (*MODEL_KEYS, "ids")):
             ids = batch.pop("ids")
-            out = np.asarray(self.compiled.predict(params, self.put(batch), self.mean, self.std))
+            out = np.asarray(to_host(self.compiled.predict(params, self.put(batch), self.mean, self.std)))
             real = ids >= 0
             pred[ids[real]] = out[real]
         return pred[np.asarray(index)]
@@ -182,6 +191,8 @@ def train_gps(
     resume: bool = True,
     progress_bar=None,
     mesh=None,
+    seed: int = 0,
+    name: str = "gps",
 ) -> tuple[dict, dict]:
     """Train on graphs[train_index] for tc.steps batches; validation MAE (meV) every eval_every steps.
     With `checkpoint_dir` the run saves every checkpoint_every steps and, when `resume`, continues from the newest
@@ -192,62 +203,72 @@ def train_gps(
     if len(train_index) == 0 or len(valid_index) == 0:
         raise ValueError("train_gps needs non-empty training and validation sets")
     target = graphs.target[train_index]
-    trainer = Trainer(cfg, tc, limits, target.mean(), target.std() + 1e-6, mesh)
-    params, opt_state = trainer.init()
-    done, curve, earlier_rate, train_mae = 0, [], float("nan"), None
-    ckpt = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
-    if ckpt is not None and resume and ckpt.latest_step() is not None:
-        done, (params, opt_state), meta = ckpt.restore((params, opt_state))
-        params, opt_state = jax.device_put((params, opt_state), trainer.replicated)
-        curve = [tuple(c) for c in meta.get("curve", [])]
-        earlier_rate = meta.get("graphs_per_second", float("nan"))
-        train_mae = meta.get("train_mae")
-        if progress_bar is not None:
-            progress_bar.update(done)
-    step, epoch, epoch_start = done, 0, 0  # epoch_start: global step of the epoch's first batch
-    measured_graphs, measured_seconds, last_efficiency = 0, 0.0, {}
-    while step < tc.steps:
-        rng = np.random.default_rng([tc.seed, epoch])  # the epoch's packing, masking and noise: replayable
-        packs = plan(graphs, train_index, limits, rng)
-        n_batches = -(-len(packs) // tc.packs_per_batch)
-        first = step - epoch_start  # > 0 only when resuming mid-epoch
-        epoch, epoch_start = epoch + 1, epoch_start + n_batches
-        if first >= n_batches:
-            continue
-        last_efficiency = efficiency(graphs, packs, limits)
-        arrays = assemble(graphs, packs, limits, rng=rng, noise=tc.noise, masking=tc.masking)
-        for b, batch in enumerate(batches(arrays, tc.packs_per_batch, limits)):
-            if b < first:
-                continue
-            t = time.perf_counter()
-            params, opt_state, metrics = trainer.step(params, opt_state, batch, step)
-            if step > done + 2:  # after compilation and warm-up
-                jax.block_until_ready(metrics["loss"])
-                measured_seconds += time.perf_counter() - t
-                measured_graphs += int(batch["graph_mask"].sum())
-            step += 1
-            if progress_bar is not None:
-                progress_bar.update(1)
-            if step % tc.eval_every == 0 or step == tc.steps:
-                curve.append((step, float(metrics["loss"]), trainer.mae_mev(params, graphs, valid_index)))
-            if ckpt is not None and (step % tc.checkpoint_every == 0 or step == tc.steps):
-                rate = measured_graphs / measured_seconds if measured_seconds else earlier_rate
-                meta = {"curve": curve, "graphs_per_second": rate}
-                if step == tc.steps:  # a finished run keeps its final figures: a rerun need not evaluate again
-                    train_mae = meta["train_mae"] = trainer.mae_mev(params, graphs, train_index[: len(valid_index)])
-                ckpt.save(step, (params, opt_state), meta)
-            if step >= tc.steps:
-                break
+    trainer = Trainer(cfg, tc, limits, target.mean(), target.std() + 1e-6, mesh, seed)
+    epochs = Epochs(graphs, train_index, limits, tc, seed)
+    run = fit(
+        trainer.step,
+        trainer.init(),
+        lambda k: (k, epochs.batch(k)),
+        steps=tc.steps,
+        evaluate=lambda state: {"valid/mae": trainer.mae_mev(state[0], graphs, valid_index)},
+        eval_every=tc.eval_every,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=tc.checkpoint_every,
+        resume=resume,
+        name=name,
+        bar=progress_bar,
+        count=lambda item: {"graphs": int(item[1]["graph_mask"].sum())},
+        untimed=3,  # compilation, and the first steps after it
+    )
+    params = run.state[0]
+    steps, losses = run.history.series("train/loss")
+    curve = [
+        (int(k), float(v), float(m)) for k, v, m in zip(steps, losses, run.history.series("valid/mae")[1], strict=True)
+    ]
+    packs = epochs.last_packs if epochs.last_packs is not None else plan(graphs, train_index, limits, None)
     info = {
         "valid_mae": curve[-1][2],
-        "train_mae": train_mae
-        if train_mae is not None
-        else trainer.mae_mev(params, graphs, train_index[: len(valid_index)]),
+        "train_mae": trainer.mae_mev(params, graphs, train_index[: len(valid_index)]),
         "curve": curve,
-        "graphs_per_second": measured_graphs / measured_seconds if measured_seconds else earlier_rate,
-        "resumed_from": done,
-        "packing": last_efficiency or efficiency(graphs, plan(graphs, train_index, limits, None), limits),
+        "graphs_per_second": run.rate("graphs"),
+        "resumed_from": run.resumed_from,
+        "packing": efficiency(graphs, packs, limits),
         "traces": trainer.traces,
         "devices": int(trainer.mesh.devices.size),
     }
     return params, info
+
+
+class Epochs:
+    """The training batches, step by step: epoch e packs the training molecules, masks inputs and adds noise with
+    the generator seeded (seed, e), and cuts the packs into batches; step k is a batch of the epoch it falls in, so
+    any step can be replayed (a resumed run plans the earlier epochs again to find where it stands)."""
+
+    def __init__(self, graphs: GraphSet, index: np.ndarray, limits: PackLimits, tc: TrainConfig, seed: int = 0):
+        self.graphs, self.index, self.limits, self.tc, self.seed = graphs, index, limits, tc, seed
+        self.first: list[int] = [0]  # global step of each planned epoch's first batch
+        self.current: tuple[int, list[dict]] | None = None
+        self.last_packs = None
+
+    def batch(self, k: int) -> dict:
+        epoch = 0
+        while True:
+            if epoch == len(self.first) - 1:  # the epoch's length is not known yet: plan it
+                rng, packs = self._plan(epoch)
+                self.first.append(self.first[epoch] + -(-len(packs) // self.tc.packs_per_batch))
+                if k < self.first[epoch + 1]:
+                    self._assemble(epoch, rng, packs)
+            if k < self.first[epoch + 1]:
+                if self.current is None or self.current[0] != epoch:
+                    self._assemble(epoch, *self._plan(epoch))
+                return self.current[1][k - self.first[epoch]]
+            epoch += 1
+
+    def _plan(self, epoch: int):
+        rng = np.random.default_rng([self.seed, epoch])  # the epoch's packing, masking and noise
+        return rng, plan(self.graphs, self.index, self.limits, rng)
+
+    def _assemble(self, epoch: int, rng, packs) -> None:
+        arrays = assemble(self.graphs, packs, self.limits, rng=rng, noise=self.tc.noise, masking=self.tc.masking)
+        self.current = (epoch, list(batches(arrays, self.tc.packs_per_batch, self.limits)))
+        self.last_packs = packs

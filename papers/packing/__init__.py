@@ -16,7 +16,7 @@ from core.packing import METHODS
 from core.progress import progress
 from core.report import Report
 from core.runner import current_run
-from papers.packing.report import build_report
+from papers.packing.report import build_report, claims
 from papers.packing.tables import PUBLISHED, packing_table
 
 HISTOGRAMS = ("wikipedia_512", "squad_1_1_384")
@@ -60,7 +60,8 @@ class TrainConfig:
     max_sequences_per_pack: int = 8
     batch_size: int = 32  # sequences per step when padded (packed: about as many sequences in fewer rows)
     sequences: int = 24_000  # sequences seen by each run
-    eval_every: int = 4_000
+    eval_every: int = 4_000  # sequences
+    checkpoint_every: int = 100  # steps
     valid_sequences: int = 512
     lr: float = 1e-3
     warmup: int = 50
@@ -74,6 +75,7 @@ class TrainConfig:
         check_range("packing.train.batch_size", self.batch_size, ge=1)
         check_range("packing.train.sequences", self.sequences, ge=self.batch_size)
         check_range("packing.train.eval_every", self.eval_every, ge=1)
+        check_range("packing.train.checkpoint_every", self.checkpoint_every, ge=1)
         check_range("packing.train.valid_sequences", self.valid_sequences, ge=1)
         check_range("packing.train.lr", self.lr, gt=0)
         check_range("packing.train.warmup", self.warmup, ge=0)
@@ -111,4 +113,4 @@ def reproduce(cfg) -> Report:
     return build_report(cfg, cells, training)
 
 
-__all__ = ["PUBLISHED", "Config", "reproduce"]
+__all__ = ["PUBLISHED", "Config", "claims", "reproduce"]

@@ -1,4 +1,5 @@
-"""The packing report: claims, the paper's table beside ours, training throughput and curves."""
+"""The packing report: the claims (declared from the config alone, before any run), the tables (the paper's packing
+table beside ours, padded vs packed training) and the figures (training curves, the length histogram)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,15 @@ from typing import Any
 
 import numpy as np
 
+from core import plots
 from core.report import Claim, Figure, Report, Rule, Table, at_least, at_most
-from papers.packing.tables import LABELS, PUBLISHED, PUBLISHED_BOUND, PUBLISHED_SECONDS, Cell
+from papers.packing.tables import LABELS, PUBLISHED, PUBLISHED_BOUND, PUBLISHED_SECONDS, Cell, planned_cells
+
+CONTAMINATION_TOL = 1e-5  # float32: outputs of a 4-layer model differ from the unpacked ones only by rounding
+THROUGHPUT_FRACTION = 0.8  # packed tokens/s gain >= 80% of the packing speed-up (the issue's target)
+CONVERGENCE_REL = 0.02  # validation loss at equal sequences seen, packed vs padded
+
+# ---------------------------------------------------------------------------------------------- claims
 
 
 def to_the_digits() -> Rule:
@@ -21,58 +29,143 @@ def _printed(value: float, like: str) -> str:
     return f"{value:.{decimals}f}"
 
 
-CONTAMINATION_TOL = 1e-5  # float32: outputs of a 4-layer model differ from the unpacked ones only by rounding
-THROUGHPUT_FRACTION = 0.8  # packed tokens/s gain >= 80% of the packing speed-up (the issue's target)
-CONVERGENCE_REL = 0.02  # validation loss at equal sequences seen, packed vs padded
+TRAINING_CLAIMS = {
+    "no-cross-contamination": Claim(
+        "no-cross-contamination",
+        "A packed sequence's hidden states, [CLS] output and MLM loss equal those it gets alone "
+        "(largest absolute difference)",
+        0.0,
+        at_most(CONTAMINATION_TOL),
+    ),
+    "packed-throughput": Claim(
+        "packed-throughput",
+        "Packed training processes real tokens faster than padded by at least 80% of the packing "
+        "speed-up (ratio of the gain to the speed-up)",
+        1.0,
+        at_least(THROUGHPUT_FRACTION),
+    ),
+    "equal-convergence": Claim(
+        "equal-convergence",
+        "Packed training reaches the padded run's validation MLM loss at the same number of sequences "
+        "seen (relative difference)",
+        0.0,
+        at_most(CONVERGENCE_REL),
+    ),
+}
 
 
-def _cell_claims(cells: list[Cell]) -> list[Claim]:
-    claims = []
-    for cell in cells:
-        pub = cell.published
-        if pub is None:
+def _planned(cfg) -> list[tuple[str, str, int]]:
+    t = cfg.packing.table
+    return planned_cells(list(t.histograms), list(t.methods), list(t.max_sequences_per_pack), t.nnlshp_max_depth)
+
+
+def _tag(histogram: str, method: str, limit: int) -> str:
+    return f"{histogram}-{method}{limit}".replace("_", "-")
+
+
+def _bound_id(histogram: str) -> str:
+    return f"bound-{histogram}".replace("_", "-")
+
+
+def _time_id(histogram: str, method: str) -> str:
+    return f"{method}-{histogram}-time".replace("_", "-")
+
+
+def _timed_limit(method: str) -> int:
+    """The pack limit of the paper's timed runs (its text: SPFHP at 12, NNLSHP at depth 3)."""
+    return 12 if method != "nnlshp" else 3
+
+
+def claims(cfg) -> list[Claim]:
+    """The claims, declared before the run: one pair per published cell the config packs, the speed-up bound of
+    every histogram it packs, the paper's run times of the cells it packs, and the training claims if it trains."""
+    planned = _planned(cfg)
+    out = []
+    for name, method, limit in planned:
+        if (name, method, limit) not in PUBLISHED:
             continue
-        eff, speed = pub
-        tag = f"{cell.histogram}-{cell.method}{cell.limit}".replace("_", "-")
-        where = f"{cell.method.upper()} (max {cell.limit} per pack) on {LABELS[cell.histogram]}"
-        claims.append(
-            Claim(f"{tag}-speedup", f"{where}: speed-up over padding", speed, to_the_digits()).measured(
-                _printed(cell.speedup, speed), f"{cell.speedup:.7f}; {cell.packs:,} packs; bound {cell.bound:.5f}"
-            )
-        )
-        claims.append(
-            Claim(f"{tag}-efficiency", f"{where}: efficiency, %", eff, to_the_digits()).measured(
-                _printed(100 * cell.efficiency, eff), f"{100 * cell.efficiency:.5f}%"
-            )
-        )
+        eff, speed = PUBLISHED[(name, method, limit)]
+        tag = _tag(name, method, limit)
+        where = f"{method.upper()} (max {limit} per pack) on {LABELS[name]}"
+        out.append(Claim(f"{tag}-speedup", f"{where}: speed-up over padding", speed, to_the_digits()))
+        out.append(Claim(f"{tag}-efficiency", f"{where}: efficiency, %", eff, to_the_digits()))
+    packed = {name for name, _, _ in planned}
     for name, printed in PUBLISHED_BOUND.items():
-        bound = next((c.bound for c in cells if c.histogram == name), None)
-        if bound is not None:
-            claims.append(
-                Claim(
-                    f"bound-{name}".replace("_", "-"),
-                    f"Theoretical speed-up bound on {LABELS[name]}",
-                    printed,
-                    to_the_digits(),
-                ).measured(_printed(bound, printed), f"{bound:.7f}")
+        if name in packed:
+            out.append(
+                Claim(_bound_id(name), f"Theoretical speed-up bound on {LABELS[name]}", printed, to_the_digits())
             )
     for (name, method), seconds in PUBLISHED_SECONDS.items():
-        limit = 12 if method != "nnlshp" else 3
-        ours = next((c for c in cells if (c.histogram, c.method, c.limit) == (name, method, limit)), None)
-        if ours is not None:
-            claims.append(
+        limit = _timed_limit(method)
+        if (name, method, limit) in planned:
+            out.append(
                 Claim(
-                    f"{method}-{name}-time".replace("_", "-"),
+                    _time_id(name, method),
                     f"{method.upper()} ({limit}) packs {LABELS[name]} no slower than the paper's run, seconds",
                     seconds,
                     at_most(seconds),
-                ).measured(ours.seconds)
+                )
             )
-    return claims
+    if cfg.packing.train.enabled:
+        out += TRAINING_CLAIMS.values()
+    return out
 
 
-def build_report(cfg, cells: list[Cell], training: dict[str, Any] | None) -> Report:
-    claims = _cell_claims(cells)
+def _gain(runs) -> float:
+    """Real tokens/s packed over padded."""
+    return runs["packed"].tokens_per_second / runs["padded"].tokens_per_second
+
+
+def measure(cfg, cells: list[Cell], training: dict[str, Any] | None) -> list[Claim]:
+    """Our figure for every declared claim (one the run did not measure stays unmeasured)."""
+    ours: dict[str, tuple[Any, str]] = {}
+    for cell in cells:
+        pub = cell.published
+        if pub is not None:
+            eff, speed = pub
+            tag = _tag(cell.histogram, cell.method, cell.limit)
+            ours[f"{tag}-speedup"] = (
+                _printed(cell.speedup, speed),
+                f"{cell.speedup:.7f}; {cell.packs:,} packs; bound {cell.bound:.5f}",
+            )
+            ours[f"{tag}-efficiency"] = (_printed(100 * cell.efficiency, eff), f"{100 * cell.efficiency:.5f}%")
+    for name, printed in PUBLISHED_BOUND.items():
+        bound = next((c.bound for c in cells if c.histogram == name), None)
+        if bound is not None:
+            ours[_bound_id(name)] = (_printed(bound, printed), f"{bound:.7f}")
+    for name, method in PUBLISHED_SECONDS:
+        limit = _timed_limit(method)
+        cell = next((c for c in cells if (c.histogram, c.method, c.limit) == (name, method, limit)), None)
+        if cell is not None:
+            ours[_time_id(name, method)] = (cell.seconds, "")
+    if training is not None:
+        runs, check, probe = training["runs"], training["contamination"], training["corpus"].packing
+        padded, packed = runs["padded"], runs["packed"]
+        gain = _gain(runs)
+        ours["no-cross-contamination"] = (
+            max(check["loss"], check["cls"], check["hidden"]),
+            f"{check['sequences']} validation sequences in {check['packs']} packs; loss "
+            f"{check['loss']:.1e}, [CLS] {check['cls']:.1e}, hidden {check['hidden']:.1e}",
+        )
+        ours["packed-throughput"] = (
+            gain / probe.speedup,
+            f"real tokens/s {packed.tokens_per_second:,.0f} packed vs "
+            f"{padded.tokens_per_second:,.0f} padded: {gain:.2f}x; packing speed-up {probe.speedup:.2f}x "
+            f"(bound {probe.speedup_bound:.2f}x)",
+        )
+        v_pad, v_pack = padded.curve[-1][1], packed.curve[-1][1]
+        ours["equal-convergence"] = (
+            abs((v_pack - v_pad) / v_pad),
+            f"{v_pack:.4f} packed vs {v_pad:.4f} padded nats after {packed.curve[-1][0]:,} / "
+            f"{padded.curve[-1][0]:,} sequences",
+        )
+    return [claim.measured(*ours[claim.id]) if claim.id in ours else claim for claim in claims(cfg)]
+
+
+# ---------------------------------------------------------------------------------------------- tables
+
+
+def tables(cfg, cells: list[Cell], training: dict[str, Any] | None) -> list[Table]:
     rows = []
     for c in cells:
         pub = c.published
@@ -92,7 +185,7 @@ def build_report(cfg, cells: list[Cell], training: dict[str, Any] | None) -> Rep
                 paper_s if paper_s is not None else "-",
             ]
         )
-    tables = [
+    out = [
         Table(
             "packing",
             "Histogram packing: ours beside the paper (Krell et al. 2021, Table 2 and text)",
@@ -114,57 +207,9 @@ def build_report(cfg, cells: list[Cell], training: dict[str, Any] | None) -> Rep
             "machine (the paper's on its own).",
         )
     ]
-    figures, metrics, notes = [], {}, []
     if training is not None:
-        runs, check, corpus = training["runs"], training["contamination"], training["corpus"]
-        padded, packed = runs["padded"], runs["packed"]
-        lengths = np.array([s.size for s in corpus.train])
-        probe = corpus.packing
-        gain = packed.tokens_per_second / padded.tokens_per_second
-        worst = max(check["loss"], check["cls"], check["hidden"])
-        claims.append(
-            Claim(
-                "no-cross-contamination",
-                "A packed sequence's hidden states, [CLS] output and MLM loss equal those it gets alone "
-                "(largest absolute difference)",
-                0.0,
-                at_most(CONTAMINATION_TOL),
-            ).measured(
-                worst,
-                f"{check['sequences']} validation sequences in {check['packs']} packs; loss "
-                f"{check['loss']:.1e}, [CLS] {check['cls']:.1e}, hidden {check['hidden']:.1e}",
-            )
-        )
-        claims.append(
-            Claim(
-                "packed-throughput",
-                "Packed training processes real tokens faster than padded by at least 80% of the packing "
-                "speed-up (ratio of the gain to the speed-up)",
-                1.0,
-                at_least(THROUGHPUT_FRACTION),
-            ).measured(
-                gain / probe.speedup,
-                f"real tokens/s {packed.tokens_per_second:,.0f} packed vs "
-                f"{padded.tokens_per_second:,.0f} padded: {gain:.2f}x; packing speed-up {probe.speedup:.2f}x "
-                f"(bound {probe.speedup_bound:.2f}x)",
-            )
-        )
-        v_pad, v_pack = padded.curve[-1][1], packed.curve[-1][1]
-        rel = (v_pack - v_pad) / v_pad
-        claims.append(
-            Claim(
-                "equal-convergence",
-                "Packed training reaches the padded run's validation MLM loss at the same number of sequences "
-                "seen (relative difference)",
-                0.0,
-                at_most(CONVERGENCE_REL),
-            ).measured(
-                abs(rel),
-                f"{v_pack:.4f} packed vs {v_pad:.4f} padded nats after {packed.curve[-1][0]:,} / "
-                f"{padded.curve[-1][0]:,} sequences",
-            )
-        )
-        tables.append(
+        runs, corpus = training["runs"], training["corpus"]
+        out.append(
             Table(
                 "training",
                 "Padded vs packed masked-LM training (same sequences, same masks)",
@@ -193,36 +238,51 @@ def build_report(cfg, cells: list[Cell], training: dict[str, Any] | None) -> Rep
                         f"{r.tokens_per_second:,.0f}",
                         f"{r.curve[-1][1]:.4f}",
                     ]
-                    for r in (padded, packed)
+                    for r in (runs["padded"], runs["packed"])
                 ],
                 caption=f"{len(corpus.train):,} training speeches as [CLS] + text, at most "
                 f"{cfg.packing.train.max_len} characters ({corpus.truncated:.1%} truncated); SPFHP with at most "
                 f"{cfg.packing.train.max_sequences_per_pack} per pack. Compilation is excluded from step times.",
             )
         )
-        figures.append(
-            Figure(
-                "training_curves",
-                _curves(padded, packed),
-                "Validation MLM loss against sequences seen: padded and packed.",
-            )
-        )
-        figures.append(
-            Figure(
-                "lengths",
-                _lengths(lengths, cfg.packing.train.max_len),
-                "Length histogram of the training sequences (characters).",
-            )
-        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- figures
+
+
+def figures(cfg, training: dict[str, Any] | None) -> list[Figure]:
+    if training is None:
+        return []
+    runs, corpus = training["runs"], training["corpus"]
+    lengths = np.array([s.size for s in corpus.train])
+    return [
+        Figure(
+            "training_curves",
+            _curves(runs["padded"], runs["packed"]),
+            "Validation MLM loss against sequences seen: padded and packed.",
+        ),
+        Figure(
+            "lengths",
+            _lengths(lengths, cfg.packing.train.max_len),
+            "Length histogram of the training sequences (characters).",
+        ),
+    ]
+
+
+def build_report(cfg, cells: list[Cell], training: dict[str, Any] | None) -> Report:
+    metrics, notes = {}, []
+    if training is not None:
+        runs, check = training["runs"], training["contamination"]
         metrics.update(
             {
-                "tokens_per_second/padded": padded.tokens_per_second,
-                "tokens_per_second/packed": packed.tokens_per_second,
-                "throughput_gain": gain,
-                "packing_speedup": probe.speedup,
-                "valid_loss/padded": v_pad,
-                "valid_loss/packed": v_pack,
-                "contamination_max_diff": worst,
+                "tokens_per_second/padded": runs["padded"].tokens_per_second,
+                "tokens_per_second/packed": runs["packed"].tokens_per_second,
+                "throughput_gain": _gain(runs),
+                "packing_speedup": training["corpus"].packing.speedup,
+                "valid_loss/padded": runs["padded"].curve[-1][1],
+                "valid_loss/packed": runs["packed"].curve[-1][1],
+                "contamination_max_diff": max(check["loss"], check["cls"], check["hidden"]),
             }
         )
         notes.append(
@@ -232,39 +292,32 @@ def build_report(cfg, cells: list[Cell], training: dict[str, Any] | None) -> Rep
         )
     metrics.update({f"speedup/{c.histogram}/{c.method}{c.limit}": c.speedup for c in cells})
     return Report(
-        "packing", "Efficient sequence packing without cross-contamination", claims, tables, figures, metrics, notes
+        "packing",
+        "Efficient sequence packing without cross-contamination",
+        measure(cfg, cells, training),
+        tables(cfg, cells, training),
+        figures(cfg, training),
+        metrics,
+        notes,
     )
 
 
 def _curves(padded, packed):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for r in (padded, packed):
-        x, y = zip(*r.curve, strict=True)
-        ax.plot(x, y, marker="o", label=f"{r.mode} ({r.tokens_per_second:,.0f} real tokens/s)")
-    ax.set_xlabel("sequences seen")
-    ax.set_ylabel("validation MLM loss (nats)")
-    ax.legend()
-    fig.tight_layout()
+    fig, ax = plots.figure()
+    series = {
+        f"{r.mode} ({r.tokens_per_second:,.0f} real tokens/s)": tuple(zip(*r.curve, strict=True))
+        for r in (padded, packed)
+    }
+    plots.curves(ax, series, xlabel="sequences seen", ylabel="validation MLM loss (nats)")
     return fig
 
 
 def _lengths(lengths: np.ndarray, max_len: int):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = plots.figure(panel=(6, 3.5))
     ax.hist(lengths, bins=np.arange(1, max_len + 2), color="tab:blue")
     ax.set_xlabel("sequence length (characters, with [CLS])")
     ax.set_ylabel("sequences")
-    fig.tight_layout()
     return fig
 
 
-__all__ = ["PUBLISHED", "build_report"]
+__all__ = ["PUBLISHED", "build_report", "claims", "measure"]

@@ -36,14 +36,21 @@ class Cell:
         return PUBLISHED.get((self.histogram, self.method, self.limit))
 
 
-def packing_table(histograms, methods, limits, nnlshp_max_depth: int, progress=None) -> list[Cell]:
-    """Pack every published histogram with every method and limit (NNLSHP only up to `nnlshp_max_depth`: its
-    strategy enumeration grows as L^(depth - 1)). Cells the paper reports are always included."""
+def planned_cells(histograms, methods, limits, nnlshp_max_depth: int) -> list[tuple[str, str, int]]:
+    """(histogram, method, limit) of every cell to pack, in order: every method and limit asked for on every
+    histogram, plus the cells the paper reports, NNLSHP only up to `nnlshp_max_depth` (its strategy enumeration
+    grows as L^(depth - 1))."""
     jobs = []
     for name in histograms:
         wanted = {(m, int(k)) for m in methods for k in limits}
         wanted |= {(m, k) for (h, m, k) in PUBLISHED if h == name and m in methods}
         jobs += [(name, m, k) for m, k in sorted(wanted) if m != "nnlshp" or k <= nnlshp_max_depth]
+    return jobs
+
+
+def packing_table(histograms, methods, limits, nnlshp_max_depth: int, progress=None) -> list[Cell]:
+    """Pack the published histograms: every cell of `planned_cells`."""
+    jobs = planned_cells(histograms, methods, limits, nnlshp_max_depth)
     cells = []
     for name, method, limit in progress(jobs, desc="packing") if progress else jobs:
         h, L = published_histogram(name)

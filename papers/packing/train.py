@@ -9,7 +9,6 @@ sequences), so a step sees about as many sequences either way and the comparison
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,12 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from core.checkpoint import Checkpointer
 from core.data.shakespeare import load_shakespeare, speeches
 from core.nn.encoder import TransformerEncoder
 from core.packing import PackingResult, lengths_histogram, pack_histogram, pack_sequences, packed_arrays
-from core.progress import progress
-from core.tracking import log_metrics
+from core.train import fit, init_state, optimizer_step
 
 
 @dataclass
@@ -119,21 +116,70 @@ def build_model(cfg, corpus: Corpus) -> TransformerEncoder:
     return TransformerEncoder(corpus.vocab, m.d_model, m.depth, m.heads, cfg.max_len)
 
 
+class Plan:
+    """Every step of a run, fixed in advance: the packs each step trains on, epoch by epoch, until `sequences`
+    sequences have been seen. An epoch is a seeded order of the training sequences (packed: SPFHP packs of them, in a
+    seeded order), cut into batches of `rows` packs; the last batch of an epoch is padded with empty rows."""
+
+    def __init__(self, cfg, corpus: Corpus, mode: str, seed: int, rows: int):
+        self.cfg, self.corpus, self.mode, self.seed, self.rows = cfg, corpus, mode, seed, rows
+        self.width = 1 if mode == "padded" else cfg.max_sequences_per_pack
+        self.packs: list[list[list[int]]] = []  # per epoch
+        self.steps: list[tuple[int, int]] = []  # per step: (epoch, first pack)
+        seen = []
+        while not seen or seen[-1] < cfg.sequences:
+            epoch = len(self.packs)
+            self.packs.append(self._epoch_packs(epoch))
+            for first in range(0, len(self.packs[epoch]), rows):
+                self.steps.append((epoch, first))
+                count = sum(len(p) for p in self.packs[epoch][first : first + rows])
+                seen.append((seen[-1] if seen else 0) + count)
+                if seen[-1] >= cfg.sequences:
+                    break
+        self.seen = np.asarray(seen)  # sequences seen after each step
+        self._masked: tuple[int, tuple[list, list]] | None = None
+
+    def _epoch_packs(self, epoch: int) -> list[list[int]]:
+        n = len(self.corpus.train)
+        order = np.random.default_rng([self.seed, epoch, 1]).permutation(n)
+        if self.mode == "padded":
+            return [[int(i)] for i in order]
+        lengths = np.array([self.corpus.train[i].size for i in order])
+        local, _ = pack_sequences(lengths, self.cfg.max_len, self.cfg.max_sequences_per_pack, "spfhp", seed=epoch)
+        packs = [[int(order[i]) for i in p] for p in local]
+        return [packs[i] for i in np.random.default_rng([self.seed, epoch, 2]).permutation(len(packs))]
+
+    def batch(self, k: int) -> dict[str, np.ndarray]:
+        """The model arrays of step k."""
+        epoch, first = self.steps[k]
+        if self._masked is None or self._masked[0] != epoch:  # masks depend on (seed, epoch, sequence) only
+            self._masked = (epoch, masked(self.corpus, self.corpus.train, self.seed, epoch, self.cfg.mask_prob))
+        inputs, labels = self._masked[1]
+        chunk = self.packs[epoch][first : first + self.rows]
+        chunk += [[] for _ in range(self.rows - len(chunk))]  # a short last batch keeps the compiled shape
+        b = batch_arrays(inputs, labels, chunk, self.cfg.max_len, self.width)
+        return {k: v for k, v in b.items() if k not in ("starts", "index")}
+
+    def evaluates(self, done: int) -> bool:
+        """Evaluate after the step that crosses the next multiple of eval_every sequences, and at the end."""
+        k = done - 1
+        before = self.seen[k - 1] if k else 0
+        return done == len(self.steps) or self.seen[k] // self.cfg.eval_every > before // self.cfg.eval_every
+
+
 def train(
     cfg, corpus: Corpus, mode: str, seed: int, checkpoint_dir: Path | None, resume: bool
 ) -> tuple[Any, RunResult]:
     """Train in `mode` ('padded' or 'packed') until cfg.sequences sequences have been seen."""
     model = build_model(cfg, corpus)
-    L, S = cfg.max_len, cfg.max_sequences_per_pack
+    L = cfg.max_len
     rows = cfg.batch_size if mode == "padded" else max(1, round(cfg.batch_size / corpus.packing.speedup))
-    width = 1 if mode == "padded" else S
+    plan = Plan(cfg, corpus, mode, seed, rows)
     # the same schedule in both modes: a step sees about batch_size sequences either way
     decay = max(cfg.sequences // cfg.batch_size, cfg.warmup + 1)
     schedule = optax.warmup_cosine_decay_schedule(0.0, cfg.lr, cfg.warmup, decay, end_value=cfg.lr * 0.1)
     optimizer = optax.adamw(schedule, weight_decay=0.01)
     dummy = jnp.zeros((1, L), jnp.int32)
-    params = model.init(jax.random.key(seed), dummy, dummy, dummy)
-    state = {"params": params, "opt": optimizer.init(params)}
 
     def loss_fn(p, b, width):
         loss, _, _ = model.apply(
@@ -141,90 +187,39 @@ def train(
         )
         return loss
 
-    @jax.jit
-    def step(s, b):
-        loss, grads = jax.value_and_grad(loss_fn)(s["params"], b, width)
-        updates, opt = optimizer.update(grads, s["opt"], s["params"])
-        return {"params": optax.apply_updates(s["params"], updates), "opt": opt}, loss
-
     valid = _validation_batches(cfg, corpus, seed)
     eval_fn = jax.jit(lambda p, b: loss_fn(p, b, 1))
+    run = fit(
+        jax.jit(optimizer_step(lambda p, b: loss_fn(p, b, plan.width), optimizer)),
+        init_state(model.init(jax.random.key(seed), dummy, dummy, dummy), optimizer),
+        plan.batch,
+        steps=len(plan.steps),
+        evaluate=lambda s: {"valid/loss": float(np.mean([float(eval_fn(s["params"], b)) for b in valid]))},
+        eval_every=plan.evaluates,
+        eval_at_start=True,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=cfg.checkpoint_every,
+        resume=resume,
+        name=mode,
+        count=lambda b: {"real_tokens": int((b["sequence_ids"] > 0).sum()), "slot_tokens": b["ids"].size},
+    )
 
-    def evaluate(p) -> float:
-        return float(np.mean([float(eval_fn(p, b)) for b in valid]))
+    def by_sequences(key: str) -> list[tuple[int, float]]:
+        steps, values = run.history.series(key)
+        return [(int(plan.seen[s - 1]) if s else 0, float(v)) for s, v in zip(steps, values, strict=True)]
 
-    result = RunResult(mode, rows_per_step=rows)
-    ckpt = Checkpointer(checkpoint_dir, keep=1) if checkpoint_dir is not None else None
-    if ckpt is not None and resume and ckpt.latest_step() is not None:
-        _, state, meta = ckpt.restore(state)
-        result = RunResult(
-            **{
-                **meta["result"],
-                "curve": [tuple(c) for c in meta["result"]["curve"]],
-                "train_curve": [tuple(c) for c in meta["result"]["train_curve"]],
-            }
-        )
-    if not result.curve:
-        result.curve.append((0, evaluate(state["params"])))
-    next_eval = (result.sequences // cfg.eval_every + 1) * cfg.eval_every
-    bar = progress(total=cfg.sequences, initial=result.sequences, desc=mode, unit="seq")
-    losses: list[float] = []
-    compiled = False  # the first step of every process compiles: keep it out of the timing
-    while result.sequences < cfg.sequences:
-        for b in _epoch_batches(cfg, corpus, mode, seed, result, rows, width):
-            t0 = time.perf_counter()
-            state, loss = step(state, {k: jnp.asarray(v) for k, v in b.items() if k not in ("starts", "index")})
-            loss = float(loss)
-            if compiled:
-                result.step_seconds += time.perf_counter() - t0
-                result.real_tokens += int((b["sequence_ids"] > 0).sum())
-                result.slot_tokens += b["ids"].size
-            compiled = True
-            seen = int((b["index"] >= 0).sum())
-            result.sequences += seen
-            result.steps += 1
-            losses.append(loss)
-            bar.update(seen)
-            if result.sequences >= next_eval or result.sequences >= cfg.sequences:
-                v = evaluate(state["params"])
-                result.curve.append((result.sequences, v))
-                result.train_curve.append((result.sequences, float(np.mean(losses))))
-                log_metrics(
-                    {f"{mode}/valid_loss": v, f"{mode}/train_loss": float(np.mean(losses))}, step=result.sequences
-                )
-                losses = []
-                next_eval += cfg.eval_every
-                bar.set_postfix(valid=f"{v:.3f}", refresh=False)
-                if ckpt is not None:
-                    ckpt.save(result.steps, state, metadata={"result": result.to_dict()})
-            if result.sequences >= cfg.sequences:
-                break
-    bar.close()
-    return state["params"], result
-
-
-def _epoch_batches(cfg, corpus: Corpus, mode: str, seed: int, result: RunResult, rows: int, width: int):
-    """The batches of the epoch that contains sequence number `result.sequences`, from where the run stands."""
-    n = len(corpus.train)
-    epoch, offset = divmod(result.sequences, n)
-    order = np.random.default_rng([seed, epoch, 1]).permutation(n)
-    inputs, labels = masked(corpus, corpus.train, seed, epoch, cfg.mask_prob)
-    if mode == "padded":
-        packs = [[int(i)] for i in order]
-    else:
-        lengths = np.array([corpus.train[i].size for i in order])
-        local, _ = pack_sequences(lengths, cfg.max_len, cfg.max_sequences_per_pack, "spfhp", seed=epoch)
-        packs = [[int(order[i]) for i in p] for p in local]
-        packs = [packs[i] for i in np.random.default_rng([seed, epoch, 2]).permutation(len(packs))]
-    # skip what the run has already seen in this epoch (after a resume)
-    seen, start = 0, 0
-    while start < len(packs) and seen + len(packs[start]) <= offset:
-        seen += len(packs[start])
-        start += 1
-    for i in range(start, len(packs), rows):
-        chunk = packs[i : i + rows]
-        chunk += [[] for _ in range(rows - len(chunk))]  # a short last batch keeps the compiled shape
-        yield batch_arrays(inputs, labels, chunk, cfg.max_len, width)
+    result = RunResult(
+        mode,
+        curve=by_sequences("valid/loss"),
+        train_curve=by_sequences("train/loss"),
+        step_seconds=run.train_seconds,
+        real_tokens=int(run.timed_counts.get("real_tokens", 0)),
+        slot_tokens=int(run.timed_counts.get("slot_tokens", 0)),
+        sequences=int(plan.seen[-1]),
+        steps=len(plan.steps),
+        rows_per_step=rows,
+    )
+    return run.state["params"], result
 
 
 def _validation_batches(cfg, corpus: Corpus, seed: int) -> list[dict[str, jax.Array]]:

@@ -1,12 +1,15 @@
-"""The PopSparse report: the paper's speed-up table beside the simulated IPU's, the CPU sweep against its peers, the
-crossover densities, and the three claims (static beats dynamic; speed-up grows with block size; static FP16 at
-block 16 beats dense from about 90% sparsity)."""
+"""The PopSparse report: the claims (declared from the config alone, before any run: static beats dynamic; speed-up
+grows with block size; static FP16 at block 16 beats dense from about 90% sparsity), the tables (the paper's speed-up
+table beside the simulated IPU's, the IPU grid, the CPU sweep against its peers, the crossover densities) and the
+figures (speed-up over dense against density, on the simulated IPU and on the CPU)."""
 
 from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
+from core import plots
 from core.report import Claim, Figure, Report, Table, is_true, within_abs
 from papers.popsparse.cpu import crossover_density
 
@@ -20,6 +23,7 @@ PUBLISHED = {
 }
 PAPER_DENSITY = 1 / 16
 HEADLINE_SPARSITY = 0.9  # "static FP16 beats dense from about 90% sparsity"
+HEADLINE_TOL = 0.05
 
 
 def _fmt(x: float, digits: int = 2) -> str:
@@ -44,6 +48,10 @@ def _ipu_rows(rows, dtype=None, block=None, density=None):
     ]
 
 
+def _cpu_at_paper_density(cells) -> list[dict]:
+    return sorted((x for x in cells if _near(x["density"], PAPER_DENSITY)), key=lambda x: x["block"])
+
+
 def _same_n_speedup(row: dict, kind: str) -> float:
     """The sparse speed-up at the batch n where the simulated dense matmul did best (same m, k, n)."""
     n = row["dense"].get("n")
@@ -55,20 +63,185 @@ def _monotone(values) -> bool:
     return all(b >= a for a, b in itertools.pairwise(values))
 
 
-def build_report(cfg, ipu_rows: list[dict], cpu_cells: list[dict], device_name: str) -> Report:
-    c = cfg.popsparse
-    claims, tables, figures, notes = [], [], [], []
-    metrics: dict = {}
+# ---------------------------------------------------------------------------------------------- claims
 
-    # ------------------------------------------------------------------ simulated IPU
+CLAIMS = {
+    "ipu-static-beats-dynamic": Claim(
+        "ipu-static-beats-dynamic",
+        "On the simulated IPU the static-pattern matmul is faster than the dynamic one in every cell",
+        "yes",
+        is_true("static faster in every (dtype, block, density) cell"),
+    ),
+    "ipu-headline-crossover": Claim(
+        "ipu-headline-crossover",
+        "On the simulated IPU, static FP16 at block 16 beats dense from about 90% sparsity (the sparsity "
+        "where its speed-up crosses 1, interpolated in log density)",
+        HEADLINE_SPARSITY,
+        within_abs(HEADLINE_TOL),
+    ),
+    "cpu-static-beats-dynamic": Claim(
+        "cpu-static-beats-dynamic",
+        "On the CPU our static-pattern matmul is faster than our dynamic one in every cell",
+        "yes",
+        is_true("static faster in every (block, density) cell"),
+    ),
+    "cpu-grows-with-block": Claim(
+        "cpu-grows-with-block",
+        "On the CPU the static speed-up over dense at density 1/16 grows with the block size",
+        "yes",
+        is_true("non-decreasing over the block sizes"),
+    ),
+}
+
+
+def _ipu_grows_claim(dtype: str) -> Claim:
+    return Claim(
+        f"ipu-grows-with-block-{dtype}",
+        f"On the simulated IPU the static {dtype} speed-up at density 1/16 grows with the block size",
+        "yes",
+        is_true("non-decreasing over the block sizes"),
+    )
+
+
+def _realised_density(m: int, k: int, block: int, density: float) -> float:
+    """The density of the pattern `BlockPattern.random` draws for `density`: round(density * blocks) blocks, at
+    least one (the CPU cells report this, not the asked density)."""
+    blocks = (m // block) * (k // block)
+    return max(1, round(density * blocks)) / blocks
+
+
+def planned_cells(cfg) -> tuple[list[dict], list[dict]]:
+    """The (dtype, block, density) rows `papers.popsparse.ipu.speedups` returns and the (block, density) cells
+    `papers.popsparse.cpu.cpu_sweep` times for this config, in their order, without their measurements."""
+    c = cfg.popsparse
+    ipu = [
+        {"dtype": t, "block": b, "density": float(d)}
+        for t in c.ipu.dtypes
+        for b in c.ipu.blocks
+        for d in c.ipu.densities
+    ]
+    cpu = [
+        {"block": b, "density": _realised_density(c.cpu.m, c.cpu.k, b, float(d))}
+        for b in c.cpu.blocks
+        for d in c.cpu.densities
+    ]
+    return ipu if c.ipu.enabled else [], cpu if c.cpu.enabled else []
+
+
+def claims(cfg) -> list[Claim]:
+    """The claims, declared before the run: each compares cells the config asks for, so it exists when they do
+    (growth with block size needs two blocks at density 1/16, the crossover two FP16 block-16 densities)."""
+    ipu, cpu = planned_cells(cfg)
+    out = []
+    if ipu:
+        out.append(CLAIMS["ipu-static-beats-dynamic"])
+        for dtype in sorted({r["dtype"] for r in ipu}):
+            if len(_ipu_rows(ipu, dtype, None, PAPER_DENSITY)) >= 2:
+                out.append(_ipu_grows_claim(dtype))
+        if len(_ipu_rows(ipu, "float16", 16)) >= 2:
+            out.append(CLAIMS["ipu-headline-crossover"])
+    if cpu:
+        if cfg.popsparse.cpu.dynamic:
+            out.append(CLAIMS["cpu-static-beats-dynamic"])
+        if len(_cpu_at_paper_density(cpu)) >= 2:
+            out.append(CLAIMS["cpu-grows-with-block"])
+    return out
+
+
+def _ipu_crossover(ipu_rows) -> tuple[list[float], list[float], float | None] | None:
+    """Densities, static speed-ups and the crossover density of static FP16 at block 16 (None: under two densities)."""
+    sweep = sorted(_ipu_rows(ipu_rows, "float16", 16), key=lambda r: r["density"])
+    if len(sweep) < 2:
+        return None
+    dens = [r["density"] for r in sweep]
+    speed = [r["static_speedup"] for r in sweep]
+    return dens, speed, crossover_density(dens, speed)
+
+
+def measure(cfg, ipu_rows: list[dict], cpu_cells: list[dict]) -> list[Claim]:
+    """Our figure for every declared claim (one the run did not measure stays unmeasured)."""
+    ours: dict[str, tuple[Any, str]] = {}
+    if ipu_rows:
+        wins = sum(r["static_speedup"] > r["dynamic_speedup"] for r in ipu_rows)
+        ours["ipu-static-beats-dynamic"] = (wins == len(ipu_rows), f"static faster in {wins} of {len(ipu_rows)} cells")
+        for dtype in sorted({r["dtype"] for r in ipu_rows}):
+            cells = sorted(_ipu_rows(ipu_rows, dtype, None, PAPER_DENSITY), key=lambda r: r["block"])
+            speed = [r["static_speedup"] for r in cells]
+            ours[f"ipu-grows-with-block-{dtype}"] = (
+                _monotone(speed),
+                ", ".join(f"b={r['block']}: {s:.2f}x" for r, s in zip(cells, speed, strict=True)),
+            )
+        crossing = _ipu_crossover(ipu_rows)
+        if crossing is not None:
+            dens, speed, cross = crossing
+            bracketed = cross is not None and cross < max(dens)
+            ours["ipu-headline-crossover"] = (
+                1 - cross if bracketed else float("nan"),
+                ", ".join(f"{_frac(d)}: {s:.2f}x" for d, s in zip(dens, speed, strict=True))
+                + ("" if bracketed else "; the crossover is not inside the density grid"),
+            )
+    if cpu_cells:
+        if "dynamic" in cpu_cells[0]:
+            wins = sum(cell["static"] < cell["dynamic"] for cell in cpu_cells)
+            ours["cpu-static-beats-dynamic"] = (
+                wins == len(cpu_cells),
+                f"static faster in {wins} of {len(cpu_cells)} cells",
+            )
+        at = _cpu_at_paper_density(cpu_cells)
+        speed = [x["dense"] / x["static"] for x in at]
+        ours["cpu-grows-with-block"] = (
+            _monotone(speed),
+            ", ".join(f"b={x['block']}: {s:.2f}x" for x, s in zip(at, speed, strict=True)),
+        )
+    return [claim.measured(*ours[claim.id]) if claim.id in ours else claim for claim in claims(cfg)]
+
+
+# ---------------------------------------------------------------------------------------------- tables
+
+
+def _paper_cells(ipu_rows) -> dict[tuple[int, str], tuple[float, float, float, float]]:
+    """Per published (block, dtype): the simulated static and dynamic speed-ups, best over n and at dense's n."""
+    out = {}
+    for block, dtype in PUBLISHED:
+        found = _ipu_rows(ipu_rows, dtype, block, PAPER_DENSITY)
+        if found:
+            r = found[0]
+            out[(block, dtype)] = (
+                r["static_speedup"],
+                r["dynamic_speedup"],
+                _same_n_speedup(r, "static"),
+                _same_n_speedup(r, "dynamic"),
+            )
+        else:
+            out[(block, dtype)] = (float("nan"),) * 4
+    return out
+
+
+def _cpu_kinds(cpu_cells) -> list[str]:
+    return [k for k in ("static", "dynamic", "scipy", "bcsr") if k in cpu_cells[0]]
+
+
+def _crossover_text(density: float | None) -> str:
+    return "never on the grid" if density is None else f"{density:.3g} (sparsity {1 - density:.1%})"
+
+
+def _cpu_crossovers(cpu_cells) -> dict[tuple[int, str], float | None]:
+    """(block, method) -> the density below which the method beats dense (None: never on the grid)."""
+    out = {}
+    for b in sorted({cell["block"] for cell in cpu_cells}):
+        cells = [cell for cell in cpu_cells if cell["block"] == b]
+        for k in _cpu_kinds(cpu_cells):
+            out[(b, k)] = crossover_density([x["density"] for x in cells], [x["dense"] / x[k] for x in cells])
+    return out
+
+
+def tables(cfg, ipu_rows: list[dict], cpu_cells: list[dict], device_name: str) -> list[Table]:
+    c = cfg.popsparse
+    out = []
     if ipu_rows:
         paper_rows = []
-        for (block, dtype), (p_static, p_dynamic) in PUBLISHED.items():
-            found = _ipu_rows(ipu_rows, dtype, block, PAPER_DENSITY)
-            s = found[0]["static_speedup"] if found else float("nan")
-            d = found[0]["dynamic_speedup"] if found else float("nan")
-            s_same = _same_n_speedup(found[0], "static") if found else float("nan")
-            d_same = _same_n_speedup(found[0], "dynamic") if found else float("nan")
+        for (block, dtype), (s, d, s_same, d_same) in _paper_cells(ipu_rows).items():
+            p_static, p_dynamic = PUBLISHED[(block, dtype)]
             paper_rows.append(
                 [
                     block,
@@ -83,9 +256,7 @@ def build_report(cfg, ipu_rows: list[dict], cpu_cells: list[dict], device_name: 
                     _fmt(d_same),
                 ]
             )
-            metrics[f"ipu/static_speedup_b{block}_{dtype}"] = s
-            metrics[f"ipu/dynamic_speedup_b{block}_{dtype}"] = d
-        tables.append(
+        out.append(
             Table(
                 "paper_table",
                 f"Speed-up over dense at m = k = {c.ipu.m}, density 1/16: the paper's IPU (Bow) beside the simulated "
@@ -110,7 +281,7 @@ def build_report(cfg, ipu_rows: list[dict], cpu_cells: list[dict], device_name: 
                 "dense is fastest.",
             )
         )
-        tables.append(
+        out.append(
             Table(
                 "ipu_grid",
                 f"Simulated {device_name}: speed-up over dense (best over n = {list(c.ipu.ns)}), m = k = {c.ipu.m}",
@@ -139,58 +310,9 @@ def build_report(cfg, ipu_rows: list[dict], cpu_cells: list[dict], device_name: 
                 ],
             )
         )
-        pairs = [(r["static_speedup"], r["dynamic_speedup"]) for r in ipu_rows]
-        wins = sum(s > d for s, d in pairs)
-        claims.append(
-            Claim(
-                "ipu-static-beats-dynamic",
-                "On the simulated IPU the static-pattern matmul is faster than the dynamic one in every cell",
-                "yes",
-                is_true("static faster in every (dtype, block, density) cell"),
-            ).measured(wins == len(pairs), f"static faster in {wins} of {len(pairs)} cells")
-        )
-        for dtype in sorted({r["dtype"] for r in ipu_rows}):
-            cells = sorted(_ipu_rows(ipu_rows, dtype, None, PAPER_DENSITY), key=lambda r: r["block"])
-            if len(cells) < 2:
-                continue
-            speed = [r["static_speedup"] for r in cells]
-            claims.append(
-                Claim(
-                    f"ipu-grows-with-block-{dtype}",
-                    f"On the simulated IPU the static {dtype} speed-up at density 1/16 grows with the block size",
-                    "yes",
-                    is_true("non-decreasing over the block sizes"),
-                ).measured(
-                    _monotone(speed), ", ".join(f"b={r['block']}: {s:.2f}x" for r, s in zip(cells, speed, strict=True))
-                )
-            )
-        sweep = sorted(_ipu_rows(ipu_rows, "float16", 16), key=lambda r: r["density"])
-        if len(sweep) >= 2:
-            dens = [r["density"] for r in sweep]
-            speed = [r["static_speedup"] for r in sweep]
-            cross = crossover_density(dens, speed)
-            sparsity = float("nan") if cross is None else 1 - cross
-            bracketed = cross is not None and cross < max(dens)
-            metrics["ipu/static_fp16_b16_crossover_sparsity"] = sparsity
-            claims.append(
-                Claim(
-                    "ipu-headline-crossover",
-                    "On the simulated IPU, static FP16 at block 16 beats dense from about 90% sparsity (the sparsity "
-                    "where its speed-up crosses 1, interpolated in log density)",
-                    HEADLINE_SPARSITY,
-                    within_abs(0.05),
-                ).measured(
-                    sparsity if bracketed else float("nan"),
-                    ", ".join(f"{_frac(d)}: {s:.2f}x" for d, s in zip(dens, speed, strict=True))
-                    + ("" if bracketed else "; the crossover is not inside the density grid"),
-                )
-            )
-        figures.append(Figure("ipu_speedup", _plot_ipu(ipu_rows), "Simulated IPU: speed-up over dense vs density"))
-
-    # ------------------------------------------------------------------ CPU
     if cpu_cells:
-        kinds = [k for k in ("static", "dynamic", "scipy", "bcsr") if k in cpu_cells[0]]
-        tables.append(
+        kinds = _cpu_kinds(cpu_cells)
+        out.append(
             Table(
                 "cpu",
                 f"CPU, float32, m = k = {c.cpu.m}, n = {c.cpu.n}: milliseconds per product and speed-up over dense "
@@ -206,109 +328,107 @@ def build_report(cfg, ipu_rows: list[dict], cpu_cells: list[dict], device_name: 
                 "(element-wise CSR). Every product was checked against the dense one before it was timed.",
             )
         )
-        blocks = sorted({cell["block"] for cell in cpu_cells})
-        cross_rows = []
-        for b in blocks:
-            cells = [cell for cell in cpu_cells if cell["block"] == b]
-            row = [b]
-            for k in kinds:
-                cross = crossover_density([x["density"] for x in cells], [x["dense"] / x[k] for x in cells])
-                row.append("never on the grid" if cross is None else f"{cross:.3g} (sparsity {1 - cross:.1%})")
-                metrics[f"cpu/crossover_density_{k}_b{b}"] = float("nan") if cross is None else cross
-            cross_rows.append(row)
-        tables.append(
+        crossovers = _cpu_crossovers(cpu_cells)
+        cross_rows = [
+            [b, *(_crossover_text(crossovers[(b, k)]) for k in kinds)] for b in sorted({b for b, _ in crossovers})
+        ]
+        out.append(
             Table("cpu_crossover", "CPU: density below which each method beats dense", ["block", *kinds], cross_rows)
         )
-        if "dynamic" in kinds:
-            wins = sum(cell["static"] < cell["dynamic"] for cell in cpu_cells)
-            claims.append(
-                Claim(
-                    "cpu-static-beats-dynamic",
-                    "On the CPU our static-pattern matmul is faster than our dynamic one in every cell",
-                    "yes",
-                    is_true("static faster in every (block, density) cell"),
-                ).measured(wins == len(cpu_cells), f"static faster in {wins} of {len(cpu_cells)} cells")
-            )
-        at = [cell for cell in cpu_cells if _near(cell["density"], PAPER_DENSITY)]
-        if len(at) >= 2:
-            at.sort(key=lambda x: x["block"])
-            speed = [x["dense"] / x["static"] for x in at]
-            claims.append(
-                Claim(
-                    "cpu-grows-with-block",
-                    "On the CPU the static speed-up over dense at density 1/16 grows with the block size",
-                    "yes",
-                    is_true("non-decreasing over the block sizes"),
-                ).measured(
-                    _monotone(speed), ", ".join(f"b={x['block']}: {s:.2f}x" for x, s in zip(at, speed, strict=True))
-                )
-            )
-        figures.append(Figure("cpu_speedup", _plot_cpu(cpu_cells, kinds), "CPU: speed-up over dense vs density"))
-    notes.append(
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- figures
+
+
+def figures(ipu_rows: list[dict], cpu_cells: list[dict]) -> list[Figure]:
+    out = []
+    if ipu_rows:
+        out.append(Figure("ipu_speedup", _plot_ipu(ipu_rows), "Simulated IPU: speed-up over dense vs density"))
+    if cpu_cells:
+        out.append(
+            Figure("cpu_speedup", _plot_cpu(cpu_cells, _cpu_kinds(cpu_cells)), "CPU: speed-up over dense vs density")
+        )
+    return out
+
+
+def build_report(cfg, ipu_rows: list[dict], cpu_cells: list[dict], device_name: str) -> Report:
+    metrics: dict = {}
+    if ipu_rows:
+        for (block, dtype), (s, d, _, _) in _paper_cells(ipu_rows).items():
+            metrics[f"ipu/static_speedup_b{block}_{dtype}"] = s
+            metrics[f"ipu/dynamic_speedup_b{block}_{dtype}"] = d
+        crossing = _ipu_crossover(ipu_rows)
+        if crossing is not None:
+            cross = crossing[2]
+            metrics["ipu/static_fp16_b16_crossover_sparsity"] = float("nan") if cross is None else 1 - cross
+    if cpu_cells:
+        for (b, k), cross in _cpu_crossovers(cpu_cells).items():
+            metrics[f"cpu/crossover_density_{k}_b{b}"] = float("nan") if cross is None else cross
+    notes = [
         "The paper measured a Bow IPU (and an A100 for the GPU comparison); here the IPU is ipu_model's simulation "
         f"({device_name}, constants from product briefs, see ipu_model/README.md) and the CPU is this machine."
+    ]
+    return Report(
+        "popsparse",
+        "PopSparse: block-sparse matmul on the IPU",
+        measure(cfg, ipu_rows, cpu_cells),
+        tables(cfg, ipu_rows, cpu_cells, device_name),
+        figures(ipu_rows, cpu_cells),
+        metrics,
+        notes,
     )
-    return Report("popsparse", "PopSparse: block-sparse matmul on the IPU", claims, tables, figures, metrics, notes)
+
+
+def _log2_axes(ax) -> None:
+    ax.axhline(1, color="k", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
 
 
 def _plot_ipu(rows):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     dtypes = sorted({r["dtype"] for r in rows})
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(5.5 * len(dtypes), 4), squeeze=False)
+    fig, axes = plots.figure(len(dtypes), panel=(5.5, 4), squeeze=False)
     for ax, dtype in zip(axes[0], dtypes, strict=True):
-        for block in sorted({r["block"] for r in rows}):
+        series, styles, stars = {}, {}, []
+        blocks = [b for b in sorted({r["block"] for r in rows}) if _ipu_rows(rows, dtype, b)]
+        for i, block in enumerate(blocks):
             cells = sorted(_ipu_rows(rows, dtype, block), key=lambda r: r["density"])
-            if not cells:
-                continue
             d = [r["density"] for r in cells]
-            line = ax.plot(d, [r["static_speedup"] for r in cells], marker="o", label=f"static b={block}")[0]
-            ax.plot(
-                d,
-                [r["dynamic_speedup"] for r in cells],
-                marker="s",
-                ls="--",
-                color=line.get_color(),
-                label=f"dynamic b={block}",
-            )
+            colour = f"C{i}"  # static and dynamic of a block share a colour; the paper's stars too
+            series[f"static b={block}"] = (d, [r["static_speedup"] for r in cells])
+            series[f"dynamic b={block}"] = (d, [r["dynamic_speedup"] for r in cells])
+            styles[f"static b={block}"] = {"color": colour}
+            styles[f"dynamic b={block}"] = {"color": colour, "marker": "s", "ls": "--"}
             if (block, dtype) in PUBLISHED:
-                s, dy = PUBLISHED[(block, dtype)]
-                ax.scatter([PAPER_DENSITY] * 2, [s, dy], marker="*", s=120, color=line.get_color(), zorder=5)
-        ax.axhline(1, color="k", lw=0.8)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log", base=2)
-        ax.set_xlabel("density")
-        ax.set_ylabel("speed-up over dense")
+                stars.append((PUBLISHED[(block, dtype)], colour))
+        plots.curves(ax, series, xlabel="density", ylabel="speed-up over dense", styles=styles, legend=False)
+        for (s, dy), colour in stars:
+            ax.scatter([PAPER_DENSITY] * 2, [s, dy], marker="*", s=120, color=colour, zorder=5)
+        _log2_axes(ax)
         ax.set_title(f"simulated IPU, {dtype} (stars: paper)")
         ax.legend(fontsize=7)
-    fig.tight_layout()
     return fig
 
 
 def _plot_cpu(cells, kinds):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     blocks = sorted({c["block"] for c in cells})
-    fig, axes = plt.subplots(1, len(blocks), figsize=(4 * len(blocks), 3.6), squeeze=False, sharey=True)
+    fig, axes = plots.figure(len(blocks), panel=(4, 3.6), squeeze=False, sharey=True)
     for ax, b in zip(axes[0], blocks, strict=True):
         mine = sorted((c for c in cells if c["block"] == b), key=lambda c: c["density"])
         d = [c["density"] for c in mine]
-        for k in kinds:
-            ax.plot(
-                d, [c["dense"] / c[k] for c in mine], marker="o", ls="-" if k in ("static", "dynamic") else ":", label=k
-            )
-        ax.axhline(1, color="k", lw=0.8)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log", base=2)
-        ax.set_xlabel("density")
+        plots.curves(
+            ax,
+            {k: (d, [c["dense"] / c[k] for c in mine]) for k in kinds},
+            xlabel="density",
+            styles={k: {"ls": "-" if k in ("static", "dynamic") else ":"} for k in kinds},
+            legend=False,
+        )
+        _log2_axes(ax)
         ax.set_title(f"CPU, block {b}")
     axes[0][0].set_ylabel("speed-up over dense jnp.matmul")
     axes[0][-1].legend(fontsize=7)
-    fig.tight_layout()
     return fig
+
+
+__all__ = ["PUBLISHED", "build_report", "claims", "measure", "planned_cells"]

@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+
+from core.config import check_range
+from core.train import fit, init_state, optimizer_step
 
 MAX_Z = 10  # H..F
 
@@ -97,6 +101,7 @@ def parameter_count(cfg: SchNetConfig) -> int:
     return sum(int(np.prod(p.shape)) for p in jax.tree.leaves(params))
 
 
+@partial(jax.tree_util.register_dataclass, data_fields=["z", "pos", "y"], meta_fields=[])
 @dataclass(frozen=True)
 class Molecules:
     """Padded arrays of conformers: z [N, A] int32, pos [N, A, 3] float32 (Bohr), y [N] float32 (gap, eV)."""
@@ -141,35 +146,63 @@ def split_by_smiles(smiles: list[str], valid_fraction: float, seed: int) -> tupl
     return np.flatnonzero(~is_valid), np.flatnonzero(is_valid)
 
 
-@dataclass(frozen=True)
+@dataclass
 class TrainConfig:
-    steps: int = 2000
+    """How SchNet trains (the training keys of the config's qm1b.schnet section)."""
+
+    steps: int = 1500
     batch_size: int = 32
     lr: float = 5e-4
     warmup: int = 100
     eval_every: int = 500
-    seed: int = 0
+    checkpoint_every: int = 500
+
+    def __post_init__(self) -> None:
+        for key in ("steps", "batch_size", "eval_every", "checkpoint_every"):
+            check_range(f"qm1b.schnet.{key}", getattr(self, key), ge=1)
+        check_range("qm1b.schnet.lr", self.lr, gt=0)
+        check_range("qm1b.schnet.warmup", self.warmup, ge=0)
 
 
-def train_schnet(model_cfg: SchNetConfig, train: Molecules, valid: Molecules, tc: TrainConfig, *, progress_bar=None):
+class Shuffled:
+    """Batches of `batch` molecules without replacement: a permutation of the training set per epoch, drawn one after
+    another from one generator seeded (seed, 1); a partial last batch is dropped. Batch k of any run is the same."""
+
+    def __init__(self, data: Molecules, batch: int, seed: int):
+        self.data, self.batch = data, batch
+        self.per_epoch = len(data) // batch
+        self._rng = np.random.default_rng([seed, 1])
+        self._orders: list[np.ndarray] = []
+
+    def __call__(self, k: int) -> Molecules:
+        epoch, i = divmod(k, self.per_epoch)
+        while len(self._orders) <= epoch:
+            self._orders.append(self._rng.permutation(len(self.data)))
+        return self.data.take(self._orders[epoch][i * self.batch : (i + 1) * self.batch])
+
+
+def train_schnet(
+    model_cfg: SchNetConfig,
+    train: Molecules,
+    valid: Molecules,
+    tc: TrainConfig,
+    *,
+    seed: int = 0,
+    checkpoint_dir=None,
+    resume: bool = False,
+    progress_bar=None,
+    name: str = "schnet",
+):
     """Adam on the L1 loss of standardised gaps (cosine decay after a linear warm-up).
     Returns (params, {"train_mae": meV, "valid_mae": meV, "curve": [(step, train meV, valid meV)]})."""
     model = SchNet(model_cfg)
     mean, std = float(train.y.mean()), float(train.y.std() + 1e-6)
-    key = jax.random.key(tc.seed)
-    params = model.init(key, train.z[:1], train.pos[:1], train.mask[:1])
+    params = model.init(jax.random.key(seed), train.z[:1], train.pos[:1], train.mask[:1])
     schedule = optax.warmup_cosine_decay_schedule(0.0, tc.lr, tc.warmup, max(tc.steps, tc.warmup + 1), tc.lr * 0.01)
     opt = optax.adam(schedule)
-    state = opt.init(params)
 
-    def loss_fn(p, z, pos, mask, y):
-        return jnp.mean(jnp.abs(model.apply(p, z, pos, mask) - (y - mean) / std))
-
-    @jax.jit
-    def step(p, s, z, pos, mask, y):
-        loss, g = jax.value_and_grad(loss_fn)(p, z, pos, mask, y)
-        u, s = opt.update(g, s, p)
-        return optax.apply_updates(p, u), s, loss
+    def loss_fn(p, b: Molecules):
+        return jnp.mean(jnp.abs(model.apply(p, b.z, b.pos, b.mask) - (b.y - mean) / std))
 
     predict = jax.jit(lambda p, z, pos, mask: model.apply(p, z, pos, mask) * std + mean)
 
@@ -180,18 +213,22 @@ def train_schnet(model_cfg: SchNetConfig, train: Molecules, valid: Molecules, tc
             errors.append(np.abs(np.asarray(predict(p, b.z, b.pos, b.mask)) - b.y))
         return float(np.concatenate(errors).mean() * 1000)
 
-    rng = np.random.default_rng([tc.seed, 1])
-    batch = min(tc.batch_size, len(train))
-    curve = []
-    order, at = rng.permutation(len(train)), 0
-    for i in range(tc.steps):
-        if at + batch > len(order):
-            order, at = rng.permutation(len(train)), 0
-        b = train.take(order[at : at + batch])
-        at += batch
-        params, state, _ = step(params, state, b.z, b.pos, b.mask, b.y)
-        if progress_bar is not None:
-            progress_bar.update(1)
-        if (i + 1) % tc.eval_every == 0 or i + 1 == tc.steps:
-            curve.append((i + 1, mae_mev(params, train), mae_mev(params, valid)))
-    return params, {"train_mae": curve[-1][1], "valid_mae": curve[-1][2], "curve": curve}
+    run = fit(
+        jax.jit(optimizer_step(loss_fn, opt)),
+        init_state(params, opt),
+        Shuffled(train, min(tc.batch_size, len(train)), seed),
+        steps=tc.steps,
+        evaluate=lambda s: {"train/mae": mae_mev(s["params"], train), "valid/mae": mae_mev(s["params"], valid)},
+        eval_every=tc.eval_every,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=tc.checkpoint_every,
+        resume=resume,
+        name=name,
+        bar=progress_bar,
+    )
+    steps, train_mae = run.history.series("train/mae")
+    curve = [
+        (int(k), float(t), float(v))
+        for k, t, v in zip(steps, train_mae, run.history.series("valid/mae")[1], strict=True)
+    ]
+    return run.state["params"], {"train_mae": curve[-1][1], "valid_mae": curve[-1][2], "curve": curve}

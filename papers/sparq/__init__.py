@@ -18,6 +18,7 @@ from core.report import Report
 from core.runner import current_run
 from papers.sparq.attention import dense_attention, h2o_attention, local_attention, sparq_attention
 from papers.sparq.model import model_key, train_model
+from papers.sparq.report import build_report, claims
 from papers.sparq.tasks import bits_per_character, make_method, repetition
 
 BASELINES = ("sparq", "h2o", "local")
@@ -43,7 +44,6 @@ class ModelConfig:
     induction_len: int = 32
     induction_span: int = 10
     induction_batch: int = 64
-    seed: int = 0
     checkpoint_every: int = 250
 
     def __post_init__(self) -> None:
@@ -106,14 +106,14 @@ class Config:
 
 
 def reproduce(cfg) -> Report:
-    from papers.sparq.report import build_report
     from papers.sparq.speed import decode_step_times
 
     c = cfg.sparq
     corpus = load_shakespeare()
     run = current_run()
-    root = Path(cfg.output_root) / "sparq" / "models" / model_key(c)
-    model, params, info = train_model(c, corpus, root, resume=run.resume if run else True)
+    seed = int(cfg.seed)
+    root = Path(cfg.output_root) / "sparq" / "models" / model_key(c, seed)
+    model, params, info = train_model(c, corpus, root, seed=seed, resume=run.resume if run else False)
     head_dim = c.model.d_model // c.model.heads
     context = c.model.seq_len - c.prompt_len - c.generate
     texts = evaluation_windows(corpus.test, context, c.repetition_examples)
@@ -140,4 +140,4 @@ def reproduce(cfg) -> Report:
     return build_report(cfg, results, info, speed)
 
 
-__all__ = ["Config", "dense_attention", "h2o_attention", "local_attention", "reproduce", "sparq_attention"]
+__all__ = ["Config", "claims", "dense_attention", "h2o_attention", "local_attention", "reproduce", "sparq_attention"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
+from dataclasses import asdict
 from pathlib import Path
 
 import jax
@@ -21,11 +21,9 @@ import numpy as np
 import optax
 from omegaconf import OmegaConf
 
-from core.checkpoint import Checkpointer
 from core.data.shakespeare import CharCorpus, sample_windows
 from core.nn import Ops, TransformerLM
-from core.progress import progress
-from core.tracking import log_metrics
+from core.train import fit, init_state, optimizer_step
 
 
 def build_model(cfg, corpus: CharCorpus) -> TransformerLM:
@@ -33,13 +31,10 @@ def build_model(cfg, corpus: CharCorpus) -> TransformerLM:
     return TransformerLM(corpus.vocab_size, m.d_model, m.depth, m.heads, m.seq_len, Ops(), position=m.position)
 
 
-def model_key(cfg) -> str:
-    """A hash of everything that determines the trained weights (and nothing else)."""
-    blob = json.dumps(
-        OmegaConf.to_container(cfg.model, resolve=True) if hasattr(cfg.model, "_get_node") else dict(cfg.model),
-        sort_keys=True,
-        default=str,
-    )
+def model_key(cfg, seed: int) -> str:
+    """A hash of everything that determines the trained weights (and nothing else): the model section and the seed."""
+    model = OmegaConf.to_container(cfg.model, resolve=True) if hasattr(cfg.model, "_get_node") else asdict(cfg.model)
+    blob = json.dumps({"model": model, "seed": seed}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -59,53 +54,39 @@ def induction_windows(rng: np.random.Generator, batch: int, length: int, span: i
     return repeat_windows(rng.integers(0, vocab, (batch, length)), rng, 1.0, span)
 
 
-def train_model(cfg, corpus: CharCorpus, directory: Path, resume: bool = True):
-    """Train (or load) the LM; returns (model, params, info)."""
+def train_model(cfg, corpus: CharCorpus, directory: Path, *, seed: int, resume: bool = True):
+    """Train (or load, when `directory` holds the finished run) the LM; returns (model, params, info)."""
     m = cfg.model
     model = build_model(cfg, corpus)
-    ckpt = Checkpointer(directory, keep=1)
     schedule = optax.warmup_cosine_decay_schedule(0.0, m.lr, m.warmup, max(m.steps, m.warmup + 1), m.lr * 0.1)
     optimizer = optax.adamw(schedule, b1=0.9, b2=0.99, weight_decay=0.01)
-    dummy = jnp.zeros((1, m.seq_len), jnp.int32)
-    params = model.init(jax.random.key(m.seed), dummy)
-    state = {"params": params, "opt": optimizer.init(params)}
-    start, info = 0, {"train_loss": [], "seconds": 0.0}
-    if resume and ckpt.latest_step() is not None:
-        start, state, meta = ckpt.restore(state)
-        info = meta["info"]
-    if start >= m.steps:
-        return model, state["params"], {**info, "loaded": True}
+    params = model.init(jax.random.key(seed), jnp.zeros((1, m.seq_len), jnp.int32))
 
     def loss_fn(p, w):
         return model.apply(p, w[:, :-1], w[:, 1:], method=TransformerLM.loss)
 
-    @jax.jit
-    def step(s, w):
-        loss, grads = jax.value_and_grad(loss_fn)(s["params"], w)
-        updates, opt = optimizer.update(grads, s["opt"], s["params"])
-        return {"params": optax.apply_updates(s["params"], updates), "opt": opt}, loss
+    def batch_of(i: int) -> np.ndarray:
+        rng = np.random.default_rng([seed, i])
+        if i < m.induction_steps:
+            return induction_windows(rng, m.induction_batch, m.induction_len + 1, m.induction_span, corpus.vocab_size)
+        w = sample_windows(corpus.train, m.seq_len + 1, m.batch_size, rng)
+        return repeat_windows(w, rng, m.repeat_share, m.repeat_span)
 
-    t0 = time.perf_counter()
-    losses = []
-    bar = progress(range(start, m.steps), desc="train LM", total=m.steps, initial=start, unit="step")
-    for i in bar:
-        rng = np.random.default_rng([m.seed, i])
-        if i < m.get("induction_steps", 0):
-            w = induction_windows(rng, m.induction_batch, m.induction_len + 1, m.induction_span, corpus.vocab_size)
-        else:
-            w = sample_windows(corpus.train, m.seq_len + 1, m.batch_size, rng)
-            w = repeat_windows(w, rng, m.repeat_share, m.repeat_span)
-        state, loss = step(state, jnp.asarray(w))
-        losses.append(float(loss))
-        if (i + 1) % 50 == 0 or i + 1 == m.steps:
-            mean = float(np.mean(losses))
-            info["train_loss"].append((i + 1, mean))
-            log_metrics({"lm/train_loss": mean}, step=i + 1)
-            bar.set_postfix(loss=f"{mean:.3f}", refresh=False)
-            losses = []
-        if (i + 1) % m.checkpoint_every == 0 or i + 1 == m.steps:
-            info["seconds"] += time.perf_counter() - t0
-            t0 = time.perf_counter()
-            ckpt.save(i + 1, state, metadata={"info": info})
-    bar.close()
-    return model, state["params"], {**info, "loaded": False}
+    run = fit(
+        jax.jit(optimizer_step(loss_fn, optimizer)),
+        init_state(params, optimizer),
+        batch_of,
+        steps=m.steps,
+        log_every=50,
+        checkpoint_dir=directory,
+        checkpoint_every=m.checkpoint_every,
+        resume=resume,
+        name="lm",
+    )
+    steps, losses = run.history.series("train/loss")
+    info = {
+        "train_loss": [(int(k), float(v)) for k, v in zip(steps, losses, strict=True)],
+        "seconds": run.wall_seconds,
+        "loaded": run.resumed_from == m.steps,
+    }
+    return model, run.state["params"], info

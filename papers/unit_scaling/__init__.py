@@ -13,10 +13,10 @@ from core.config import ConfigError, check_choice, check_range
 from core.data.shakespeare import load_shakespeare
 from core.report import Report
 from core.runner import current_run
-from papers.unit_scaling.report import build_report, init_scales
-from papers.unit_scaling.train import ARMS, train_arm
+from papers.unit_scaling.report import build_report, claims
+from papers.unit_scaling.train import ARMS, init_scales, train_arm
 
-__all__ = ["ARMS", "Config", "ModelConfig", "reproduce"]
+__all__ = ["ARMS", "Config", "ModelConfig", "claims", "reproduce"]
 
 
 @dataclass
@@ -47,8 +47,20 @@ class Config:
     warmup_steps: int = 100
     weight_decay: float = 0.0
     constraint: str | None = "gmean"
-    # learning rate of each arm (AdamW peak), chosen by the sweep documented in the README
-    lr: dict[str, float] = field(default_factory=dict)
+    # AdamW peak learning rate per arm, from the sweeps in the README (best validation BPC, one seed): FP32
+    # regular, FP32 unit-scaled and FP8 unit-scaled were swept; the other arms use their FP32 twin's value
+    lr: dict[str, float] = field(
+        default_factory=lambda: {
+            "fp32_regular": 0.016,
+            "fp16_regular": 0.016,
+            "fp16_regular_ls2048": 0.016,
+            "fp16_regular_dynamic": 0.016,
+            "fp8_regular": 0.016,
+            "fp32_unit": 0.128,
+            "fp16_unit": 0.128,
+            "fp8_unit": 0.032,
+        }
+    )
     dynamic_initial_scale: float = 2.0**15
     dynamic_growth_interval: int = 200
     eval_every: int = 100

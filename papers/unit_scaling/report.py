@@ -1,18 +1,18 @@
-"""The unit-scaling report: claims with tolerances fixed here (before any run), the paper's table beside ours,
-training curves, the per-tensor scale plot at initialisation and gradient underflow per arm."""
+"""The unit-scaling report: the claims (declared from the config alone, before any run), the tables (the paper's
+table beside ours, every arm, the per-tensor scales at initialisation) and the figures (the per-tensor scale plot,
+training curves, gradient underflow per arm)."""
 
 from __future__ import annotations
 
 import math
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from core.data.shakespeare import CharCorpus, sample_windows
+from core import plots
+from core.data.shakespeare import CharCorpus
 from core.report import Claim, Figure, Report, Rule, Table, at_least, at_most
-from core.unit_scaling.analysis import TensorScale, plot_scales, tensor_scales
-from papers.unit_scaling.train import ARMS, ArmResult, build_model
+from core.unit_scaling.analysis import TensorScale, plot_scales
+from papers.unit_scaling.train import ARMS, IID_LABEL, ArmResult
 
 # Test bits per character of the paper's Table 3 (character LM on WikiText-103 raw), by model row.
 PAPER_BPC = {
@@ -32,6 +32,8 @@ PAPER_BPC = {
     },
 }
 TABLE_COLUMNS = ["fp16_regular", "fp16_unit", "fp16_regular_ls2048", "fp32_regular", "fp32_unit"]
+
+# ---------------------------------------------------------------------------------------------- claims
 
 REGULAR_GRADIENTS_BELOW = math.log2(1 / 100)  # "orders of magnitude lower": a median gradient std under 1/100
 
@@ -90,26 +92,17 @@ CLAIMS = {
 }
 
 
-IID_LABEL = "FP32 unit-scaled, i.i.d. random tokens"
+ARM_CLAIMS = {  # claim -> the arm it measures against FP32 regular
+    "fp16-unit-matches-fp32": "fp16_unit",
+    "fp16-regular-worse": "fp16_regular",
+    "fp8-unit-matches-fp32": "fp8_unit",
+    "fp8-regular-fails": "fp8_regular",
+}
 
 
-def init_scales(c, corpus: CharCorpus) -> dict[str, list[TensorScale]]:
-    """Per-tensor stds at initialisation for the regular and the unit-scaled FP32 model on one training batch,
-    and for the unit-scaled model on i.i.d. uniform tokens (the independence the scaling rules assume)."""
-    rng = np.random.default_rng(0)
-    text = sample_windows(corpus.train, c.model.seq_len + 1, c.analysis_batch_size, rng)
-    iid = rng.integers(1, corpus.vocab_size, text.shape).astype(np.int32)
-    out = {}
-    for label, name, windows in (
-        (ARMS["fp32_regular"].label, "fp32_regular", text),
-        (ARMS["fp32_unit"].label, "fp32_unit", text),
-        (IID_LABEL, "fp32_unit", iid),
-    ):
-        ids, labels = jnp.asarray(windows[:, :-1]), jnp.asarray(windows[:, 1:])
-        model = build_model(c, corpus, ARMS[name])
-        variables = model.init(jax.random.key(int(c.seeds[0])), ids)
-        out[label] = tensor_scales(model, variables, lambda m, ids=ids, labels=labels: m.loss(ids, labels))
-    return out
+def claims(cfg) -> list[Claim]:
+    """The claims, declared before the run (the runner records them and checks the report keeps them)."""
+    return list(CLAIMS.values())
 
 
 def _mean_bpc(result: ArmResult | None) -> float | str | None:
@@ -126,17 +119,15 @@ def _gap(results: dict[str, ArmResult], arm: str, base: str = "fp32_regular") ->
     return "diverged" if isinstance(a, str) else a / b - 1
 
 
-def build_report(cfg, corpus: CharCorpus, scales: dict[str, list[TensorScale]], results: dict[str, ArmResult]):
-    c = cfg.unit_scaling
-    norm = c.model.norm
+def measure(cfg, scales: dict[str, list[TensorScale]], results: dict[str, ArmResult]) -> list[Claim]:
+    """Our figure for every declared claim (an arm left out of the run leaves its claim unmeasured)."""
     regular, unit = (scales[ARMS[a].label] for a in ("fp32_regular", "fp32_unit"))
     unit_logs = [abs(math.log2(r.std)) for r in unit if r.std > 0]
     iid_logs = [abs(math.log2(r.std)) for r in scales[IID_LABEL] if r.std > 0]
     worst = max((r for r in unit if r.std > 0), key=lambda r: abs(math.log2(r.std)))
     constant = [r.name for r in unit if r.std == 0]
     regular_grads = [math.log2(r.std) for r in regular if r.kind == "activation grad" and r.std > 0]
-
-    claims = [
+    out = [
         CLAIMS["init-unit-scales"].measured(
             max(unit_logs),
             f"{len(unit_logs)} tensors on a batch of text; worst: {worst.name} ({worst.kind}, std {worst.std:.2f}); "
@@ -148,16 +139,10 @@ def build_report(cfg, corpus: CharCorpus, scales: dict[str, list[TensorScale]], 
             float(np.median(regular_grads)), f"threshold log2(1/100) = {REGULAR_GRADIENTS_BELOW:.2f}"
         ),
     ]
-    for cid, arm in (
-        ("fp16-unit-matches-fp32", "fp16_unit"),
-        ("fp16-regular-worse", "fp16_regular"),
-        ("fp8-unit-matches-fp32", "fp8_unit"),
-        ("fp8-regular-fails", "fp8_regular"),
-    ):
+    for cid, arm in ARM_CLAIMS.items():
         gap = _gap(results, arm)
-        claim = CLAIMS[cid]
         if gap is None:
-            claims.append(claim)  # an arm left out of this run: not measured
+            out.append(CLAIMS[cid])  # an arm left out of this run: not measured
             continue
         r = results[arm]
         detail = (
@@ -165,8 +150,16 @@ def build_report(cfg, corpus: CharCorpus, scales: dict[str, list[TensorScale]], 
             f"{', '.join(f'{v:.3f}' for v in results['fp32_regular'].test_bpc)}; "
             f"gradient underflow {r.grad_underflow['init']:.1%} at init, {r.grad_underflow['final']:.1%} at the end"
         )
-        claims.append(claim.measured(gap, detail))
+        out.append(CLAIMS[cid].measured(gap, detail))
+    return out
 
+
+# ---------------------------------------------------------------------------------------------- tables
+
+
+def tables(cfg, scales: dict[str, list[TensorScale]], results: dict[str, ArmResult]) -> list[Table]:
+    c = cfg.unit_scaling
+    norm = c.model.norm
     paper_row = PAPER_BPC[norm]
     ours_row = [_mean_bpc(results.get(a)) for a in TABLE_COLUMNS]
     layout = Table(
@@ -227,8 +220,14 @@ def build_report(cfg, corpus: CharCorpus, scales: dict[str, list[TensorScale]], 
         ["model", "kind", "tensors", "min", "median", "max"],
         scale_rows,
     )
+    return [layout, arms_table, scales_table]
 
-    figures = [
+
+# ---------------------------------------------------------------------------------------------- figures
+
+
+def figures(scales: dict[str, list[TensorScale]], results: dict[str, ArmResult]) -> list[Figure]:
+    out = [
         Figure(
             "init_scales",
             plot_scales(scales),
@@ -237,8 +236,14 @@ def build_report(cfg, corpus: CharCorpus, scales: dict[str, list[TensorScale]], 
         ),
     ]
     if results:
-        figures.append(Figure("training_curves", _curves(results), "Validation BPC during training (mean over seeds)."))
-        figures.append(
+        out.append(
+            Figure(
+                "training_curves",
+                _curves(results),
+                "Validation BPC during training: mean over seeds, the band spans the seeds.",
+            )
+        )
+        out.append(
             Figure(
                 "grad_underflow",
                 _underflow(results),
@@ -246,7 +251,11 @@ def build_report(cfg, corpus: CharCorpus, scales: dict[str, list[TensorScale]], 
                 "in each arm's gradient format, at initialisation and at the end of training.",
             )
         )
+    return out
 
+
+def build_report(cfg, corpus: CharCorpus, scales: dict[str, list[TensorScale]], results: dict[str, ArmResult]):
+    c = cfg.unit_scaling
     metrics = {f"test_bpc/{a}": _mean_bpc(r) for a, r in results.items()}
     metrics |= {f"valid_bpc/{a}": float(np.mean(r.valid_curve[-1][1])) for a, r in results.items() if r.valid_curve}
     metrics |= {f"resumed_from/{a}": r.resumed_from for a, r in results.items()}
@@ -263,56 +272,36 @@ def build_report(cfg, corpus: CharCorpus, scales: dict[str, list[TensorScale]], 
     return Report(
         "unit_scaling",
         "Unit Scaling: out-of-the-box low-precision training (character LM)",
-        claims,
-        [layout, arms_table, scales_table],
-        figures,
+        measure(cfg, scales, results),
+        tables(cfg, scales, results),
+        figures(scales, results),
         metrics,
         notes,
     )
 
 
 def _curves(results: dict[str, ArmResult]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, r in results.items():
-        if not r.valid_curve:
-            continue
-        steps = [s for s, _ in r.valid_curve]
-        ax.plot(
-            steps,
-            [np.mean(v) for _, v in r.valid_curve],
-            label=ARMS[name].label,
-            ls="-" if ARMS[name].scaling == "unit" else "--",
-        )
-    ax.set_xlabel("step")
-    ax.set_ylabel("validation bits per character")
+    fig, ax = plots.figure(panel=(7, 4.5))
+    series = {ARMS[n].label: (*zip(*r.valid_curve, strict=True),) for n, r in results.items() if r.valid_curve}
+    styles = {ARMS[n].label: {"ls": "-" if ARMS[n].scaling == "unit" else "--"} for n in results}
+    plots.curves(ax, series, xlabel="step", ylabel="validation bits per character", styles=styles, marker=None)
     finite = [np.mean(v) for r in results.values() for _, v in r.valid_curve if np.isfinite(np.mean(v))]
     if finite:
         ax.set_ylim(min(finite) - 0.05, min(max(finite), min(finite) + 2.5))
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    plt.close(fig)
     return fig
 
 
 def _underflow(results: dict[str, ArmResult]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    fig, ax = plots.figure(panel=(7, 3.5))
     names = list(results)
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    x = np.arange(len(names))
-    ax.bar(x - 0.2, [results[n].grad_underflow["init"] for n in names], 0.4, label="at initialisation")
-    ax.bar(x + 0.2, [results[n].grad_underflow["final"] for n in names], 0.4, label="end of training")
-    ax.set_xticks(x, [ARMS[n].label for n in names], rotation=30, ha="right", fontsize=7)
-    ax.set_ylabel("fraction of gradients underflowing")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    plt.close(fig)
+    plots.bars(
+        ax,
+        [ARMS[n].label for n in names],
+        {
+            "at initialisation": [results[n].grad_underflow["init"] for n in names],
+            "end of training": [results[n].grad_underflow["final"] for n in names],
+        },
+        ylabel="fraction of gradients underflowing",
+        rotation=30,
+    )
     return fig

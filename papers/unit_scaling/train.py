@@ -13,7 +13,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from core.checkpoint import Checkpointer
 from core.data.shakespeare import CharCorpus, evaluation_windows, sample_windows
 from core.nn import Ops, TransformerLM
 from core.numerics import (
@@ -23,9 +22,8 @@ from core.numerics import (
     format_stats,
     unscale_grads,
 )
-from core.progress import progress
-from core.tracking import log_metrics
-from core.unit_scaling.analysis import collect_tensors
+from core.train import SKIPPED, fit_seeds, if_finite
+from core.unit_scaling.analysis import TensorScale, collect_tensors, tensor_scales
 
 
 @dataclass(frozen=True)
@@ -116,10 +114,7 @@ def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path
     def init_one(seed):
         params = model.init(jax.random.key(seed), dummy)
         ls = dynamic_loss_scale_init(cfg.dynamic_initial_scale) if arm.loss_scale == "dynamic" else None
-        return {"params": params, "opt": optimizer.init(params), "loss_scale": ls, "skipped": jnp.int32(0)}
-
-    state = jax.vmap(init_one)(jnp.asarray(seeds))
-    init_params = state["params"]
+        return {"params": params, "opt": optimizer.init(params), "loss_scale": ls}
 
     def loss_fn(params, ids, labels):
         return model.apply(params, ids, labels, method=TransformerLM.loss)
@@ -135,25 +130,17 @@ def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path
         finite = all_finite(grads)
         updates, opt = optimizer.update(grads, s["opt"], s["params"])
         params = optax.apply_updates(s["params"], updates)
-
-        def keep(new, old):  # a step with non-finite gradients changes nothing
-            return jax.tree_util.tree_map(lambda a, b: jnp.where(finite, a, b), new, old)
-
         new = {
-            "params": keep(params, s["params"]),
-            "opt": keep(opt, s["opt"]),
+            **if_finite(finite, {"params": params, "opt": opt}, {"params": s["params"], "opt": s["opt"]}),
             "loss_scale": (
                 dynamic_loss_scale_update(s["loss_scale"], finite, growth_interval=cfg.dynamic_growth_interval)
                 if arm.loss_scale == "dynamic"
                 else None
             ),
-            "skipped": s["skipped"] + (~finite).astype(jnp.int32),
         }
-        return new, loss / scale
+        return new, {"loss": loss / scale, SKIPPED: (~finite).astype(jnp.int32)}
 
-    step_fn = jax.jit(jax.vmap(train_step))
     eval_fn = jax.jit(jax.vmap(lambda p, w: loss_fn(p, w[:, :-1], w[:, 1:]), in_axes=(0, None)))
-
     valid_windows = evaluation_windows(corpus.valid, seq + 1, cfg.valid_windows)
     test_windows = evaluation_windows(corpus.test, seq + 1, cfg.test_windows)
 
@@ -164,40 +151,21 @@ def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path
         weights = [min(cfg.eval_batch_size, len(windows) - i) for i in range(0, len(windows), cfg.eval_batch_size)]
         return [float(_bpc(v)) for v in np.average(np.stack(losses), axis=0, weights=weights)]
 
-    history: dict[str, Any] = {"valid": [], "train": []}
-    start = 0
-    ckpt = Checkpointer(checkpoint_dir, keep=1) if checkpoint_dir is not None else None
-    if ckpt is not None and resume and ckpt.latest_step() is not None:
-        start, state, meta = ckpt.restore(state)
-        history = meta["history"]
-
-    train_loss_acc: list[np.ndarray] = []
-    bar = progress(range(start, cfg.steps), desc=arm.name, total=cfg.steps, initial=start, unit="step")
-    for step in bar:
-        batch = np.stack(
-            [sample_windows(corpus.train, seq + 1, cfg.batch_size, np.random.default_rng([s, step])) for s in seeds]
-        )
-        state, loss = step_fn(state, jnp.asarray(batch))
-        train_loss_acc.append(np.asarray(loss))
-        done = step + 1
-        if done % cfg.eval_every == 0 or done == cfg.steps:
-            train_bpc = [float(_bpc(v)) for v in np.mean(train_loss_acc, axis=0)]
-            train_loss_acc = []
-            valid_bpc = evaluate(state["params"], valid_windows)
-            history["train"].append((done, train_bpc))
-            history["valid"].append((done, valid_bpc))
-            bar.set_postfix(valid_bpc=f"{np.mean(valid_bpc):.3f}", refresh=False)
-            log_metrics(
-                {
-                    f"{arm.name}/train_bpc": float(np.mean(train_bpc)),
-                    f"{arm.name}/valid_bpc": float(np.mean(valid_bpc)),
-                },
-                step=done,
-            )
-            if ckpt is not None and (done % cfg.checkpoint_every == 0 or done == cfg.steps):
-                ckpt.save(done, state, metadata={"history": history})
-    bar.close()
-
+    run = fit_seeds(
+        seeds,
+        init_one,
+        train_step,
+        lambda seed, k: sample_windows(corpus.train, seq + 1, cfg.batch_size, np.random.default_rng([seed, k])),
+        evaluate=lambda s: {"valid/bpc": evaluate(s["params"], valid_windows)},
+        steps=cfg.steps,
+        eval_every=cfg.eval_every,
+        checkpoint_every=cfg.checkpoint_every,
+        checkpoint_dir=checkpoint_dir,
+        resume=resume,
+        name=arm.name,
+    )
+    state = run.state
+    init_params = jax.vmap(init_one)(jnp.asarray(seeds))["params"]
     test_bpc = evaluate(state["params"], test_windows)
     initial_scale = {"static": arm.static_scale, "dynamic": cfg.dynamic_initial_scale}.get(arm.loss_scale, 1.0)
     final_scale = (
@@ -209,16 +177,18 @@ def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path
         "init": gradient_underflow(cfg, corpus, arm, model, init_params, initial_scale),
         "final": gradient_underflow(cfg, corpus, arm, model, state["params"], final_scale[0]),
     }
+    steps, valid = run.history.series("valid/bpc")
+    train_steps, train = run.history.series("train/loss")
     return ArmResult(
         arm=arm.name,
         test_bpc=test_bpc,
-        valid_curve=[(int(s), list(v)) for s, v in history["valid"]],
-        train_curve=[(int(s), list(v)) for s, v in history["train"]],
-        skipped_steps=[int(v) for v in np.asarray(state["skipped"])],
+        valid_curve=[(int(s), v.tolist()) for s, v in zip(steps, valid, strict=True)],
+        train_curve=[(int(s), _bpc(v).tolist()) for s, v in zip(train_steps, train, strict=True)],
+        skipped_steps=[int(v) for v in np.atleast_1d(run.skipped)],
         grad_underflow=underflow,
         final_loss_scale=final_scale,
         seconds=time.perf_counter() - t_start,
-        resumed_from=int(start),
+        resumed_from=int(run.resumed_from),
     )
 
 
@@ -248,3 +218,25 @@ def gradient_underflow(
         return 0.0
     stats = format_stats(flat, arm.bwd)
     return stats["underflow"]
+
+
+IID_LABEL = "FP32 unit-scaled, i.i.d. random tokens"
+
+
+def init_scales(c, corpus: CharCorpus) -> dict[str, list[TensorScale]]:
+    """Per-tensor stds at initialisation for the regular and the unit-scaled FP32 model on one training batch,
+    and for the unit-scaled model on i.i.d. uniform tokens (the independence the scaling rules assume)."""
+    rng = np.random.default_rng(0)
+    text = sample_windows(corpus.train, c.model.seq_len + 1, c.analysis_batch_size, rng)
+    iid = rng.integers(1, corpus.vocab_size, text.shape).astype(np.int32)
+    out = {}
+    for label, name, windows in (
+        (ARMS["fp32_regular"].label, "fp32_regular", text),
+        (ARMS["fp32_unit"].label, "fp32_unit", text),
+        (IID_LABEL, "fp32_unit", iid),
+    ):
+        ids, labels = jnp.asarray(windows[:, :-1]), jnp.asarray(windows[:, 1:])
+        model = build_model(c, corpus, ARMS[name])
+        variables = model.init(jax.random.key(int(c.seeds[0])), ids)
+        out[label] = tensor_scales(model, variables, lambda m, ids=ids, labels=labels: m.loss(ids, labels))
+    return out

@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from core.bench import Comparison, compare, markdown_table, time_call
+from core.bench import SECTIONS, Comparison, by_size, compare, markdown_table, section, time_call
 
 
 def test_time_call_measures_the_call():
@@ -38,3 +38,33 @@ def test_markdown_table_has_one_row_per_comparison():
     rows = [Comparison("s", "n", "a", "b", 0.001, 0.002, "1x1")]
     table = markdown_table(rows)
     assert table.splitlines()[2] == "| s | n | 1x1 | a | b | 1.000 | 2.000 | 2.00x |"
+
+
+def test_by_size_picks_the_size_and_rejects_others():
+    assert by_size("quick", tiny=1, quick=2, full=3) == 2
+    with pytest.raises(ValueError, match=r"'big'.*tiny, quick, full"):
+        by_size("big", tiny=1, quick=2, full=3)
+
+
+def test_section_registers_a_size_checked_function():
+    calls = []
+
+    @section("test_only_section")
+    def bench_test_only(size: str) -> list[Comparison]:
+        calls.append(size)
+        return [Comparison("test_only_section", "n", "a", "b", 1.0, 2.0)]
+
+    try:
+        assert SECTIONS["test_only_section"]("tiny")[0].speedup == 2.0
+        with pytest.raises(ValueError, match="'medium'"):
+            SECTIONS["test_only_section"]("medium")
+        assert calls == ["tiny"]  # the bad size was refused before the section ran
+        assert bench_test_only("quick")  # the decorated function stays callable as it was
+
+        with pytest.raises(ValueError, match="registered twice"):
+
+            @section("test_only_section")
+            def another(size: str) -> list[Comparison]:
+                return []
+    finally:
+        SECTIONS.pop("test_only_section")

@@ -20,19 +20,25 @@ BASE = {
     "paper": {"module": "x"},
     "scale": {"name": "smoke"},
     "logger": {"name": "none", "mode": "disabled"},
-    "numerics": {"name": "fp16", "forward": "fp16", "backward": "fp16"},
 }
 
 
 def validate(**changes):
-    return validate_run_config(OmegaConf.create({**BASE, **changes}), "toy", Toy)
+    return validate_run_config(OmegaConf.create({**BASE, **changes}), "toy", Toy)[0]
 
 
 def test_valid_config_is_returned_typed():
     cfg = validate(toy={"samples": 3, "lr": 1})
     assert cfg.toy.lr == 1.0 and isinstance(cfg.toy.lr, float)  # coerced by the schema
     assert cfg.scale.name == "smoke"  # str enums compare equal to their names
-    assert cfg.toy.samples == 3 and cfg.numerics.forward == "fp16"
+    assert cfg.toy.samples == 3
+
+
+def test_the_paper_gets_its_dataclass_instance_beside_the_shared_keys():
+    typed, run = validate_run_config(OmegaConf.create({**BASE, "seed": 3, "toy": {"samples": 4}}), "toy", Toy)
+    assert run.toy == Toy(samples=4, lr=0.1) and isinstance(run.toy, Toy)
+    assert run.seed == 3 and run.scale.name == "smoke" and run.paper.module == "x"
+    assert typed.toy.samples == 4  # the record keeps the typed DictConfig
 
 
 def test_schema_defaults_fill_a_missing_section():
@@ -51,9 +57,8 @@ def test_schema_defaults_fill_a_missing_section():
         ({"scale": {"name": "huge"}}, r"'scale\.name'.*'huge'.*smoke, default, full"),
         ({"logger": {"mode": "x"}}, r"'logger\.mode'.*offline, online, disabled"),
         ({"logger": {"modes": "x"}}, r"unknown config key 'logger\.modes': allowed keys here are name, mode"),
-        ({"numerics": {"forward": "fp9"}}, r"'numerics\.forward'.*'fp9'.*e4m3, e5m2"),
-        ({"numerics": {"loss_scale": 0.0}}, r"numerics\.loss_scale=0\.0 is out of range"),
-        ({"foo": 1}, r"unknown top-level config key\(s\) foo: allowed are device, logger, num_shards, numerics"),
+        ({"numerics": {"name": "fp16"}}, r"unknown top-level config key\(s\) numerics: allowed are device, logger"),
+        ({"foo": 1}, r"unknown top-level config key\(s\) foo: allowed are device, logger, num_shards, output_root"),
         ({"paper": {}}, r"paper\.module is empty"),
     ],
 )

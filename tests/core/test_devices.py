@@ -26,3 +26,15 @@ def test_devices_are_simulated_when_asked_before_jax_starts():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["3", "3"]
+
+
+def test_runs_take_fp32_matmuls_in_full_fp32():
+    """A GPU would take FP32 products in TF32 by default; every run asks for full FP32."""
+    from core.devices import use_true_fp32
+
+    before = jax.config.jax_default_matmul_precision
+    try:
+        use_true_fp32()
+        assert jax.config.jax_default_matmul_precision == "highest"
+    finally:
+        jax.config.update("jax_default_matmul_precision", before)

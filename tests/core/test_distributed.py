@@ -46,7 +46,9 @@ def _launcher_env(port: int, process_id: int, processes: int) -> dict[str, str]:
     }
 
 
-def _run_workers(processes: int, tmp: Path, timeout_s: float) -> list[tuple[int | None, str, str]]:
+def run_workers(
+    processes: int, tmp: Path, timeout_s: float, cmd: list[str] | None = None
+) -> list[tuple[int | None, str, str]]:
     """(return code, stdout, stderr) of each worker; when one fails or time runs out the others are killed, since
     they would wait for it until JAX's own timeout."""
     port = _free_port()
@@ -54,8 +56,8 @@ def _run_workers(processes: int, tmp: Path, timeout_s: float) -> list[tuple[int 
     for i in range(processes):
         out, err = (tmp / f"worker{i}.out").open("w"), (tmp / f"worker{i}.err").open("w")
         files += [out, err]
-        cmd = [sys.executable, "-m", "tests.core.distributed_worker"]
-        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=_launcher_env(port, i, processes), stdout=out, stderr=err))
+        argv = cmd or [sys.executable, "-m", "tests.core.distributed_worker"]
+        procs.append(subprocess.Popen(argv, cwd=ROOT, env=_launcher_env(port, i, processes), stdout=out, stderr=err))
     deadline = time.monotonic() + timeout_s
     try:
         while None in (codes := [p.poll() for p in procs]):
@@ -77,7 +79,7 @@ def _run_workers(processes: int, tmp: Path, timeout_s: float) -> list[tuple[int 
 
 
 def test_two_processes_run_bess_over_one_global_mesh(tmp_path):
-    results = _run_workers(2, tmp_path, WORKER_TIMEOUT_S)
+    results = run_workers(2, tmp_path, WORKER_TIMEOUT_S)
     report = "\n".join(
         f"worker {i}: return code {code} (None: killed after {WORKER_TIMEOUT_S} s or when the other failed)\n"
         f"stderr tail:\n{err[-2000:]}"

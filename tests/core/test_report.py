@@ -124,3 +124,13 @@ def test_figure_needs_a_matplotlib_figure():
 )
 def test_format_value(value, text):
     assert format_value(value) == text
+
+
+def test_a_report_must_keep_the_claims_declared_before_the_run():
+    declared = [Claim("a", "A", 1.0, within_rel(0.1)), Claim("b", "B", 2.0, at_most(3.0))]
+    Report("p", "P", [declared[0].measured(1.05, "fine"), declared[1]]).check_declared(declared)  # ours filled in
+    loosened = Claim("a", "A", 1.0, within_rel(0.5)).measured(1.3)
+    with pytest.raises(ValueError, match=r"changed \['a'\], dropped none, added none"):
+        Report("p", "P", [loosened, declared[1]]).check_declared(declared)
+    with pytest.raises(ValueError, match=r"dropped \['b'\]"):
+        Report("p", "P", [declared[0]]).check_declared(declared)

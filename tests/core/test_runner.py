@@ -102,9 +102,10 @@ def test_default_scale_uses_the_paper_yaml(cli, tmp_path):
         ),
         (["paper=toy", "seed=-1"], "seed=-1 is out of range"),
         (
-            ["-m", "paper=toy", "numerics=fp32,fp99"],
-            "unknown numerics 'fp99': choose one of bf16, fp16, fp32, fp8",
+            ["-m", "paper=toy", "device=mk2,mk9"],
+            "unknown device 'mk9': choose one of bow, mk1, mk2",
         ),
+        (["-m", "paper=toy", "toy.chunks=2,0"], "toy.chunks=0 is out of range"),
     ],
 )
 def test_bad_invocations_fail_before_any_work_with_a_clear_message(cli, tmp_path, args, message):
@@ -123,13 +124,13 @@ def test_paper_list_comes_from_the_config_directory(cli, tmp_path):
     assert listed == (", ".join(shipped) if shipped else "(none yet)")
 
 
-def test_multirun_sweeps_numerics(cli, tmp_path):
-    r = cli(["-m", "paper=toy", "scale=smoke", "numerics=fp32,fp16", "logger=none", f"output_root={tmp_path}"])
+def test_multirun_sweeps_a_setting(cli, tmp_path):
+    r = cli(["-m", "paper=toy", "scale=smoke", "seed=3,4", "logger=none", f"output_root={tmp_path}"])
     assert r.returncode == 0, r.stderr
     jobs = sorted((tmp_path / "multirun").glob("*/*_toy/results.json"))
     assert len(jobs) == 2
-    names = [json.loads(p.read_text())["config"]["numerics"]["name"] for p in jobs]
-    assert names == ["fp32", "fp16"]
+    seeds = [json.loads(p.read_text())["config"]["seed"] for p in jobs]
+    assert seeds == [3, 4]
     assert (tmp_path / "toy" / "latest").resolve() == jobs[-1].parent.resolve()
 
 
@@ -182,3 +183,16 @@ def test_make_help_lists_the_targets():
     assert r.returncode == 0
     for target in ("install", "test", "test-all", "reproduce", "bench", "lint"):
         assert f"  {target} " in r.stdout
+
+
+def test_claims_are_declared_before_the_run_and_a_report_cannot_change_them(cli, tmp_path):
+    r = cli(["paper=toy", "scale=smoke", "logger=none", f"output_root={tmp_path / 'a'}"])
+    assert r.returncode == 0, r.stderr
+    run_dir = only_run_dir(tmp_path / "a")
+    declared = json.loads((run_dir / "claims.json").read_text())["declared"]
+    assert [c["id"] for c in declared] == ["pi-estimate", "pi-exact"]
+    assert declared[1]["tolerance"] == "|ours - paper| <= 1.000e-09" and "ours" not in declared[1]
+    r = cli(["paper=toy", "scale=smoke", "logger=none", f"output_root={tmp_path / 'b'}"], env={"TOY_ADD_CLAIM": "1"})
+    assert r.returncode != 0
+    assert "its claims differ from those declared before the run" in r.stderr and "added ['pi-roughly']" in r.stderr
+    assert not (tmp_path / "b" / "toy" / "latest").exists()

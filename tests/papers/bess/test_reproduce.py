@@ -3,11 +3,14 @@ equal to the single-device computation, checkpoints written per graph and model;
 the key."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from core.config import ConfigError, validate_section
+from papers import bess
 from papers.bess import Config
+from papers.bess.experiment import ScalingConfig
 
 
 def test_smoke_run_reports_every_claim(cli, tmp_path):
@@ -16,6 +19,8 @@ def test_smoke_run_reports_every_claim(cli, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     results = json.loads((tmp_path / "bess" / "latest" / "results.json").read_text())
     claims = {c["id"]: c for c in results["claims"]}
+    declared = json.loads((tmp_path / "bess" / "latest" / "claims.json").read_text())["declared"]
+    assert [c["id"] for c in declared] == list(claims)  # declared before the run, kept by the report
     assert list(claims) == [
         "beats-random-floor",
         "mrr-nations-distmult",
@@ -32,6 +37,24 @@ def test_smoke_run_reports_every_claim(cli, tmp_path):
         assert (tmp_path / "bess" / "latest" / fig).is_file()
     # resumption is checked at the training level (test_train: a killed run resumes to the uninterrupted result)
     assert sorted(p.name for p in (tmp_path / "bess" / "checkpoints").glob("*/nations/*")) == ["distmult", "rotate"]
+
+
+def test_declared_claims_follow_the_config():
+    one_model = Config(datasets=["nations", "umls"], models=["distmult"], scaling=ScalingConfig(devices=[1]))
+    assert [c.id for c in bess.claims(SimpleNamespace(bess=one_model))] == [
+        "beats-random-floor",
+        "mrr-nations-distmult",
+        "mrr-umls-distmult",
+        "bess-equals-single-device",
+        "table-memory-1-over-n",
+    ]  # one model: no ensemble; one device: nothing to move
+    no_scaling = Config(datasets=["kinships"], models=["transe", "complex"], scaling=ScalingConfig(enabled=False))
+    assert [c.id for c in bess.claims(SimpleNamespace(bess=no_scaling))] == [
+        "beats-random-floor",
+        "mrr-kinships-complex",
+        "ensemble-kinships",
+        "bess-equals-single-device",
+    ]
 
 
 def test_config_errors_name_the_key():
@@ -54,3 +77,27 @@ def test_a_graph_that_cannot_be_balanced_stops_the_run_before_training(cli, tmp_
     assert r.returncode != 0
     assert "bess.devices=8 on nations" in r.stderr and "blocks have no training triple" in r.stderr
     assert not (tmp_path / "bess" / "checkpoints").exists()
+
+
+@pytest.mark.slow  # ~40 s: three runs of the reproduction
+def test_a_run_over_two_processes_equals_the_single_process_run(cli, tmp_path):
+    """Two processes of two simulated devices each join one runtime and train BESS over the 4-device mesh that spans
+    them: every figure of the report equals the one-process run's (timings aside), and only process 0 writes."""
+    import sys
+
+    from tests.conftest import REPO_ROOT
+    from tests.core.test_distributed import run_workers
+
+    common = ["paper=bess", "scale=smoke", "logger=none", "bess.devices=4", "bess.scaling.enabled=false"]
+    one = cli([*common, f"output_root={tmp_path / 'one'}"], toy=False)
+    assert one.returncode == 0, one.stderr[-3000:]
+    cmd = [sys.executable, str(REPO_ROOT / "scripts" / "reproduce.py"), *common, f"output_root={tmp_path / 'two'}"]
+    run_dir = "hydra.run.dir=" + str(tmp_path / "two" / "run_${oc.env:JAX_PROCESS_ID}")
+    for code, _, err in run_workers(2, tmp_path, 300, [*cmd, run_dir]):
+        assert code == 0, err[-3000:]
+    expected = json.loads((tmp_path / "one" / "bess" / "latest" / "results.json").read_text())
+    got = json.loads((tmp_path / "two" / "run_0" / "results.json").read_text())
+    assert [c["ours"] for c in got["claims"]] == [c["ours"] for c in expected["claims"]]
+    mrr = {k: v for k, v in expected["metrics"].items() if "mrr" in k}
+    assert mrr and mrr == {k: v for k, v in got["metrics"].items() if "mrr" in k}
+    assert not (tmp_path / "two" / "run_1" / "results.json").exists()  # process 1 writes no record

@@ -54,15 +54,6 @@ def test_training_lifts_mrr_far_above_the_random_floor(nations):
     assert info["curve"][-1][0] == 150 and info["curve"][-1][1] < info["curve"][0][1] * 1.01
 
 
-def test_a_killed_run_resumes_to_the_uninterrupted_result(nations, tmp_path):
-    cfg = KGEConfig(model="complex", dim=8, steps=6, batch=32, negatives=4, devices=1, checkpoint_every=3)
-    straight, _, _ = train_kge(nations, cfg)
-    train_kge(nations, KGEConfig(**{**cfg.__dict__, "steps": 3}), checkpoint_dir=tmp_path)  # "killed" at step 3
-    resumed, _, info = train_kge(nations, cfg, checkpoint_dir=tmp_path)
-    assert info["resumed_from"] == 3
-    np.testing.assert_allclose(resumed, straight, rtol=1e-6, atol=1e-7)
-
-
 def test_ensemble_averages_member_log_probabilities(nations):
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(2, 6, nations.num_entities))

@@ -14,6 +14,8 @@ def test_smoke_run_reports_every_claim(cli, tmp_path):
     r = cli(args, toy=False)
     assert r.returncode == 0, r.stderr[-3000:]
     results = json.loads((tmp_path / "fp8_llm" / "latest" / "results.json").read_text())
+    declared = json.loads((tmp_path / "fp8_llm" / "latest" / "claims.json").read_text())["declared"]
+    assert [c["id"] for c in declared] == [c["id"] for c in results["claims"]]  # declared before the run
     claims = {c["id"]: c for c in results["claims"]}
     assert list(claims) == [
         "amax-matches-fp32",

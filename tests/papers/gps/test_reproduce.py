@@ -2,10 +2,12 @@
 training resumed (nothing retrained) by a second run; config errors name the key."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from core.config import ConfigError, validate_section
+from papers import gps
 from papers.gps import Config
 
 
@@ -15,6 +17,8 @@ def test_smoke_run_reports_every_claim_and_reuses_its_work(cli, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     results = json.loads((tmp_path / "gps" / "latest" / "results.json").read_text())
     claims = {c["id"]: c for c in results["claims"]}
+    declared = json.loads((tmp_path / "gps" / "latest" / "claims.json").read_text())["declared"]
+    assert [c["id"] for c in declared] == list(claims)  # declared before the run, kept by the report
     assert list(claims) == ["mpnn-keeps-accuracy", "3d-costs-more", "parameters-44m", "packing-efficiency"]
     assert claims["parameters-44m"]["holds"]
     assert {t["name"] for t in results["tables"]} == {"ablation", "paper_table", "parameters"}
@@ -27,6 +31,13 @@ def test_smoke_run_reports_every_claim_and_reuses_its_work(cli, tmp_path):
     assert [c.stat().st_mtime_ns for c in caches] == stamps  # featurisation read back, not recomputed
     second = json.loads((tmp_path / "gps" / "latest" / "results.json").read_text())
     assert second["metrics"]["full/valid_mae_mev"] == results["metrics"]["full/valid_mae_mev"]  # resumed: same
+
+
+def test_declared_claims_follow_the_arms():
+    ids = [c.id for c in gps.claims(SimpleNamespace(gps=Config(arms=["full", "no_3d"])))]
+    assert ids == ["parameters-44m", "packing-efficiency"]  # the ablation claims need the arms they compare
+    ids = [c.id for c in gps.claims(SimpleNamespace(gps=Config(arms=["mpnn_only", "full"])))]
+    assert ids == ["mpnn-keeps-accuracy", "parameters-44m", "packing-efficiency"]
 
 
 def test_config_errors_name_the_key():

@@ -1,11 +1,14 @@
 """The packing reproduction end to end at the smoke scale, its claims and its config checks."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from core.config import ConfigError, validate_section
-from papers.packing import Config
+from papers import packing
+from papers.packing import Config, TableConfig, TrainConfig
+from papers.packing.report import measure
 from papers.packing.tables import matches_published, packing_table
 
 
@@ -15,6 +18,8 @@ def test_smoke_run_writes_claims_tables_and_figures(cli, tmp_path):
     run = tmp_path / "packing" / "latest"
     results = json.loads((run / "results.json").read_text())
     claims = {c["id"]: c for c in results["claims"]}
+    declared = json.loads((run / "claims.json").read_text())["declared"]
+    assert [c["id"] for c in declared] == list(claims)  # declared before the run, kept by the report
     assert set(claims) == {
         "squad-1-1-384-spfhp3-speedup",
         "squad-1-1-384-spfhp3-efficiency",
@@ -40,6 +45,25 @@ def test_table_covers_the_published_cells_even_if_not_asked():
     assert {(c.method, c.limit) for c in cells} == {("spfhp", 2), ("spfhp", 3)}
     published = next(c for c in cells if c.limit == 3)
     assert matches_published(published.speedup, "2.177") and matches_published(100 * published.efficiency, "97.55")
+
+
+def test_declared_claims_follow_the_cells_the_config_packs():
+    table = TableConfig(["wikipedia_512", "squad_1_1_384"], ["spfhp", "nnlshp"], [1], nnlshp_max_depth=1)
+    cfg = SimpleNamespace(packing=Config(table=table, train=TrainConfig(enabled=False)))
+    cells = packing_table(["wikipedia_512", "squad_1_1_384"], ["spfhp", "nnlshp"], [1], nnlshp_max_depth=1)
+    # NNLSHP (3) is beyond the depth: its published cell and its run time are not claimed
+    assert [c.id for c in packing.claims(cfg)] == [
+        "wikipedia-512-spfhp12-speedup",
+        "wikipedia-512-spfhp12-efficiency",
+        "squad-1-1-384-spfhp3-speedup",
+        "squad-1-1-384-spfhp3-efficiency",
+        "bound-wikipedia-512",
+        "bound-squad-1-1-384",
+        "spfhp-wikipedia-512-time",
+    ]
+    measured = measure(cfg, cells, None)
+    assert [c.declaration() for c in measured] == [c.declaration() for c in packing.claims(cfg)]
+    assert all(c.ours is not None for c in measured)
 
 
 def test_matches_published_compares_at_the_printed_digits():

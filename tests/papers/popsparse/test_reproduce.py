@@ -1,14 +1,17 @@
 """The PopSparse reproduction end to end at the smoke scale, the CPU sweep's checks and the config checks."""
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from core.config import ConfigError, validate_section
-from papers.popsparse import Config
+from core.sparsity import BlockPattern
+from papers import popsparse
+from papers.popsparse import Config, CpuConfig, IpuConfig
 from papers.popsparse.cpu import crossover_density, time_cell
-from papers.popsparse.report import PUBLISHED
+from papers.popsparse.report import PUBLISHED, planned_cells
 
 
 def test_smoke_run_writes_claims_tables_and_figures(cli, tmp_path):
@@ -17,6 +20,8 @@ def test_smoke_run_writes_claims_tables_and_figures(cli, tmp_path):
     run = tmp_path / "popsparse" / "latest"
     results = json.loads((run / "results.json").read_text())
     claims = {c["id"]: c for c in results["claims"]}
+    declared = json.loads((run / "claims.json").read_text())["declared"]
+    assert [c["id"] for c in declared] == list(claims)  # declared before the run, kept by the report
     assert set(claims) == {
         "ipu-static-beats-dynamic",
         "ipu-grows-with-block-float16",
@@ -31,6 +36,27 @@ def test_smoke_run_writes_claims_tables_and_figures(cli, tmp_path):
     assert len(tables["ipu_grid"]["rows"]) == 4 and len(tables["cpu"]["rows"]) == 4
     for fig in ("ipu_speedup", "cpu_speedup"):
         assert (run / f"{fig}.png").stat().st_size > 1000
+
+
+def test_declared_claims_follow_the_cells_the_config_asks_for():
+    # 48 x 48 in blocks of 16 is 9 blocks: density 1/16 rounds to one block, 1/9, so only block 4 sits at 1/16
+    cpu = CpuConfig(m=48, k=48, n=8, blocks=[4, 16], densities=[0.25, 1 / 16], dynamic=False)
+    cfg = SimpleNamespace(popsparse=Config(ipu=IpuConfig(enabled=False), cpu=cpu))
+    assert [c.id for c in popsparse.claims(cfg)] == []
+    _, cells = planned_cells(cfg)
+    assert [c["density"] for c in cells] == [
+        BlockPattern.random((48, 48), b, d).density for b in (4, 16) for d in (0.25, 1 / 16)
+    ]
+    ipu = IpuConfig(m=256, k=256, blocks=[1, 16], densities=[0.25, 1 / 16], dtypes=["float32", "float16"])
+    cfg = SimpleNamespace(popsparse=Config(ipu=ipu, cpu=CpuConfig(m=64, k=64, blocks=[4, 16])))
+    assert [c.id for c in popsparse.claims(cfg)] == [
+        "ipu-static-beats-dynamic",
+        "ipu-grows-with-block-float16",
+        "ipu-grows-with-block-float32",
+        "ipu-headline-crossover",
+        "cpu-static-beats-dynamic",
+        "cpu-grows-with-block",
+    ]
 
 
 def test_crossover_density_interpolates_in_log_density():

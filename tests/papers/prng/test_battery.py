@@ -1,5 +1,4 @@
 import itertools
-import json
 
 import numpy as np
 import pytest
@@ -90,32 +89,3 @@ def test_gate_counts_by_formula():
     assert c["ripple"]["gates"] == 64 + 63 + 1 + 3 * 62
     assert c["kogge_stone"]["depth"] <= 1 + 2 * 6 + 1  # p, six prefix levels of AND-OR, the sum XOR
     assert c["aox"]["gates"] < c["ripple"]["gates"] < c["kogge_stone"]["gates"]
-
-
-def test_smoke_run_and_dieharder_notice(cli, tmp_path):
-    # a PATH without dieharder: the subset is skipped with a notice (whether or not this machine has it)
-    r = cli(
-        ["paper=prng", "scale=smoke", "logger=none", "prng.dieharder=true", f"output_root={tmp_path}"],
-        toy=False,
-        env={"PATH": str(tmp_path)},
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    results = json.loads((tmp_path / "prng" / "latest" / "results.json").read_text())
-    assert [c["id"] for c in results["claims"]] == [
-        "plus-low-bits-fail",
-        "aox-every-bit-passes",
-        "aox-hamming-weight",
-        "aox-cheaper-than-adder",
-    ]
-    assert results["claims"][0]["holds"] is True
-    assert any("dieharder is not installed" in n for n in results["notes"])
-
-
-def test_config_errors():
-    from core.config import ConfigError, validate_section
-    from papers.prng import Config
-
-    with pytest.raises(ConfigError, match="generators='mt' is not allowed"):
-        validate_section({"generators": ["mt"]}, Config, "prng")
-    with pytest.raises(ConfigError, match=r"prng\.outputs=10 is out of range"):
-        validate_section({"outputs": 10}, Config, "prng")

@@ -16,6 +16,8 @@ def test_smoke_run_generates_validates_trains_and_reuses_its_data(cli, tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     results = json.loads((tmp_path / "qm1b" / "latest" / "results.json").read_text())
     assert [c["id"] for c in results["claims"]] == ["gap-accuracy", "drop-share", "valid-mae-falls", "gap-narrows"]
+    declared = json.loads((tmp_path / "qm1b" / "latest" / "claims.json").read_text())["declared"]
+    assert [c["id"] for c in declared] == [c["id"] for c in results["claims"]]  # declared before the run
     assert next(c for c in results["claims"] if c["id"] == "gap-accuracy")["holds"]
     (shard,) = (tmp_path / "qm1b" / "data").glob("*/shard_00000_of_00001")
     manifest = json.loads((shard / "manifest.json").read_text())
@@ -35,6 +37,9 @@ def test_generate_stage_makes_only_its_shard(cli, tmp_path):
     (shard,) = (tmp_path / "qm1b" / "data").glob("*/shard_*")
     assert shard.name == "shard_00001_of_00003"
     assert len(json.loads((shard / "manifest.json").read_text())["done"]) == 2  # molecules 1 and 4 of 6
+    run = tmp_path / "qm1b" / "latest"
+    assert json.loads((run / "claims.json").read_text())["declared"] == []  # a generate job checks no claims
+    assert json.loads((run / "results.json").read_text())["claims"] == []
 
 
 def test_config_errors_name_the_key():

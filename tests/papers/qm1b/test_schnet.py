@@ -9,6 +9,7 @@ from papers.qm1b.schnet import (
     PRESETS,
     SchNet,
     SchNetConfig,
+    Shuffled,
     TrainConfig,
     molecules_from_rows,
     neighbour_mask,
@@ -107,3 +108,15 @@ def test_bad_settings_are_named():
         SchNetConfig(cutoff=0)
     with pytest.raises(ValueError, match="molecule 0 has 3 atoms, more than atoms=2"):
         molecules_from_rows([[1, 1, 8]], [[0.0] * 9], [1.0], atoms=2)
+
+
+def test_shuffled_batches_cover_each_epoch_once_and_replay_from_any_step():
+    data = molecules_from_rows([[1, 6]] * 10, [[0.0] * 6] * 10, np.arange(10.0))
+    in_order = Shuffled(data, batch=3, seed=4)
+    seen = [in_order(k).y.tolist() for k in range(9)]
+    for epoch in range(3):  # 3 batches of 3 per epoch: 9 distinct molecules, the 10th left for a later epoch
+        ys = [y for batch in seen[3 * epoch : 3 * epoch + 3] for y in batch]
+        assert len(set(ys)) == 9
+    assert seen[0:3] != seen[3:6]  # a new permutation every epoch
+    for k in (8, 0, 4):  # a resumed run starting at step k
+        assert Shuffled(data, batch=3, seed=4)(k).y.tolist() == seen[k]

@@ -16,6 +16,8 @@ def test_smoke_run_reports_every_claim_and_reuses_the_model(cli, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     results = json.loads((tmp_path / "sparq" / "latest" / "results.json").read_text())
     ids = [c["id"] for c in results["claims"]]
+    declared = json.loads((tmp_path / "sparq" / "latest" / "claims.json").read_text())["declared"]
+    assert [c["id"] for c in declared] == ids  # declared before the run
     assert ids == [
         "sparq-repetition",
         "sparq-bpc",

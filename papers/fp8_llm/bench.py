@@ -1,0 +1,67 @@
+"""Benchmark section "fp8_llm": the LM's training step with simulated FP8 linear layers against FP32, and amax
+scaling against given biases (run by scripts/bench.py)."""
+
+from __future__ import annotations
+
+from core.bench import Comparison, by_size, section
+
+
+@section("fp8_llm")
+def bench_fp8_llm(size: str) -> list[Comparison]:
+    """Training-step time of the transformer LM with simulated FP8 linear layers (amax scaling) against the same
+    model in FP32, and the cost of computing the amaxes: the amax policy against cscale, which casts the same
+    tensors with biases it does not have to compute (d_model 128, depth 4, 16 x 64 characters). Each arm trains with
+    the paper's own step (papers.fp8_llm.train.fp8_step), jitted."""
+    import time
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+
+    from core.nn.fp8 import split_fp8
+    from papers.fp8_llm.train import SizeConfig, build_model, fp8_step
+
+    (d_model, depth, batch, seq), steps = by_size(
+        size, tiny=((32, 1, 4, 16), 1), quick=((128, 4, 16, 64), 3), full=((128, 4, 16, 64), 20)
+    )
+    model_size = SizeConfig("l", d_model, depth, 4)
+    windows = jnp.asarray(np.random.default_rng(0).integers(0, 80, (batch, seq + 1)), jnp.int32)
+
+    def step_time(arm: str) -> float:
+        model = build_model(model_size, 80, seq, arm)
+        params, meta, probes = split_fp8(model.init(jax.random.key(0), windows[:1, :-1]))
+        opt = optax.adamw(1e-3)
+        step = jax.jit(fp8_step(model, probes, opt, None if arm == "fp32" else arm))
+        state = (params, opt.init(params), meta)
+
+        state, metrics = step(state, windows)
+        metrics["loss"].block_until_ready()
+        t = time.perf_counter()
+        for _ in range(steps):
+            state, metrics = step(state, windows)
+        metrics["loss"].block_until_ready()
+        return (time.perf_counter() - t) / steps
+
+    fp32, amax_t, cscale_t = step_time("fp32"), step_time("amax"), step_time("cscale")
+    what = f"LM training step (d_model {d_model}, depth {depth}, {batch} x {seq} characters)"
+    return [
+        Comparison(
+            "fp8_llm",
+            what,
+            "FP8 simulated, amax scaling",
+            "FP32",
+            amax_t,
+            fp32,
+            f"simulation overhead {amax_t / fp32 - 1:+.0%}",
+        ),
+        Comparison(
+            "fp8_llm",
+            what,
+            "FP8 amax (biases computed from each tensor)",
+            "FP8 cscale (biases given)",
+            amax_t,
+            cscale_t,
+            f"amax computation {amax_t - cscale_t:+.4f} s per step",
+        ),
+    ]
