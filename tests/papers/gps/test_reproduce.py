@@ -49,3 +49,31 @@ def test_config_errors_name_the_key():
         validate_section({"data": {"train": 130_000, "valid": 2000}}, Config, "gps")
     with pytest.raises(ConfigError, match=r"gps\.limits\.nodes"):
         validate_section({"limits": {"nodes": 4}}, Config, "gps")
+
+
+@pytest.mark.slow  # ~2 min: the reproduction three times
+def test_a_run_over_two_processes_equals_the_single_process_run(cli, tmp_path):
+    """Two processes of two simulated devices each join one runtime; the packs of every batch are sharded over the
+    4-device mesh that spans them, as in one process with 4 devices: the same validation MAE, up to the order in
+    which the cross-process all-reduce sums the gradients."""
+    import os
+    import sys
+
+    from tests.conftest import REPO_ROOT
+    from tests.core.test_distributed import run_workers
+
+    common = ["paper=gps", "scale=smoke", "logger=none", "gps.train.packs_per_batch=4", "gps.arms=[full]"]
+    one = cli(
+        [*common, f"output_root={tmp_path / 'one'}"],
+        toy=False,
+        env={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
+    )
+    assert one.returncode == 0, one.stderr[-3000:]
+    cmd = [sys.executable, str(REPO_ROOT / "scripts" / "reproduce.py"), *common, f"output_root={tmp_path / 'two'}"]
+    run_dir = "hydra.run.dir=" + str(tmp_path / "two" / "run_${oc.env:JAX_PROCESS_ID}")
+    for code, _, err in run_workers(2, tmp_path, 600, [*cmd, run_dir]):
+        assert code == 0, err[-3000:]
+    expected = json.loads((tmp_path / "one" / "gps" / "latest" / "results.json").read_text())["metrics"]
+    got = json.loads((tmp_path / "two" / "run_0" / "results.json").read_text())["metrics"]
+    assert got["full/valid_mae_mev"] == pytest.approx(expected["full/valid_mae_mev"], rel=1e-5)
+    assert os.path.exists(tmp_path / "two" / "gps" / "checkpoints")  # process 0 checkpoints
