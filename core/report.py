@@ -22,7 +22,44 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-Value = float | int | bool | str
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a confidence interval (or a mean with a seed spread), e.g. from `core.stats`.
+
+    `low` and `high` bound the estimate at `confidence`; `method` says how they were computed ("paired bootstrap over
+    412 test queries", "t interval over 3 seeds"). Claims whose rule must see the spread take an Interval as `ours`.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    confidence: float = 0.95
+    method: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("estimate", "low", "high", "confidence"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        if not self.low <= self.high:
+            raise ValueError(f"Interval: low {self.low} is above high {self.high}")
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"Interval: confidence must be in (0, 1), got {self.confidence}")
+
+    def __str__(self) -> str:
+        pct = f"{100 * self.confidence:g}%"
+        return f"{format_value(self.estimate)} [{format_value(self.low)}, {format_value(self.high)}] ({pct})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "estimate": _jsonable(self.estimate),
+            "low": _jsonable(self.low),
+            "high": _jsonable(self.high),
+            "confidence": self.confidence,
+            "method": self.method,
+        }
+
+
+Value = float | int | bool | str | Interval
 
 _ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
@@ -40,6 +77,8 @@ def format_value(value: Any, digits: int = 4) -> str:
     """A number with `digits` significant figures (integers in full); anything else as text."""
     if value is None:
         return "-"
+    if isinstance(value, Interval):
+        return str(value)
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int):
@@ -99,6 +138,24 @@ def at_most(bound: float) -> Rule:
 def at_least(bound: float) -> Rule:
     """ours >= bound."""
     return Rule(f"ours >= {format_value(float(bound))}", lambda ours, paper: _finite(ours) and ours >= bound)
+
+
+def _interval(x: Any) -> bool:
+    return isinstance(x, Interval) and all(math.isfinite(v) for v in (x.estimate, x.low, x.high))
+
+
+def interval_above(bound: float) -> Rule:
+    """The whole interval lies above `bound` (e.g. a gain whose 95% interval excludes zero)."""
+    return Rule(
+        f"interval low > {format_value(float(bound))}", lambda ours, paper: _interval(ours) and ours.low > bound
+    )
+
+
+def interval_below(bound: float) -> Rule:
+    """The whole interval lies below `bound`."""
+    return Rule(
+        f"interval high < {format_value(float(bound))}", lambda ours, paper: _interval(ours) and ours.high < bound
+    )
 
 
 def is_true(description: str) -> Rule:
@@ -333,6 +390,8 @@ class Report:
 
 
 def _jsonable(v: Any) -> Any:
+    if isinstance(v, Interval):
+        return v.to_dict()
     if hasattr(v, "item") and callable(v.item) and getattr(v, "ndim", 0) == 0:
         v = v.item()
     if isinstance(v, float) and not math.isfinite(v):

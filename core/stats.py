@@ -1,0 +1,119 @@
+"""Statistics that decide claims: seed spreads, paired bootstraps over examples, trends with intervals.
+
+Every function returns a `core.report.Interval`, so a claim can be decided on the interval (`interval_above(0)`)
+rather than on one number. The intervals come from scipy (`scipy.stats.bootstrap`, `ttest_1samp`, `ttest_ind`,
+`linregress`): nothing here is a home-made estimator.
+
+    gain = paired_bootstrap(ensemble_rr, best_member_rr, seed=0)   # mean difference over the same test queries
+    gap = seed_difference(mpnn_maes, full_maes)                   # mean over seeds, Welch t interval
+    trend = slope(np.log(params), gaps)                           # OLS slope, t interval on its standard error
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from core.report import Interval
+
+
+def _vector(name: str, x: Sequence[float] | np.ndarray, at_least: int) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64).ravel()
+    if a.size < at_least:
+        raise ValueError(f"{name}: need at least {at_least} values, got {a.size}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: values must be finite, got {a.tolist()[:8]}")
+    return a
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+
+
+def seed_mean(values: Sequence[float], *, confidence: float = 0.95) -> Interval:
+    """The mean over seeds with a t interval (n - 1 degrees of freedom). At least 2 seeds."""
+    from scipy import stats
+
+    _check_confidence(confidence)
+    a = _vector("seed_mean", values, 2)
+    if np.ptp(a) == 0:
+        return Interval(a[0], a[0], a[0], confidence, f"mean of {a.size} seeds (identical)")
+    ci = stats.ttest_1samp(a, 0.0).confidence_interval(confidence)
+    return Interval(a.mean(), ci.low, ci.high, confidence, f"t interval over {a.size} seeds, std {a.std(ddof=1):.3g}")
+
+
+def seed_difference(a: Sequence[float], b: Sequence[float], *, confidence: float = 0.95) -> Interval:
+    """mean(a) - mean(b) over independent seeds, with Welch's t interval. At least 2 seeds per side."""
+    from scipy import stats
+
+    _check_confidence(confidence)
+    x, y = _vector("seed_difference a", a, 2), _vector("seed_difference b", b, 2)
+    d = x.mean() - y.mean()
+    if np.ptp(x) == 0 and np.ptp(y) == 0:
+        return Interval(d, d, d, confidence, "difference of identical seeds")
+    ci = stats.ttest_ind(x, y, equal_var=False).confidence_interval(confidence)
+    return Interval(
+        d,
+        ci.low,
+        ci.high,
+        confidence,
+        f"Welch t interval, {x.size} vs {y.size} seeds (std {x.std(ddof=1):.3g} / {y.std(ddof=1):.3g})",
+    )
+
+
+def paired_bootstrap(
+    a: Sequence[float],
+    b: Sequence[float] | None = None,
+    *,
+    statistic: Callable[[np.ndarray], float] = np.mean,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """statistic(a - b) over paired examples (the same test queries scored by two models), with a percentile
+    bootstrap interval from resampling the examples. With `b` None, the statistic of `a` itself."""
+    from scipy import stats
+
+    _check_confidence(confidence)
+    if n_resamples < 100:
+        raise ValueError(f"paired_bootstrap: n_resamples must be >= 100, got {n_resamples}")
+    x = _vector("paired_bootstrap a", a, 2)
+    if b is not None:
+        y = _vector("paired_bootstrap b", b, 2)
+        if y.shape != x.shape:
+            raise ValueError(f"paired_bootstrap: a and b must pair up, got {x.size} and {y.size} values")
+        x = x - y
+    point = float(statistic(x))
+    if np.ptp(x) == 0:
+        return Interval(point, point, point, confidence, f"{x.size} identical paired differences")
+    res = stats.bootstrap(
+        (x,),
+        lambda s, axis=-1: np.apply_along_axis(statistic, axis, s),
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+        vectorized=True,
+    )
+    ci = res.confidence_interval
+    return Interval(point, ci.low, ci.high, confidence, f"paired bootstrap over {x.size} examples")
+
+
+def slope(x: Sequence[float], y: Sequence[float], *, confidence: float = 0.95) -> Interval:
+    """The least-squares slope of y on x with a t interval (n - 2 degrees of freedom). Pass every seed's point
+    (x repeated per seed) so the interval includes the seed spread."""
+    from scipy import stats
+
+    _check_confidence(confidence)
+    xs, ys = _vector("slope x", x, 3), _vector("slope y", y, 3)
+    if xs.shape != ys.shape:
+        raise ValueError(f"slope: x and y must have one value each per point, got {xs.size} and {ys.size}")
+    if np.ptp(xs) == 0:
+        raise ValueError("slope: x must take at least two distinct values")
+    fit = stats.linregress(xs, ys)
+    half = stats.t.ppf(0.5 + confidence / 2, xs.size - 2) * fit.stderr
+    return Interval(
+        fit.slope, fit.slope - half, fit.slope + half, confidence, f"OLS slope over {xs.size} points, t interval"
+    )

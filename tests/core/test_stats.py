@@ -1,0 +1,73 @@
+"""core.stats against hand-written references: t quantiles from scipy's distribution, a numpy bootstrap."""
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from core.report import Claim, Interval, interval_above, interval_below
+from core.stats import paired_bootstrap, seed_difference, seed_mean, slope
+
+
+def test_seed_mean_is_the_t_interval():
+    x = np.array([1.0, 2.0, 4.0])
+    got = seed_mean(x)
+    half = sps.t.ppf(0.975, 2) * x.std(ddof=1) / np.sqrt(3)
+    assert got.estimate == pytest.approx(7 / 3)
+    assert (got.low, got.high) == pytest.approx((7 / 3 - half, 7 / 3 + half))
+
+
+def test_seed_difference_is_welch():
+    a, b = np.array([1.0, 1.2, 0.9]), np.array([2.0, 2.5, 2.1, 2.2])
+    got = seed_difference(a, b)
+    va, vb = a.var(ddof=1) / 3, b.var(ddof=1) / 4
+    dof = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 3)
+    half = sps.t.ppf(0.975, dof) * np.sqrt(va + vb)
+    assert got.estimate == pytest.approx(a.mean() - b.mean())
+    assert (got.low, got.high) == pytest.approx((got.estimate - half, got.estimate + half))
+    assert got.high < 0
+
+
+def test_paired_bootstrap_matches_a_numpy_bootstrap():
+    rng = np.random.default_rng(1)
+    a = rng.normal(0.3, 1.0, 400)
+    b = a - rng.normal(0.1, 0.2, 400)  # a beats b by 0.1 on average, paired
+    got = paired_bootstrap(a, b, n_resamples=4000, seed=3)
+    d = a - b
+    means = d[rng.integers(0, d.size, (4000, d.size))].mean(axis=1)
+    ref = np.percentile(means, [2.5, 97.5])
+    assert got.estimate == pytest.approx(d.mean())
+    assert got.low == pytest.approx(ref[0], abs=0.004) and got.high == pytest.approx(ref[1], abs=0.004)
+    assert got.low > 0  # pairing removes the large per-query spread of a and b
+
+
+def test_paired_bootstrap_is_reproducible_and_checks_pairs():
+    a, b = np.arange(10.0), np.arange(10.0)[::-1]
+    assert paired_bootstrap(a, b, seed=0) == paired_bootstrap(a, b, seed=0)
+    with pytest.raises(ValueError, match="must pair up"):
+        paired_bootstrap(a, b[:5])
+    with pytest.raises(ValueError, match="finite"):
+        paired_bootstrap([1.0, np.nan])
+
+
+def test_slope_matches_linregress_interval():
+    x = np.repeat(np.log([1e4, 4e4, 1.6e5]), 3)
+    y = 0.01 * x + np.array([0.0, 0.002, -0.002] * 3)
+    got = slope(x, y)
+    fit = sps.linregress(x, y)
+    half = sps.t.ppf(0.975, 7) * fit.stderr
+    assert (got.estimate, got.low, got.high) == pytest.approx((fit.slope, fit.slope - half, fit.slope + half))
+    with pytest.raises(ValueError, match="two distinct"):
+        slope([1, 1, 1], [1, 2, 3])
+
+
+def test_interval_rules_decide_on_the_bounds():
+    above = Claim("gain", "A beats B", paper="A beats B", rule=interval_above(0.0))
+    assert above.measured(Interval(0.02, 0.001, 0.04)).holds is True
+    assert above.measured(Interval(0.02, -0.001, 0.04)).holds is False
+    assert above.measured(0.02).holds is False  # a bare number has no spread to decide on
+    below = Claim("loss", "A below B", paper=None, rule=interval_below(0.0))
+    assert below.measured(Interval(-0.3, -0.5, -0.1)).holds is True
+    d = above.measured(Interval(0.02, 0.001, 0.04, method="paired bootstrap")).to_dict()
+    assert d["ours"]["low"] == 0.001 and d["ours"]["method"] == "paired bootstrap"
+    with pytest.raises(ValueError, match="above high"):
+        Interval(0.0, 1.0, -1.0)
