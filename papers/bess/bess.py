@@ -7,6 +7,12 @@ tails from shard j. Device i scores each of its n*b triples against all n*n_neg 
 which come from every shard: the negatives are shared across the device's triples, and each triple sees negatives
 drawn uniformly from the whole entity set (n_neg from each of the n equal shards).
 
+Blocks differ in size (on 4 shards, Nations' largest block holds 8.8 times as many triples as its smallest), yet
+each gives b triples per step. So that the objective is the plain average over training triples, every triple of
+block (i, j) is weighted by w_ij = n^2 |B_ij| / |T|: the expected step loss is then sum_ij |B_ij|/|T| times the mean
+loss of block (i, j), the mean over all training triples (tested by enumeration on a tiny graph). The weights average
+1 over the n^2 blocks, so the per-triple mean keeps its scale.
+
 Embedding-moving step, seen from device i:
   1. gather its own rows: heads of blocks (i, *), and -- as the tail owner -- the tails and negatives of blocks
      (*, i);
@@ -17,7 +23,9 @@ Embedding-moving step, seen from device i:
      transposed all_to_all to the entity shards and are summed over devices for the replicated relations.
 
 `reference_loss` computes the same quantity on one device from a plain entity table, which is what the tests
-compare against (scores, loss and gradients).
+compare against (scores, loss and gradients). `all_gather_loss_fn` is the scheme BESS avoids: every device
+all-gathers the whole table and the backward pass reduce-scatters its gradient; papers.bess.scaling compiles both and
+reads the bytes their collectives move from the compiled programs.
 """
 
 from __future__ import annotations
@@ -78,7 +86,7 @@ def shard_entities(num_entities: int, n: int, seed: int) -> Sharding:
 
 @partial(
     jax.tree_util.register_dataclass,
-    data_fields=["head_row", "relation", "tail_row", "negative_row", "head", "tail", "negative"],
+    data_fields=["head_row", "relation", "tail_row", "negative_row", "head", "tail", "negative", "weight"],
     meta_fields=[],
 )
 @dataclass(frozen=True)
@@ -93,13 +101,16 @@ class Batch:
     head: np.ndarray  # [n, n, b] global ids
     tail: np.ndarray  # [n, n, b]
     negative: np.ndarray  # [n, n, n_neg]
+    weight: np.ndarray  # [n, n, b] float32: w_ij = n^2 |B_ij| / |T| for every triple of block (i, j)
 
 
 class BalancedSampler:
-    """Triples bucketed by (head shard, tail shard); every batch draws b from each bucket (with replacement when a
-    bucket is smaller than b) and, independently for every block (i, j), n_neg negatives from shard j (with
-    replacement). The batch of step `step` depends only on (seed, step), so a resumed run draws what the killed run
-    would have. An empty bucket cannot be balanced: `empty` counts them and the constructor raises."""
+    """Triples bucketed by (head shard, tail shard); every batch draws b from each bucket (uniformly, with
+    replacement) and, independently for every block (i, j), n_neg negatives from shard j (with replacement). Each
+    triple carries its block's weight `block_weights[i, j]` = n^2 |B_ij| / |T|, which makes the expected batch loss
+    the mean over all training triples. The batch of step `step` depends only on (seed, step), so a resumed run draws
+    what the killed run would have. An empty bucket cannot be balanced: `empty` counts them and the constructor
+    raises."""
 
     def __init__(self, triples: np.ndarray, sharding: Sharding, b: int, n_neg: int, seed: int):
         if b < 1 or n_neg < 1:
@@ -119,6 +130,7 @@ class BalancedSampler:
         self._offsets = np.concatenate([[0], np.cumsum(self._sizes.ravel())])[:-1].reshape(n, n)
         self._flat = np.concatenate([x for row in self.buckets for x in row])
         self._shard_sizes = np.array([len(m) for m in self.members])
+        self.block_weights = (n * n * self._sizes / len(self.triples)).astype(np.float32)
 
     def sample(self, step: int = 0) -> Batch:
         n, b, s = self.sharding.n, self.b, self.sharding
@@ -129,7 +141,8 @@ class BalancedSampler:
         k = (rng.random((n, n, self.n_neg)) * self._shard_sizes[None, :, None]).astype(np.int64)
         neg_row = k  # members(j) is ordered by row, so the k-th member of shard j sits at row k
         neg = np.stack([self.members[j][k[:, j]] for j in range(n)], 1)
-        return Batch(s.row_of[t[..., 0]], t[..., 1], s.row_of[t[..., 2]], neg_row, t[..., 0], t[..., 2], neg)
+        weight = np.broadcast_to(self.block_weights[..., None], (n, n, b)).copy()
+        return Batch(s.row_of[t[..., 0]], t[..., 1], s.row_of[t[..., 2]], neg_row, t[..., 0], t[..., 2], neg, weight)
 
 
 def _scores(model, gamma, heads, rel, tails, negs):
@@ -146,7 +159,7 @@ def reference_loss(entities, relations, batch: Batch, model: str, gamma: float, 
     pos, neg = jax.vmap(partial(_scores, model, gamma))(
         entities[batch.head], relations[batch.relation], entities[batch.tail], entities[batch.negative]
     )
-    return loss(pos, neg), (pos, neg)
+    return loss(pos, neg, batch.weight), (pos, neg)
 
 
 def bess_loss_fn(mesh: Mesh, model: str, gamma: float, loss: Loss = LOG_SIGMOID):
@@ -156,11 +169,11 @@ def bess_loss_fn(mesh: Mesh, model: str, gamma: float, loss: Loss = LOG_SIGMOID)
     @partial(
         jax.shard_map,
         mesh=mesh,
-        in_specs=(P(AXIS), P(), P(AXIS), P(AXIS), P(None, AXIS), P(None, AXIS)),
+        in_specs=(P(AXIS), P(), P(AXIS), P(AXIS), P(AXIS), P(None, AXIS), P(None, AXIS)),
         out_specs=(P(), P(AXIS), P(AXIS)),
     )
-    def step(shard, relations, head_row, relation, tail_row_by_owner, negative_row_by_owner):
-        # shard [1, S, d]; head_row, relation [1, n, b] (this device's blocks (i, *));
+    def step(shard, relations, head_row, relation, weight, tail_row_by_owner, negative_row_by_owner):
+        # shard [1, S, d]; head_row, relation, weight [1, n, b] (this device's blocks (i, *));
         # tail_row_by_owner [n, 1, b], negative_row_by_owner [n, 1, n_neg]: blocks (*, i) whose tails live here
         table = shard[0]
         heads = table[head_row[0]]  # [n, b, d]
@@ -170,7 +183,7 @@ def bess_loss_fn(mesh: Mesh, model: str, gamma: float, loss: Loss = LOG_SIGMOID)
         b = head_row.shape[-1]
         tails, negs = moved[:, :b], moved[:, b:]  # [n (source = tail shard j), ...] for blocks (i, j)
         pos, neg = _scores(model, gamma, heads, relations[relation[0]], tails, negs)
-        total = jax.lax.psum(loss(pos, neg), AXIS)
+        total = jax.lax.psum(loss(pos, neg, weight[0]), AXIS)
         return total, pos[None], neg[None]
 
     def loss_and_scores(shards, relations, batch: Batch):
@@ -179,6 +192,45 @@ def bess_loss_fn(mesh: Mesh, model: str, gamma: float, loss: Loss = LOG_SIGMOID)
             relations,
             jnp.asarray(batch.head_row),
             jnp.asarray(batch.relation),
+            jnp.asarray(batch.weight),
+            jnp.asarray(batch.tail_row),
+            jnp.asarray(batch.negative_row),
+        )
+        return value, (pos, neg)
+
+    return loss_and_scores
+
+
+def all_gather_loss_fn(mesh: Mesh, model: str, gamma: float, loss: Loss = LOG_SIGMOID):
+    """The same loss as `bess_loss_fn` (same signature and outputs), computed the way BESS avoids: every device
+    all-gathers the whole sharded table and reads its heads, tails and negatives from it; the backward pass
+    reduce-scatters the table's gradient. Only compiled, for the bytes its collectives move (papers.bess.scaling)."""
+
+    @partial(
+        jax.shard_map,
+        mesh=mesh,
+        in_specs=(P(AXIS), P(), P(AXIS), P(AXIS), P(AXIS), P(AXIS), P(AXIS)),
+        out_specs=(P(), P(AXIS), P(AXIS)),
+    )
+    def step(shard, relations, head_row, relation, weight, tail_row, negative_row):
+        # shard [1, S, d]; head_row, relation, weight, tail_row [1, n, b], negative_row [1, n, n_neg]: blocks (i, *)
+        table = jax.lax.all_gather(shard[0], AXIS, tiled=True)  # [n * S, d]: shard j's row k at j * S + k
+        size = shard.shape[1]
+        i = jax.lax.axis_index(AXIS)
+        j = jnp.arange(head_row.shape[1])[:, None]
+        heads = table[i * size + head_row[0]]  # [n, b, d]
+        tails, negs = table[j * size + tail_row[0]], table[j * size + negative_row[0]]
+        pos, neg = _scores(model, gamma, heads, relations[relation[0]], tails, negs)
+        total = jax.lax.psum(loss(pos, neg, weight[0]), AXIS)
+        return total, pos[None], neg[None]
+
+    def loss_and_scores(shards, relations, batch: Batch):
+        value, pos, neg = step(
+            shards,
+            relations,
+            jnp.asarray(batch.head_row),
+            jnp.asarray(batch.relation),
+            jnp.asarray(batch.weight),
             jnp.asarray(batch.tail_row),
             jnp.asarray(batch.negative_row),
         )
@@ -188,9 +240,10 @@ def bess_loss_fn(mesh: Mesh, model: str, gamma: float, loss: Loss = LOG_SIGMOID)
 
 
 def bytes_per_step(n: int, b: int, n_neg: int, dim: int, size: int, itemsize: int = 4) -> dict[str, int]:
-    """Entity-embedding bytes crossing devices per step, forward and backward: BESS's all_to_all moves the tails
-    and negatives of the n(n-1) off-diagonal blocks; the naive scheme all-gathers every shard to every device and
-    reduce-scatters the table's gradient."""
+    """Analytic: entity-embedding bytes crossing devices per step, forward and backward. BESS's all_to_all moves
+    the tails and negatives of the n(n-1) off-diagonal blocks; the naive scheme all-gathers every shard to every
+    device and reduce-scatters the table's gradient. The run reads the same quantities from the compiled programs
+    (papers.bess.scaling.collective_bytes); the tests check one against the other."""
     bess = 2 * n * (n - 1) * (b + n_neg) * dim * itemsize
     naive = 2 * n * (n - 1) * size * dim * itemsize
     return {"bess": bess, "naive_all_gather": naive}

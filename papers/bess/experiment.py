@@ -4,11 +4,16 @@ check BESS against the single-device computation, and measure scaling over 1, 2,
 
 The paper's own experiment (WikiKG90Mv2, 91M entities, 16 IPUs) cannot run here; these small graphs exercise the
 same method end to end, and `scale=full` widens the models and runs longer.
+
+Every model keeps the parameters of its best validation MRR (evaluated every `bess.train.eval_every` steps); RotatE
+trains once per margin of `bess.hyper.rotate.gammas` on each graph and keeps the margin with the best validation MRR.
+The ensemble's members and weights are chosen on the validation split; its gain over the best member is measured on
+the test split with a paired bootstrap over test triples.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -26,7 +31,11 @@ class ModelsConfig:
     transe: ModelConfig = field(default_factory=lambda: ModelConfig(dim=100))
     distmult: ModelConfig = field(default_factory=lambda: ModelConfig(lr=0.003, init_scale=0.01))
     complex: ModelConfig = field(default_factory=lambda: ModelConfig(lr=0.003, init_scale=0.01))
-    rotate: ModelConfig = field(default_factory=lambda: ModelConfig(dim=100))
+    # RotatE's own recipe (papers/bess/REFERENCES.md, R1): log-sigmoid with self-adversarial negatives (alpha = 1),
+    # the margin chosen on each graph's validation split from a small grid
+    rotate: ModelConfig = field(
+        default_factory=lambda: ModelConfig(dim=100, loss="log_sigmoid", adversarial=1.0, gammas=[3.0, 6.0, 12.0])
+    )
 
     def __post_init__(self) -> None:
         for name in MODELS:
@@ -90,6 +99,11 @@ def kge_config(c: Config, model: str, seed: int) -> KGEConfig:
     return KGEConfig(model=model, **asdict(getattr(c.hyper, model)), **asdict(c.train), devices=c.devices, seed=seed)
 
 
+def margins(kcfg: KGEConfig) -> list[float]:
+    """The margins a model trains with on each graph: its grid, or its one gamma."""
+    return [float(g) for g in kcfg.gammas] or [float(kcfg.gamma)]
+
+
 def reproduce(cfg) -> Report:
     from core.devices import require_devices
 
@@ -103,12 +117,13 @@ def reproduce(cfg) -> Report:
     from papers.bess.kg import load_builtin
     from papers.bess.report import build_report
     from papers.bess.scaling import scaling
-    from papers.bess.scoring import known_answers, random_floor, ranking_metrics
+    from papers.bess.scoring import known_answers, random_filtered_mrr, ranking_metrics
     from papers.bess.train import (
         candidate_scores,
         ensemble_scores,
         evaluate,
         init_tables,
+        query_answers,
         rank_scores,
         select_ensemble,
         train_kge,
@@ -130,28 +145,43 @@ def reproduce(cfg) -> Report:
             )
         except ValueError as e:
             raise ConfigError(f"bess.devices={c.devices} on {kg.name}: {e}") from None
-    results, ensembles, untrained = {}, {}, {}
-    bar = progress(total=len(graphs) * len(c.models) * c.train.steps, desc="BESS training", unit="step")
+    results, ensembles, untrained, floors = {}, {}, {}, {}
+    runs = sum(len(margins(kge_config(c, m, seed))) for m in c.models)
+    bar = progress(total=len(graphs) * runs * c.train.steps, desc="BESS training", unit="step")
     for name, kg in graphs.items():
         known = known_answers(kg.all_triples())
+        floors[name] = random_filtered_mrr(*query_answers(kg.test, known), kg.num_entities)
         base = kge_config(c, "distmult", seed)
         untrained[name] = evaluate(kg, *init_tables(base, kg.num_entities, kg.num_relations), base, "test", known)
         member_scores = {}
         for model in c.models:
-            kcfg = kge_config(c, model, seed)
-            ckpt = run.checkpoint_dir / name / model if run is not None else None
-            E, R, info = train_kge(
-                kg, kcfg, checkpoint_dir=ckpt, resume=run.resume if run is not None else False, progress_bar=bar
-            )
+            trials, grid = {}, margins(kge_config(c, model, seed))
+            for gamma in grid:
+                kcfg = replace(kge_config(c, model, seed), gamma=gamma, gammas=[])
+                ckpt = None
+                if run is not None:
+                    ckpt = run.checkpoint_dir / name / model
+                    ckpt = ckpt / f"gamma_{gamma:g}" if len(grid) > 1 else ckpt
+                trials[gamma] = (
+                    kcfg,
+                    *train_kge(
+                        kg, kcfg, checkpoint_dir=ckpt, resume=run.resume if run is not None else False, progress_bar=bar
+                    ),
+                )
+            kcfg, E, R, info = max(trials.values(), key=lambda t: t[3]["best_valid_mrr"])
+            info["gamma"] = kcfg.gamma
+            info["grid"] = {g: t[3]["best_valid_mrr"] for g, t in trials.items()}
             scores = {split: candidate_scores(E, R, kcfg, getattr(kg, split)) for split in ("valid", "test")}
             member_scores[model] = scores
-            info["test"] = ranking_metrics(rank_scores(scores["test"], kg.test, known))
+            info["test_ranks"] = rank_scores(scores["test"], kg.test, known)
+            info["test"] = ranking_metrics(info["test_ranks"])
             info["valid"] = ranking_metrics(rank_scores(scores["valid"], kg.valid, known))
             results[(name, model)] = info
         if len(member_scores) > 1:
             weights = select_ensemble({m: s["valid"] for m, s in member_scores.items()}, kg.valid, known)
             test = ensemble_scores([member_scores[m]["test"] for m in weights], list(weights.values()))
-            ensembles[name] = {**ranking_metrics(rank_scores(test, kg.test, known)), "weights": weights}
+            ranks = rank_scores(test, kg.test, known)
+            ensembles[name] = {**ranking_metrics(ranks), "weights": weights, "test_ranks": ranks}
     bar.close()
 
     equivalence = check_equivalence(graphs[c.datasets[0]], c, seed)
@@ -167,7 +197,6 @@ def reproduce(cfg) -> Report:
             progress_bar=sbar,
         )
         sbar.close()
-    floors = {name: random_floor(kg.num_entities) for name, kg in graphs.items()}
     return build_report(cfg, graphs, results, ensembles, floors, untrained, equivalence, rows)
 
 
@@ -190,7 +219,7 @@ def check_equivalence(kg, c: Config, seed: int) -> dict:
     batch = BalancedSampler(triples, sharding, c.train.batch // c.devices**2, c.train.negatives, seed).sample(0)
     out = {}
     for model in c.models:
-        kcfg = kge_config(c, model, seed)
+        kcfg = replace(kge_config(c, model, seed), gamma=margins(kge_config(c, model, seed))[0])
         loss = Loss(kcfg.loss, kcfg.adversarial, kcfg.margin, kg.num_entities)
         E, R = init_tables(kcfg, kg.num_entities, kg.num_relations)
         bess = bess_loss_fn(mesh, model, kcfg.gamma, loss)
@@ -222,4 +251,4 @@ def check_equivalence(kg, c: Config, seed: int) -> dict:
     return out
 
 
-__all__ = ["Config", "check_equivalence", "kge_config", "reproduce"]
+__all__ = ["Config", "check_equivalence", "kge_config", "margins", "reproduce"]

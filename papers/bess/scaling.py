@@ -1,19 +1,32 @@
-"""BESS scaling at a fixed global batch: training steps/s and per-device memory on 1, 2, 4, 8 (simulated) devices.
+"""BESS scaling at a fixed global batch: training steps/s, per-device memory and bytes moved on 1, 2, 4, 8 (simulated)
+devices.
 
 The graph is synthetic (uniformly random triples over N entities), large enough that the entity table dominates
 memory. The global batch B and the negatives each triple sees (K = n * n_neg) stay fixed as n grows, so the
-arithmetic per step is the same at every n and what changes is where the table lives and what moves. Per-device
-memory is measured, not modelled: the bytes of device 0's shards of the parameters and optimiser state, and the
-compiled step's temporary buffers (XLA's memory analysis, per device under SPMD).
+arithmetic per step is the same at every n and what changes is where the table lives and what moves.
+
+Memory and traffic are read from the compiled programs, not modelled:
+- per-device memory: XLA's memory analysis of the compiled training step (arguments + outputs + temporaries, per
+  device under SPMD). The part that the entity table costs is the increase of the step's arguments and outputs when
+  the same step is compiled for twice as many entities (relations and batch do not depend on N). Temporaries are
+  reported apart: on small graphs XLA's buffer assignment moves them by a few percent either way as N changes;
+- bytes moved: every collective of the compiled step (all-to-all, all-gather, reduce-scatter, all-reduce) with its
+  per-device result shape from the HLO text, counted as the bytes a device receives from the others: (n-1)/n of an
+  all-to-all's or all-gather's result, (n-1) times a reduce-scatter's result, 2(n-1)/n of an all-reduce's (ring).
+  The same is read from the compiled all-gather alternative (papers.bess.bess.all_gather_loss_fn).
 """
 
 from __future__ import annotations
 
+import re
+
 import jax
 import numpy as np
+import optax
+from jax.sharding import NamedSharding
 
 from core.train import fit, init_state, optimizer_step
-from papers.bess.bess import BalancedSampler, bytes_per_step, shard_entities
+from papers.bess.bess import BalancedSampler, all_gather_loss_fn, bytes_per_step, shard_entities
 from papers.bess.kg import KGDataset
 from papers.bess.losses import Loss
 from papers.bess.train import KGEConfig, _compiled_step, init_tables, make_mesh, place_tables
@@ -42,6 +55,83 @@ def _device0_bytes(tree) -> int:
     return total
 
 
+# ---------------------------------------------------------------------------------------------- the compiled program
+
+_ITEMSIZE = {"pred": 1, "s8": 1, "u8": 1, "bf16": 2, "f16": 2, "s16": 2, "u16": 2, "f32": 4, "s32": 4, "u32": 4}
+_ITEMSIZE |= {"f64": 8, "s64": 8, "u64": 8, "c64": 8, "c128": 16}
+_COLLECTIVE = re.compile(
+    r"^\s*(?:ROOT\s+)?%?[\w.\-]+ = (?P<shape>\([^)]*\)|\w+\[[\d,]*\]\S*) "
+    r"(?P<op>all-to-all|all-gather|reduce-scatter|all-reduce|collective-permute)(?:-start)?\((?P<rest>.*)$"
+)
+_ARRAY = re.compile(r"(\w+)\[([\d,]*)\]")
+_GROUP = re.compile(r"replica_groups=\{\{([\d,]*)\}")
+COLLECTIVES = ("all-to-all", "all-gather", "reduce-scatter", "all-reduce", "collective-permute")
+
+
+def _shape_bytes(shape: str) -> int:
+    total = 0
+    for dtype, dims in _ARRAY.findall(shape):
+        if dtype not in _ITEMSIZE:
+            raise ValueError(f"unknown HLO element type {dtype!r} in {shape!r}")
+        total += _ITEMSIZE[dtype] * int(np.prod([int(d) for d in dims.split(",") if d], dtype=np.int64))
+    return total
+
+
+def collective_bytes(hlo_text: str, devices: int) -> dict[str, int]:
+    """Bytes one device receives from the others per execution of a compiled SPMD program, by collective kind
+    (keys of COLLECTIVES, and "total"), from the result shapes of its collectives in the HLO text. A group of g
+    devices: all-to-all and all-gather deliver (g-1)/g of their result from the others, reduce-scatter (g-1) times
+    its result, all-reduce 2(g-1)/g of it (a ring), collective-permute its whole result."""
+    out = dict.fromkeys(COLLECTIVES, 0)
+    for line in hlo_text.splitlines():
+        m = _COLLECTIVE.match(line)
+        if m is None:
+            continue
+        group = _GROUP.search(m["rest"])
+        g = len(group[1].split(",")) if group and group[1] else devices
+        size = _shape_bytes(m["shape"])
+        share = {
+            "all-to-all": (g - 1) / g,
+            "all-gather": (g - 1) / g,
+            "reduce-scatter": g - 1,
+            "all-reduce": 2 * (g - 1) / g,
+            "collective-permute": 1,
+        }[m["op"]]
+        out[m["op"]] += round(size * share)
+    out["total"] = sum(out[k] for k in COLLECTIVES)
+    return out
+
+
+def device_memory(compiled) -> dict[str, int]:
+    """XLA's per-device memory analysis of a compiled program: arguments, outputs, temporaries, and their sum less
+    what outputs alias (the program's footprint)."""
+    m = compiled.memory_analysis()
+    if m is None:
+        raise RuntimeError("this backend gives no memory analysis of compiled programs")
+    parts = {k: int(getattr(m, f"{k}_size_in_bytes")) for k in ("argument", "output", "temp", "alias")}
+    return {**parts, "total": parts["argument"] + parts["output"] + parts["temp"] - parts["alias"]}
+
+
+def _with_entities(state, size: int):
+    """Abstract copy of a training state whose entity shards (and their optimiser moments) hold `size` rows."""
+
+    def leaf(x):
+        shape = (x.shape[0], size, *x.shape[2:]) if x.ndim == 3 else x.shape
+        placed = x.sharding if isinstance(x.sharding, NamedSharding) else None  # not the uncommitted step count
+        return jax.ShapeDtypeStruct(shape, x.dtype, sharding=placed)
+
+    return jax.tree.map(leaf, state)
+
+
+def _step(mesh, model: str, gamma: float, loss: Loss, optimiser, scheme):
+    objective = scheme(mesh, model, gamma, loss)
+
+    def mean_loss(params, arrays):
+        return objective(params["entities"], params["relations"], arrays)[0] / arrays.head_row.size
+
+    return jax.jit(optimizer_step(mean_loss, optimiser))
+
+
 def measure(
     n: int,
     *,
@@ -53,7 +143,8 @@ def measure(
     steps: int = 30,
     seed: int = 0,
 ) -> dict:
-    """Steps/s and device 0's memory for BESS on n devices (B = `batch`, K = `negatives_per_triple` fixed)."""
+    """Steps/s, per-device memory and bytes moved for BESS on n devices (B = `batch`, K = `negatives_per_triple`
+    fixed), and the bytes the all-gather alternative would move, both from the compiled programs."""
     if batch % (n * n) or negatives_per_triple % n:
         raise ValueError(
             f"the batch {batch} must divide into n^2 = {n * n} blocks and the {negatives_per_triple} negatives "
@@ -63,26 +154,38 @@ def measure(
     mesh = make_mesh(n)
     sharding = shard_entities(kg.num_entities, n, seed)
     sampler = BalancedSampler(kg.train, sharding, batch // (n * n), cfg.negatives, seed)
-    optimiser, step_fn = _compiled_step(
-        mesh, model, float(cfg.gamma), Loss("softmax", num_entities=kg.num_entities), (cfg.lr, 0.0)
-    )
+    loss = Loss("softmax", num_entities=kg.num_entities)
+    optimiser, step_fn = _compiled_step(mesh, model, float(cfg.gamma), loss, (cfg.lr, 0.0))
     entities, relations = init_tables(cfg, kg.num_entities, kg.num_relations)
     state = init_state(place_tables(mesh, sharding, entities, relations), optimiser)
+    first = sampler.sample(0)
 
-    analysis = step_fn.lower(state, sampler.sample(0)).compile().memory_analysis()
-    temp = int(getattr(analysis, "temp_size_in_bytes", 0)) if analysis is not None else 0
+    compiled = step_fn.lower(state, first).compile()
+    memory = device_memory(compiled)
+    doubled = device_memory(step_fn.lower(_with_entities(state, 2 * sharding.size), first).compile())
+    moved = collective_bytes(compiled.as_text(), n)
+    gather = _step(mesh, model, float(cfg.gamma), loss, optimiser, all_gather_loss_fn).lower(state, first).compile()
+    gathered = collective_bytes(gather.as_text(), n)
     run = _timed(step_fn, state, sampler, steps, batch)
-    table = _device0_bytes(run.state["params"]["entities"])
-    moved = bytes_per_step(n, batch // (n * n), cfg.negatives, dim, sharding.size)
     return {
         "devices": n,
         "steps_per_second": run.rate(),
         "triples_per_second": run.rate("triples"),
-        "entity_table_bytes_per_device": table,
+        "entity_table_bytes_per_device": _device0_bytes(run.state["params"]["entities"]),
         "state_bytes_per_device": _device0_bytes(run.state),
-        "temp_bytes_per_device": temp,
-        "bess_bytes_per_step": moved["bess"],
-        "all_gather_bytes_per_step": moved["naive_all_gather"],
+        "step_bytes_per_device": memory["total"],
+        "temp_bytes_per_device": memory["temp"],
+        # what N more entities cost a device: their shards and optimiser moments, in and out of the step
+        "entity_bytes_per_device": sum(doubled[k] - memory[k] for k in ("argument", "output")),
+        "entity_temp_bytes_per_device": doubled["temp"] - memory["temp"],
+        "entities_measured": sharding.size * n,
+        "bess_bytes_per_step": n * moved["total"],
+        "bess_all_to_all_bytes_per_step": n * moved["all-to-all"],
+        "all_gather_bytes_per_step": n * gathered["total"],
+        "analytic_all_to_all_bytes_per_step": bytes_per_step(n, batch // (n * n), cfg.negatives, dim, sharding.size)[
+            "bess"
+        ],
+        "all_gather_temp_bytes_per_device": device_memory(gather)["temp"],
         "loss": float(run.history.last("train/loss")),
     }
 
@@ -125,7 +228,6 @@ def single_device_rate(
     """Triples/s of the plain single-device step (papers.bess.bess.reference_loss on one dense table, no shard_map,
     no all_to_all) on the batches BESS on 2 devices would draw: the peer of the benchmark."""
     import jax.numpy as jnp
-    import optax
 
     from papers.bess.bess import reference_loss
 

@@ -11,7 +11,9 @@ plausible. Complex-valued models store a d-dimensional complex vector as 2d real
 Ranks (BESS, OGB): for a test triple (h, r, t) every entity e is scored as the tail; entities e != t that make a
 known true triple (h, r, e) in any split are filtered out; the rank is the mean of the optimistic rank
 1 + #{e: s_e > s_t} and the pessimistic rank 1 + #{e != t: s_e >= s_t}, so ties cost half their count. Heads are
-ranked the same way, and MRR and hits@k average over both directions.
+ranked the same way, and MRR and hits@k average over both directions. A uniformly random ranking scores, in
+expectation, H_C / C on a query that keeps C candidates after filtering (`random_filtered_mrr`); H_N / N
+(`random_floor`) is the unfiltered figure.
 """
 
 from __future__ import annotations
@@ -107,5 +109,24 @@ def ranking_metrics(ranks: np.ndarray, ks=(1, 3, 10)) -> dict[str, float]:
 
 
 def random_floor(num_entities: int) -> float:
-    """Expected reciprocal rank of a uniformly random ranking of N candidates: H_N / N."""
+    """Expected reciprocal rank of a uniformly random ranking of N candidates: H_N / N (unfiltered)."""
     return float(np.sum(1.0 / np.arange(1, num_entities + 1)) / num_entities)
+
+
+def candidate_counts(answers: np.ndarray, known: list[set], num_entities: int) -> np.ndarray:
+    """How many candidates each query keeps after filtering: the true answer and every entity that is not another
+    known answer, C = N - |known minus {answer}|."""
+    answers = np.asarray(answers)
+    if len(answers) != len(known):
+        raise ValueError(f"{len(answers)} answers but {len(known)} sets of known answers")
+    others = np.array([len(k - {int(a)}) for a, k in zip(answers.tolist(), known, strict=True)], np.int64)
+    return num_entities - others
+
+
+def random_filtered_mrr(answers: np.ndarray, known: list[set], num_entities: int) -> float:
+    """The exact expected filtered MRR of a uniformly random ranker on these queries: with C candidates left, the
+    true answer's rank is uniform on 1..C, so E[1/rank] = H_C / C; averaged over the queries (for a split, its tail
+    queries and head queries, as the evaluation asks them)."""
+    counts = candidate_counts(answers, known, num_entities)
+    harmonic = np.cumsum(1.0 / np.arange(1, num_entities + 1))
+    return float(np.mean(harmonic[counts - 1] / counts))

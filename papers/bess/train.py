@@ -7,13 +7,21 @@ the true head of (?, r, t) -- the latter scored as (t, r + R, ?) -- among all N 
 answers (from every split) filtered out and ties averaged (papers.bess.scoring).
 
 `train_kge` runs the BESS step (papers.bess.bess) on a 1-D mesh of n devices with optax's AdamW; the entity table
-stays sharded over the mesh for the whole run, relations are replicated. Checkpoints every `checkpoint_every` steps;
-since the batch of step s depends only on (seed, s), a resumed run continues exactly where the killed one stopped.
+stays sharded over the mesh for the whole run, relations are replicated. It evaluates the validation MRR every
+`eval_every` steps and returns the parameters of the best evaluation, not the last (early stopping on validation;
+the test split is never looked at). Checkpoints every `checkpoint_every` steps, the best parameters whenever they
+change; since the batch of step s depends only on (seed, s), a resumed run continues exactly where the killed one
+stopped.
+
+RotatE follows its own paper's recipe (Sun et al. 2019, papers/bess/REFERENCES.md): log-sigmoid loss with
+self-adversarial negatives at temperature alpha, score gamma - distance with the margin gamma chosen on the
+validation split from a small grid (`gammas`), entities initialised uniformly in +-(gamma + 2) / (dim / 2).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -24,8 +32,9 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from core.config import check_choice, check_range
-from core.devices import require_devices, to_host
+from core.checkpoint import Checkpointer
+from core.config import ConfigError, check_choice, check_range
+from core.devices import is_main_process, require_devices, to_host
 from core.train import fit, init_state, optimizer_step
 from papers.bess.bess import AXIS, BalancedSampler, bess_loss_fn, shard_entities
 from papers.bess.kg import KGDataset
@@ -42,10 +51,12 @@ from papers.bess.scoring import (
 
 @dataclass
 class ModelConfig:
-    """One scoring function's hyperparameters (shared by the three graphs)."""
+    """One scoring function's hyperparameters. `gammas`: margins tried on each graph's validation split (the best
+    is kept); empty: `gamma` alone."""
 
     dim: int = 200
     gamma: float = 12.0
+    gammas: list[float] = field(default_factory=list)
     loss: str = "softmax"
     adversarial: float = 0.0
     margin: float = 1.0
@@ -56,6 +67,10 @@ class ModelConfig:
     def _check(self, key: str) -> None:
         check_range(f"{key}.dim", self.dim, ge=2)
         check_range(f"{key}.gamma", self.gamma, gt=0)
+        for g in self.gammas:
+            check_range(f"{key}.gammas", g, gt=0)
+        if len(set(self.gammas)) != len(self.gammas):
+            raise ConfigError(f"{key}.gammas={list(self.gammas)} repeats a margin")
         check_choice(f"{key}.loss", self.loss, LOSSES)
         check_range(f"{key}.adversarial", self.adversarial, ge=0)
         check_range(f"{key}.margin", self.margin, gt=0)
@@ -71,7 +86,7 @@ class TrainRunConfig:
     steps: int = 1000
     batch: int = 512  # triples per step over all devices
     negatives: int = 32  # per (head shard, tail shard) block: each triple sees devices * negatives
-    eval_every: int = 250
+    eval_every: int = 100  # validation MRR cadence: the best evaluation's parameters are kept
     checkpoint_every: int = 500
 
     def __post_init__(self) -> None:
@@ -115,10 +130,21 @@ def make_mesh(devices: int) -> Mesh:
     return Mesh(np.array(require_devices(devices)), (AXIS,))
 
 
+def rotate_init_range(gamma: float, dim: int) -> float:
+    """RotatE's entity initialisation range (gamma + epsilon) / k, epsilon = 2, k = dim / 2 complex entries (Sun et
+    al. 2019, the authors' code)."""
+    return (gamma + 2.0) / (dim // 2)
+
+
 def init_tables(cfg: KGEConfig, num_entities: int, num_relations: int) -> tuple[np.ndarray, np.ndarray]:
-    """Entities N(0, init_scale^2); relations the same, or RotatE's phases uniform in [-pi, pi)."""
+    """Entities N(0, init_scale^2) (RotatE: uniform in +-rotate_init_range); relations N(0, init_scale^2), or
+    RotatE's phases uniform in [-pi, pi)."""
     rng = np.random.default_rng([cfg.seed, 5])
-    entities = (cfg.init_scale * rng.standard_normal((num_entities, cfg.dim))).astype(np.float32)
+    if cfg.model == "rotate":
+        bound = rotate_init_range(cfg.gamma, cfg.dim)
+        entities = rng.uniform(-bound, bound, (num_entities, cfg.dim)).astype(np.float32)
+    else:
+        entities = (cfg.init_scale * rng.standard_normal((num_entities, cfg.dim))).astype(np.float32)
     width = relation_width(cfg.model, cfg.dim)
     if cfg.model == "rotate":
         relations = rng.uniform(-np.pi, np.pi, (2 * num_relations, width)).astype(np.float32)
@@ -157,7 +183,8 @@ def train_kge(
     progress_bar=None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Train cfg.model on kg.train with BESS on cfg.devices devices. Returns (entities [N, d], relations [2R, d_r]
-    as numpy in global id order, info with the loss/validation curve and the training rate)."""
+    as numpy in global id order, at the evaluation with the best validation MRR; info with the loss/validation
+    curve, the best step and the training rate)."""
     mesh = make_mesh(cfg.devices)
     sharding = shard_entities(kg.num_entities, cfg.devices, cfg.seed)
     sampler = BalancedSampler(
@@ -171,9 +198,14 @@ def train_kge(
     optimiser, step_fn = _compiled_step(mesh, cfg.model, float(cfg.gamma), loss, (cfg.lr, cfg.weight_decay))
     entities, relations = init_tables(cfg, kg.num_entities, kg.num_relations)
     known = known_answers(kg.all_triples())
+    best = _BestParams(checkpoint_dir, resume, entities, relations)
+    done = {"step": 0}
 
     def validate(state) -> dict:
-        return {"valid/mrr": evaluate(kg, *_global(state["params"], sharding), cfg, "valid", known)["mrr"]}
+        E, R = _global(state["params"], sharding)
+        mrr = evaluate(kg, E, R, cfg, "valid", known)["mrr"]
+        best.offer(done["step"], mrr, E, R)
+        return {"valid/mrr": mrr}
 
     replicated = NamedSharding(mesh, P())
 
@@ -195,19 +227,51 @@ def train_kge(
         name=f"{kg.name}/{cfg.model}",
         bar=progress_bar,
         count=lambda batch: {"triples": cfg.batch},
+        on_step=lambda k, *_: done.update(step=k),
         untimed=3,  # compilation, and the first steps after it
     )
-    entities, relations = _global(run.state["params"], sharding)
+    if best.entities is None:  # a finished run resumed from checkpoints written before the best was kept
+        done["step"] = cfg.steps
+        validate(run.state)
     steps, losses = run.history.series("train/loss")
     valid = run.history.series("valid/mrr")[1]
     info = {
         "curve": [(int(k), float(v), float(m)) for k, v, m in zip(steps, losses, valid, strict=True)],
+        "best_step": best.step,
+        "best_valid_mrr": best.mrr,
+        "final_valid_mrr": float(valid[-1]) if len(valid) else math.nan,
         "triples_per_second": run.rate("triples"),
         "resumed_from": run.resumed_from,
         "seconds": run.wall_seconds,  # training and validation, over every (resumed) run
         "config": asdict(cfg),
     }
-    return entities, relations, info
+    return best.entities, best.relations, info
+
+
+class _BestParams:
+    """The parameters of the best validation MRR so far (strictly better replaces: the earliest of equals stays),
+    saved under `checkpoint_dir/best` when they change so that a resumed run keeps them; a fresh start clears them
+    with the run's other checkpoints."""
+
+    def __init__(self, checkpoint_dir, resume: bool, entities: np.ndarray, relations: np.ndarray):
+        self.step, self.mrr, self.entities, self.relations = 0, -math.inf, None, None
+        self.store = Checkpointer(Path(checkpoint_dir) / "best", keep=1) if checkpoint_dir is not None else None
+        if self.store is None:
+            return
+        resuming = resume and Checkpointer(checkpoint_dir).latest_step() is not None
+        if resuming and self.store.latest_step() is not None:
+            like = {"entities": entities, "relations": relations}
+            self.step, saved, meta = self.store.restore(like)
+            self.entities, self.relations, self.mrr = saved["entities"], saved["relations"], float(meta["mrr"])
+        elif is_main_process():
+            self.store.clear()
+
+    def offer(self, step: int, mrr: float, entities: np.ndarray, relations: np.ndarray) -> None:
+        if not mrr > self.mrr:
+            return
+        self.step, self.mrr, self.entities, self.relations = step, float(mrr), entities, relations
+        if self.store is not None and is_main_process():
+            self.store.save(step, {"entities": entities, "relations": relations}, {"mrr": float(mrr)})
 
 
 def _global(params, sharding) -> tuple[np.ndarray, np.ndarray]:

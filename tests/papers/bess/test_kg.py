@@ -1,20 +1,26 @@
 """Knowledge graphs and their metrics: the vendored datasets have the published sizes, bad input is named, the
-scorers equal their textbook formulas (numpy complex arithmetic), filtered ranks equal a brute-force count."""
+scorers equal their textbook formulas (numpy complex arithmetic), filtered ranks equal a brute-force count, and the
+expected filtered MRR of a random ranker equals an enumeration of every ranking and a Monte-Carlo estimate."""
+
+import itertools
 
 import numpy as np
 import pytest
 
 from papers.bess.kg import KGError, load_builtin, load_triples
 from papers.bess.scoring import (
+    candidate_counts,
     filtered_ranks,
     known_answers,
+    random_filtered_mrr,
     random_floor,
     ranking_metrics,
     relation_width,
     score,
 )
+from papers.bess.train import query_answers
 
-SIZES = {  # refs/PAPERS.md: entities, relations, train / valid / test
+SIZES = {  # papers/bess/REFERENCES.md, D1-D3: entities, relations, train / valid / test
     "nations": (14, 55, 1592, 199, 201),
     "kinships": (104, 25, 8544, 1068, 1074),
     "umls": (135, 46, 5216, 652, 661),
@@ -28,12 +34,51 @@ def test_builtin_datasets_have_the_published_sizes(name):
     assert d.all_triples().max(0)[0] < d.num_entities and d.all_triples().min() >= 0
 
 
-def test_random_floor_is_the_papers_table():
-    # refs/PAPERS.md: Nations 0.232, Kinship 0.050, UMLS 0.041
+def test_unfiltered_random_floor_is_h_n_over_n():
+    # papers/bess/REFERENCES.md, F1: Nations 0.232, Kinship 0.050, UMLS 0.041
     for n, floor in ((14, 0.232), (104, 0.050), (135, 0.041)):
         assert random_floor(n) == pytest.approx(floor, abs=5e-4)
     ranks = np.stack([np.random.default_rng(s).permutation(14) + 1 for s in range(20000)])[:, 0]
     assert ranking_metrics(ranks)["mrr"] == pytest.approx(random_floor(14), rel=0.02)
+
+
+def test_random_filtered_mrr_equals_every_ranking_enumerated():
+    # a tiny graph: 5 entities, so every ordering of a query's scores (5! = 120) can be ranked by the evaluation's
+    # own filtered_ranks; the mean reciprocal rank over all of them is the exact expectation
+    rng = np.random.default_rng(3)
+    n = 5
+    triples = np.unique(np.stack([rng.integers(0, n, 40), rng.integers(0, 2, 40), rng.integers(0, n, 40)], 1), axis=0)
+    queries = triples[rng.choice(len(triples), 6, replace=False)]
+    answers, sets = query_answers(queries, known_answers(triples))
+    counts = candidate_counts(answers, sets, n)
+    assert counts.min() < n, counts  # some queries lose candidates to filtering, or the test shows nothing
+    orderings = np.array(list(itertools.permutations(range(n))), float)  # [120, N]: every distinct score vector
+    expected = np.mean(
+        [
+            np.mean(1.0 / filtered_ranks(orderings, np.full(len(orderings), a), [k] * len(orderings)))
+            for a, k in zip(answers, sets, strict=True)
+        ]
+    )
+    assert random_filtered_mrr(answers, sets, n) == pytest.approx(expected, rel=1e-12)
+    assert random_filtered_mrr(answers, sets, n) > random_floor(n)  # filtering only removes competitors
+
+
+def test_random_filtered_mrr_on_nations_matches_random_scores():
+    kg = load_builtin("nations")
+    answers, sets = query_answers(kg.test, known_answers(kg.all_triples()))
+    exact = random_filtered_mrr(answers, sets, kg.num_entities)
+    rng = np.random.default_rng(0)
+    draws = np.array(
+        [
+            ranking_metrics(filtered_ranks(rng.random((len(answers), kg.num_entities)), answers, sets))["mrr"]
+            for _ in range(400)
+        ]
+    )
+    # the Monte-Carlo mean within 4 standard errors; and far above the unfiltered H_N/N (0.232)
+    assert abs(draws.mean() - exact) < 4 * draws.std(ddof=1) / np.sqrt(len(draws)), (draws.mean(), exact)
+    assert 0.36 < exact < 0.40
+    with pytest.raises(ValueError, match="3 answers but 2 sets"):
+        random_filtered_mrr(np.array([0, 1, 2]), [set(), set()], 14)
 
 
 def _write(path, rows):

@@ -1,6 +1,6 @@
-"""The losses equal their formulas written in numpy; the sampled softmax's log(N-1) - log(K) correction makes
-uniform negatives an exact stand-in for the full softmax when they cover the wrong entities evenly; the
-self-adversarial weights carry no gradient."""
+"""The losses equal their formulas written in numpy; per-triple weights scale each triple's term; the sampled
+softmax's log(N-1) - log(K) correction makes uniform negatives an exact stand-in for the full softmax when they
+cover the wrong entities evenly; the self-adversarial weights carry no gradient."""
 
 import jax
 import jax.numpy as jnp
@@ -50,6 +50,27 @@ def test_sampled_softmax_equals_the_full_softmax_when_negatives_cover_every_wron
         neg = np.tile(wrong, repeats)
         got = sampled_softmax_loss(jnp.asarray(logits[np.arange(4), answer]), jnp.asarray(neg), N)
         assert float(got) == pytest.approx(full, rel=1e-5)
+
+
+@pytest.mark.parametrize("name", ["log_sigmoid", "margin", "softmax"])
+def test_triple_weights_scale_each_triples_term(scores, name):
+    pos, neg = scores
+    rng = np.random.default_rng(2)
+    w = rng.uniform(0.2, 3.0, size=pos.shape)
+    if name == "log_sigmoid":  # self-adversarial, so that the negatives' own weights are exercised too
+        u = np.exp(0.5 * neg) / np.exp(0.5 * neg).sum(-1, keepdims=True)
+        terms = -_log_sigmoid(pos) - (u * _log_sigmoid(-neg)).sum(-1)
+        loss = Loss(name, adversarial=0.5)
+    elif name == "margin":
+        terms = np.maximum(0.0, 1.0 - pos[..., None] + neg).mean(-1)
+        loss = Loss(name)
+    else:
+        logits = np.concatenate([pos[..., None], neg + np.log(20 - 1) - np.log(neg.shape[-1])], -1)
+        terms = -(logits[..., 0] - np.log(np.exp(logits).sum(-1)))
+        loss = Loss(name, num_entities=20)
+    got = float(loss(jnp.asarray(pos), jnp.asarray(neg), jnp.asarray(w)))
+    assert got == pytest.approx((w * terms).sum(), rel=1e-5)
+    assert float(loss(jnp.asarray(pos), jnp.asarray(neg))) == pytest.approx(terms.sum(), rel=1e-5)
 
 
 def test_bad_loss_settings_are_named():

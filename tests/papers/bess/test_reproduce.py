@@ -32,11 +32,15 @@ def test_smoke_run_reports_every_claim(cli, tmp_path):
     ]
     for always in ("bess-equals-single-device", "table-memory-1-over-n", "bess-moves-less"):
         assert claims[always]["holds"], claims[always]
-    assert {t["name"] for t in results["tables"]} == {"link_prediction", "scaling"}
+    assert {t["name"] for t in results["tables"]} >= {"link_prediction", "margins", "scaling"}
     for fig in ("mrr.png", "scaling.png"):
         assert (tmp_path / "bess" / "latest" / fig).is_file()
     # resumption is checked at the training level (test_train: a killed run resumes to the uninterrupted result)
     assert sorted(p.name for p in (tmp_path / "bess" / "checkpoints").glob("*/nations/*")) == ["distmult", "rotate"]
+    assert sorted(p.name for p in (tmp_path / "bess" / "checkpoints").glob("*/nations/rotate/*")) == [
+        "gamma_3",
+        "gamma_6",
+    ]  # one run per margin of the grid
 
 
 def test_declared_claims_follow_the_config():
@@ -46,8 +50,12 @@ def test_declared_claims_follow_the_config():
         "mrr-nations-distmult",
         "mrr-umls-distmult",
         "bess-equals-single-device",
+    ]  # one model: no ensemble; one mesh of one device: nothing to move, no 1/n to compare
+    two_meshes = Config(models=["distmult"], scaling=ScalingConfig(devices=[1, 4]))
+    assert [c.id for c in bess.claims(SimpleNamespace(bess=two_meshes))][-2:] == [
         "table-memory-1-over-n",
-    ]  # one model: no ensemble; one device: nothing to move
+        "bess-moves-less",
+    ]
     no_scaling = Config(datasets=["kinships"], models=["transe", "complex"], scaling=ScalingConfig(enabled=False))
     assert [c.id for c in bess.claims(SimpleNamespace(bess=no_scaling))] == [
         "beats-random-floor",
@@ -68,6 +76,8 @@ def test_config_errors_name_the_key():
         validate_section({"hyper": {"complex": {"dim": 7}}}, Config, "bess")
     with pytest.raises(ConfigError, match=r"bess\.scaling\.devices"):
         validate_section({"scaling": {"devices": [3]}}, Config, "bess")
+    with pytest.raises(ConfigError, match=r"bess\.hyper\.rotate\.gammas=0\.0 is out of range"):
+        validate_section({"hyper": {"rotate": {"gammas": [3.0, 0.0]}}}, Config, "bess")
 
 
 def test_a_graph_that_cannot_be_balanced_stops_the_run_before_training(cli, tmp_path):
@@ -97,7 +107,13 @@ def test_a_run_over_two_processes_equals_the_single_process_run(cli, tmp_path):
         assert code == 0, err[-3000:]
     expected = json.loads((tmp_path / "one" / "bess" / "latest" / "results.json").read_text())
     got = json.loads((tmp_path / "two" / "run_0" / "results.json").read_text())
-    assert [c["ours"] for c in got["claims"]] == [c["ours"] for c in expected["claims"]]
+    # the equivalence error is the float32 rounding of psums whose summation order differs between in-process and
+    # cross-process (gloo) collectives: both runs must pass it; every other figure must be identical
+    rounding = "bess-equals-single-device"
+    assert [c["ours"] for c in got["claims"] if c["id"] != rounding] == [
+        c["ours"] for c in expected["claims"] if c["id"] != rounding
+    ]
+    assert all(c["holds"] for run in (got, expected) for c in run["claims"] if c["id"] == rounding)
     mrr = {k: v for k, v in expected["metrics"].items() if "mrr" in k}
     assert mrr and mrr == {k: v for k, v in got["metrics"].items() if "mrr" in k}
     assert not (tmp_path / "two" / "run_1" / "results.json").exists()  # process 1 writes no record
