@@ -11,7 +11,7 @@ PAPERS := $(sort $(basename $(notdir $(wildcard configs/paper/*.yaml))))
 PAPER_LIST := $(if $(PAPERS),$(PAPERS),(none yet))
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all reproduce bench lint format clean
+.PHONY: help install test test-all reproduce results bench lint format clean
 
 help: ## list the targets
 	@echo "usage: make <target> [PAPER=<name>] [ARGS=\"key=value ...\"]"
@@ -44,6 +44,9 @@ else
 	@$(MAKE) --no-print-directory install
 	$(PY) scripts/reproduce.py paper=$(PAPER) $(ARGS)
 endif
+
+results: install ## print the README's table of papers from outputs/: make results [ARGS="--paper NAME --scale smoke"]
+	@$(PY) scripts/results.py $(ARGS)
 
 bench: install ## run the benchmarks (ratios against peer libraries): make bench [ARGS="--section name"]
 	$(PY) scripts/bench.py $(ARGS)

@@ -1,14 +1,16 @@
 """Device specs of the simulated IPU: the hardware facts the cost model and the memory check use.
 
-Every constant is a published figure or derived from one (sources below); none is fitted to a benchmark.
+Every constant is a published figure or derived from one (sources below, with the full references in
+ipu_model/README.md, "Constants and their sources"); none is fitted to a benchmark.
 
-Mk2 GC200 (Graphcore IPU-M2000 / GC200 product brief; refs/PAPERS.md "Simulated IPU"):
+Mk2 GC200 (Graphcore IPU-M2000 / GC200 product brief, [GC200] in ipu_model/README.md):
     1472 tiles x 6 worker contexts, 624 KiB SRAM per tile (~900 MB), 1.33 GHz,
     250 TFLOP/s FP16 -> 250e12 / (1472 x 1.33e9) = 127.7, i.e. 128 FP16 FLOP/cycle/tile (64 MACs in the AMP unit);
     62.5 TFLOP/s FP32 -> 32 FLOP/cycle/tile (a quarter of FP16);
     47.5 TB/s in-processor memory bandwidth -> 47.5e12 / (1472 x 1.33e9) = 24.3, i.e. 24 bytes/cycle/tile;
     ~8 TB/s all-to-all exchange -> 8e12 / (1472 x 1.33e9) = 4.1, i.e. 4 bytes/cycle/tile;
-    global sync ~600 cycles per exchange phase; PCIe Gen4 x16 host link, 64 GB/s (both directions together).
+    global sync ~600 cycles per exchange phase (approximate, no primary source: [SYNC] in ipu_model/README.md);
+    PCIe Gen4 x16 host link, 64 GB/s (both directions together).
 Bow (Bow IPU product brief): the Mk2 tile at 1.85 GHz (wafer-on-wafer power delivery), hence 350 TFLOP/s FP16;
     per-cycle figures as Mk2.
 Mk1 GC2 (Graphcore C2 card product brief; Jia et al. 2019, "Dissecting the Graphcore IPU architecture via

@@ -48,4 +48,11 @@ def test_paper_files_hold_no_settings(paper):
 @pytest.mark.parametrize("paper", PAPERS)
 def test_every_paper_and_scale_composes_and_validates(paper, scale):
     config = load_config([f"paper={paper}", f"scale={scale}"])
-    assert isinstance(getattr(config, paper), importlib.import_module(f"papers.{paper}").Config)
+    schema = importlib.import_module(f"papers.{paper}").Config
+    got = getattr(config, paper)
+    assert isinstance(got, schema) and config.scale.name == scale
+    # what the run gets is the dataclass's defaults with the scale file's values on top, merged here without Hydra
+    path = CONFIG_DIR / "paper_scale" / paper / f"{scale}.yaml"
+    changes = OmegaConf.load(path).get(paper, OmegaConf.create({})) if path.exists() else OmegaConf.create({})
+    expected = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(schema), changes))
+    assert OmegaConf.to_container(OmegaConf.structured(got)) == expected

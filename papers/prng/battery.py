@@ -2,7 +2,9 @@
 complexity (Berlekamp-Massey) per bit, a Hamming-weight dependency test, and frequency tests.
 
 Each test returns p-values (uniform on [0, 1] for a good generator) or, for linear complexity, the complexity
-itself with its p-value. A test "fails" when p < FAIL_P.
+itself with its p-value. A test "fails" when p < FAIL_P. The theory each test compares with (GF(2) rank
+probabilities, the linear complexity of random sequences, binomial Hamming weights) is cited in
+papers/prng/REFERENCES.md (GF2-RANK, LC-RANDOM, HW-BINOM).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Logic cost of the output functions, from small netlists of two-input gates (rotations and shifts are wiring).
 
-The paper compares synthesised cell counts (684 for the AOX output vs 1237 for xoroshiro128+'s 64-bit adder);
-here the same comparison is made with textbook circuits so that the count can be checked by reading the code.
+The paper compares synthesised cell counts (684 for the AOX output vs 1237 for xoroshiro128+'s 64-bit adder;
+papers/prng/REFERENCES.md, PRNG-CELLS); here the same comparison is made with textbook circuits so that the count
+can be checked by reading the code.
 """
 
 from __future__ import annotations

@@ -12,11 +12,14 @@ from papers.prng.cost import gate_counts
 
 LABELS = {"aox": "xoroshiro128aox", "plus": "xoroshiro128+", "pcg64": "numpy PCG64", "philox": "numpy Philox"}
 # a short, documented dieharder subset (test numbers of `dieharder -l`): birthdays, 32x32 rank, 6x8 rank, bitstream
+# (papers/prng/REFERENCES.md, DIEHARDER)
 DIEHARDER_TESTS = (0, 2, 3, 4)
-PAPER_CELLS = {"aox": 684, "kogge_stone": 1237}  # synthesised standard cells of the output functions
+# synthesised standard cells of the output functions (papers/prng/REFERENCES.md, PRNG-CELLS)
+PAPER_CELLS = {"aox": 684, "kogge_stone": 1237}
 
 # ---------------------------------------------------------------------------------------------- claims
 
+# The paper's side of each claim is in papers/prng/REFERENCES.md: PRNG-PLUS-LOW, PRNG-AOX-PASS, PRNG-AOX-Z9, PRNG-CELLS.
 CLAIMS = {
     "plus-low-bits-fail": Claim(
         "plus-low-bits-fail",

@@ -28,7 +28,8 @@ from core.unit_scaling.analysis import TensorScale, collect_tensors, tensor_scal
 
 @dataclass(frozen=True)
 class Arm:
-    """One column of the paper's table: a scaling, number formats and a loss-scaling rule."""
+    """One column of the paper's table (papers/unit_scaling/REFERENCES.md, US-BPC): a scaling, number formats and a
+    loss-scaling rule."""
 
     name: str
     label: str

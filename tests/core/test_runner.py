@@ -181,7 +181,7 @@ def test_make_reproduce_checks_the_paper_before_installing_anything():
 def test_make_help_lists_the_targets():
     r = make("help")
     assert r.returncode == 0
-    for target in ("install", "test", "test-all", "reproduce", "bench", "lint"):
+    for target in ("install", "test", "test-all", "reproduce", "results", "bench", "lint"):
         assert f"  {target} " in r.stdout
 
 

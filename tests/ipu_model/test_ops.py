@@ -323,13 +323,13 @@ def test_matmul_errors():
         ops.matmul(g, a, a.T, plan=ops.MatmulPlan(3, 1, 3))
 
 
-def test_matmul_with_more_column_blocks_than_columns():
+def test_matmul_with_more_column_blocks_than_columns_is_refused():
     g = Graph(DEV)
     a, b = mapped(g, (5, 5), "float32", "A"), mapped(g, (5, 3), "float32", "B")
-    try:
-        prog, c, _ = ops.matmul(g, a, b, plan=ops.MatmulPlan(1, 1, 8))
-    except GraphError:
-        return  # refusing the plan clearly would be a fix too
+    with pytest.raises(GraphError, match=r"plan 1x1x8 does not fit 5x5x3: need 1 <= pm <= m, pk <= k, pn <= n"):
+        ops.matmul(g, a, b, plan=ops.MatmulPlan(1, 1, 8))
+    # one column block per column, the most the plan may have, is accepted and right
+    prog, c, _ = ops.matmul(g, a, b, plan=ops.MatmulPlan(1, 1, 3))
     engine = Engine(g, prog)
     x, y = sample((5, 5), "float32"), sample((5, 3), "float32")
     engine.write(a, x)

@@ -64,11 +64,14 @@ def test_delayed_and_cscale_take_their_biases_from_the_state(batch):
     # same parameters and batch, a one-entry history: the biases used now are this very step's amax biases
     _, (_, amax_stats) = _loss_and_grads(_model(fp8="amax"), params, meta0, probes, batch)
     used, expected = fp8_statistics(stats_next), fp8_statistics(amax_stats)
+    assert len(used) == 8 and set(used) == set(expected)  # every block's four linear layers: the loop below runs
+    assert any(np.any(np.asarray(v[:, 1]) != 0) for v in expected.values())  # else bias 0 would pass unnoticed
     for name in used:
         np.testing.assert_array_equal(np.asarray(used[name][:, 1]), np.asarray(expected[name][:, 1]))
     # cscale calibrates once from a step's statistics: from one step, the same biases as the delayed history
     fixed = jax.tree.leaves(calibrate_fp8(meta0, stats), is_leaf=lambda x: hasattr(x, "bias"))
     delayed = jax.tree.leaves(meta, is_leaf=lambda x: hasattr(x, "bias"))
+    assert len(fixed) == 8
     for a, b in zip(fixed, delayed, strict=True):
         np.testing.assert_array_equal(np.asarray(a.bias), np.asarray(b.bias))
 

@@ -7,7 +7,8 @@ import pytest
 from core.numerics import FORMATS, get_format, make_format
 from tests.core.numerics.reference import gfloat_info
 
-# The formats' defining numbers (PAPERS.md's table; OCP FP8 spec; Noune et al. 2022; IEEE 754).
+# The formats' defining numbers: OCP 8-bit Floating Point Specification (OFP8) rev. 1.0 for E4M3/E5M2; Noune et al.
+# 2022 (arXiv:2206.02915) for the Graphcore/fnuz 1.4.3 and 1.5.2 formats; IEEE 754-2019 for binary16.
 SPEC = {
     "e4m3": (448.0, 2.0**-6, 2.0**-9, 0.125),
     "e5m2": (57344.0, 2.0**-14, 2.0**-16, 0.25),

@@ -88,4 +88,10 @@ def test_gate_counts_by_formula():
     # ripple: 64 propagate XORs, 63 sum XORs, carry: 1 AND for bit 0 and 3 gates for bits 1..62
     assert c["ripple"]["gates"] == 64 + 63 + 1 + 3 * 62
     assert c["kogge_stone"]["depth"] <= 1 + 2 * 6 + 1  # p, six prefix levels of AND-OR, the sum XOR
+    # Kogge-Stone over the 63 carries: 64 p and 63 g gates; at distance d = 1, 2, ..., 32 an AND-OR (2 gates) for
+    # each of 63 - d group generates and, while a later level needs it (2d < 63), an AND for 64 - 2d group
+    # propagates; then 63 sum XORs
+    levels = [1, 2, 4, 8, 16, 32]
+    expected = 64 + 63 + sum(2 * (63 - d) for d in levels) + sum(64 - 2 * d for d in levels if 2 * d < 63) + 63
+    assert c["kogge_stone"]["gates"] == expected == 1078
     assert c["aox"]["gates"] < c["ripple"]["gates"] < c["kogge_stone"]["gates"]

@@ -1,6 +1,7 @@
 """The unit-scaling reproduction end to end at the smoke scale, and its config checks."""
 
 import json
+import math
 
 import pytest
 
@@ -35,12 +36,39 @@ def test_smoke_run_writes_every_claim_table_and_figure(cli, tmp_path):
         "fp8-unit-matches-fp32",
         "fp8-regular-fails",
     ]
-    assert all(c["ours"] is not None for c in results["claims"])  # every arm ran, so every claim is measured
-    arms = {row[0] for row in next(t for t in results["tables"] if t["name"] == "arms")["rows"]}
-    assert arms == {a.label for a in ARMS.values()}
+    claims = {c["id"]: c for c in results["claims"]}
+    tables = {t["name"]: t for t in results["tables"]}
+    metrics = results["metrics"]
+    arms = {row[0]: row for row in tables["arms"]["rows"]}
+    assert set(arms) == {a.label for a in ARMS.values()}
+    for name, arm in ARMS.items():  # the metric is the mean of the per-seed BPCs the table lists (one seed here)
+        assert metrics[f"test_bpc/{name}"] == pytest.approx(float(arms[arm.label][4]), abs=5e-4)
+        assert metrics[f"test_bpc/{name}"] == arms[arm.label][2]
+    # every claim's figure recomputed from the metrics and the scales table, and its verdict from the declared rule
+    base = metrics["test_bpc/fp32_regular"]
+    rules = {  # claim -> (arm, passes(gap)), thresholds as the claims state them
+        "fp16-unit-matches-fp32": ("fp16_unit", lambda gap: gap <= 0.02),
+        "fp16-regular-worse": ("fp16_regular", lambda gap: gap >= 0.01),
+        "fp8-unit-matches-fp32": ("fp8_unit", lambda gap: gap <= 0.03),
+        "fp8-regular-fails": ("fp8_regular", lambda gap: gap >= 0.03),
+    }
+    for cid, (arm, passes) in rules.items():
+        gap = metrics[f"test_bpc/{arm}"] / base - 1
+        assert claims[cid]["ours"] == pytest.approx(gap, rel=1e-9, abs=1e-12), cid
+        assert claims[cid]["holds"] is passes(gap), cid
+    # the paper's figures: relative gaps of its pre-norm row (papers/unit_scaling/REFERENCES.md, US-BPC)
+    assert claims["fp16-unit-matches-fp32"]["paper"] == pytest.approx(1.567 / 1.582 - 1)
+    assert claims["fp16-regular-worse"]["paper"] == pytest.approx(1.661 / 1.582 - 1)
+    scales = {(row[0], row[1]): row for row in tables["init-scales"]["rows"]}  # [model, kind, n, min, median, max]
+    unit = [scales["FP32 unit-scaled", kind] for kind in ("weight", "activation", "weight grad", "activation grad")]
+    worst = max(max(abs(row[3]), abs(row[5])) for row in unit)
+    assert claims["init-unit-scales"]["ours"] == pytest.approx(worst)
+    assert claims["init-unit-scales"]["holds"] is (worst <= 1.0)
+    median = scales["FP32 regular", "activation grad"][4]
+    assert claims["init-regular-gradients-small"]["ours"] == pytest.approx(median)
+    assert claims["init-regular-gradients-small"]["holds"] is (median <= math.log2(1 / 100))
     for fig in ("init_scales", "training_curves", "grad_underflow"):
         assert (run / f"{fig}.png").stat().st_size > 1000
-    assert results["metrics"]["test_bpc/fp32_regular"] > 0
     report = (run / "report.md").read_text()
     assert (
         "the paper's table beside ours" in report and "| paper (attention pre-norm, WikiText-103) | 1.661 |" in report
