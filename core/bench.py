@@ -65,6 +65,33 @@ def time_call(
     return statistics.median(rounds) if stat == "median" else min(rounds)
 
 
+def time_rounds(
+    fns: dict[str, Callable[[], Any]], *, repeat: int = 5, min_seconds: float = 0.2, warmup: int = 1
+) -> dict[str, list[float]]:
+    """Seconds per call of every `fns[name]()` in each of `repeat` rounds, the rounds interleaved (round i of every
+    function runs before round i + 1 of any), so that load from other work on a shared machine falls on all of
+    them alike and round i of two functions can be paired. Each function is warmed by `warmup` untimed calls; a
+    round runs enough calls to last about `min_seconds`. A claim decides on the spread of these rounds (e.g. a
+    bootstrap interval of the per-round ratio), not on one number."""
+    if repeat < 1:
+        raise ValueError(f"time_rounds: repeat must be >= 1, got {repeat}")
+    number = {}
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            block(fn())
+        t0 = time.perf_counter()
+        block(fn())
+        number[name] = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-9)))
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(number[name]):
+                block(fn())
+            out[name].append((time.perf_counter() - t0) / number[name])
+    return out
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One benchmark row: our time, the peer's, and peer/ours (above 1: we are faster)."""

@@ -15,10 +15,9 @@ def bench_popsparse(size: str) -> list[Comparison]:
 
     n, repeat = by_size(size, tiny=(64, 3), quick=(1024, 3), full=(4096, 5))  # tiny: one block of 16 in 4 x 4
     rows = []
-    dense_seconds = None
     for block in (16, 8, 4, 1):
-        cell = time_cell(n, n, n, block, 1 / 16, dense_seconds=dense_seconds, repeat=repeat)
-        dense_seconds = cell["dense"]
+        # every method, dense included, in the same interleaved rounds; each time is the median of the rounds
+        cell = time_cell(n, n, n, block, 1 / 16, repeat=repeat)
         name = f"Y = W X, m=k=n={n}, block {block}, density 1/16, float32"
         for peer, label in (("dense", "dense jnp.matmul"), ("scipy", "scipy bsr_array"), ("bcsr", "jax BCSR")):
             rows.append(Comparison("popsparse", name, "static block-sparse", label, cell["static"], cell[peer]))

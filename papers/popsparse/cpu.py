@@ -15,9 +15,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from core.bench import time_call
+from core.bench import time_rounds
+from core.report import Interval
 from core.sparsity import BlockPattern, BlockSparseMatrix
 from core.sparsity.static import plan_static, static_matmul
+from core.stats import paired_bootstrap
 
 PEERS = ("scipy", "bcsr")
 
@@ -48,15 +50,19 @@ def time_cell(
     peers: Sequence[str] = PEERS,
     dynamic: bool = True,
     seed: int = 0,
-    dense_seconds: float | None = None,
-    repeat: int = 3,
+    repeat: int = 5,
+    min_seconds: float = 0.05,
 ) -> dict:
-    """Seconds of Y = W X (float32) for a uniformly random block pattern: ours static, ours dynamic (capacity = the
-    pattern's blocks), each peer, and dense `jnp.matmul` (measured here unless `dense_seconds` is given); the fastest
-    of `repeat` rounds for each."""
+    """Seconds of Y = W X (float32) for a uniformly random block pattern: dense `jnp.matmul`, ours static, ours
+    dynamic (capacity = the pattern's blocks) and each peer, all timed in the same interleaved rounds
+    (`core.bench.time_rounds`: round i of every method runs before round i + 1 of any, so round i of two methods
+    pairs up). `cell[method]` is the median over the `repeat` rounds (one statistic for every method) and
+    `cell["rounds"][method]` the rounds themselves, from which the claims take their spread."""
     for name in peers:
         if name not in PEERS:
             raise ValueError(f"unknown CPU peer {name!r}: choose from {PEERS}")
+    if repeat < 1:
+        raise ValueError(f"time_cell: repeat must be >= 1, got {repeat}")
     pattern = BlockPattern.random((m, k), block, density, seed)
     w = BlockSparseMatrix.random(pattern, seed)
     x_np = np.random.default_rng(seed + 1).normal(size=(k, n)).astype(np.float32)
@@ -64,34 +70,50 @@ def time_cell(
     want = dense_w.astype(np.float64) @ x_np
     x = jnp.asarray(x_np)
     values = jnp.asarray(w.values)
-    timing = dict(repeat=repeat, min_seconds=0.05, stat="min")  # the same statistic for every method
     out = {"m": m, "k": k, "n": n, "block": block, "density": pattern.density, "nnz_blocks": pattern.nnz_blocks}
-    if dense_seconds is None:
-        dense = jax.jit(jnp.matmul)
-        wd = jnp.asarray(dense_w)
-        dense_seconds = time_call(lambda: dense(wd, x), **timing)
-    out["dense"] = dense_seconds
+    dense = jax.jit(jnp.matmul)
+    wd = jnp.asarray(dense_w)
+    _check("dense jnp.matmul", dense(wd, x), want, 1e-4)
+    calls: dict[str, Callable[[], object]] = {"dense": lambda: dense(wd, x)}
 
     ours = jax.jit(partial(static_matmul, plan_static(pattern)))
     out["error"] = _check("static", ours(values, x), want, 1e-4)
-    out["static"] = time_call(lambda: ours(values, x), **timing)
+    calls["static"] = lambda: ours(values, x)
     if dynamic:
         from core.sparsity.dynamic import dynamic_from_pattern, dynamic_matmul
 
         dyn = dynamic_from_pattern(w, pattern.nnz_blocks)
         fn = jax.jit(partial(dynamic_matmul, m=m))
         _check("dynamic", fn(dyn, x), want, 1e-4)
-        out["dynamic"] = time_call(lambda: fn(dyn, x), **timing)
+        calls["dynamic"] = lambda: fn(dyn, x)
     for name in peers:
         if name == "scipy":
             bsr = w.to_scipy()
             _check("scipy bsr_array", bsr @ x_np, want, 1e-4)
-            out["scipy"] = time_call(lambda bsr=bsr: bsr @ x_np, **timing)
+            calls["scipy"] = lambda bsr=bsr: bsr @ x_np
         else:
             call = _bcsr(dense_w, x)
             _check("jax BCSR", call(), want, 1e-4)
-            out["bcsr"] = time_call(call, **timing)
+            calls["bcsr"] = call
+    rounds = time_rounds(calls, repeat=repeat, min_seconds=min_seconds)
+    out.update({name: float(np.median(r)) for name, r in rounds.items()})
+    out["rounds"] = rounds
     return out
+
+
+def speedup_interval(cell: dict, method: str, over: str = "dense", *, seed: int = 0) -> Interval:
+    """Time of `over` / time of `method` in one cell: the median of the per-round ratios (rounds paired as timed)
+    with a 95% bootstrap interval over the rounds (`core.stats.paired_bootstrap` on log times). Above 1: `method`
+    is faster. Needs at least two rounds."""
+    a, b = np.log(cell["rounds"][over]), np.log(cell["rounds"][method])
+    log_ratio = paired_bootstrap(a, b, statistic=np.median, seed=seed)
+    return Interval(
+        math.exp(log_ratio.estimate),
+        math.exp(log_ratio.low),
+        math.exp(log_ratio.high),
+        log_ratio.confidence,
+        f"median of {a.size} paired rounds, bootstrap interval",
+    )
 
 
 def crossover_density(densities: Sequence[float], speedups: Sequence[float]) -> float | None:
@@ -124,16 +146,12 @@ def cpu_sweep(
     peers: Sequence[str] = PEERS,
     dynamic: bool = True,
     seed: int = 0,
-    repeat: int = 3,
+    repeat: int = 5,
     progress=lambda xs, **_: xs,
 ) -> list[dict]:
-    """time_cell over blocks x densities, dense timed once for the shape."""
-    x = jnp.asarray(np.random.default_rng(seed).normal(size=(k, n)).astype(np.float32))
-    wd = jnp.asarray(np.random.default_rng(seed + 2).normal(size=(m, k)).astype(np.float32))
-    dense = jax.jit(jnp.matmul)
-    dense_seconds = time_call(lambda: dense(wd, x), repeat=repeat, min_seconds=0.05)
+    """time_cell over blocks x densities; dense is timed in every cell, in the same rounds as the sparse methods."""
     cells = [(b, d) for b in blocks for d in densities]
     return [
-        time_cell(m, k, n, b, d, peers=peers, dynamic=dynamic, seed=seed, dense_seconds=dense_seconds, repeat=repeat)
+        time_cell(m, k, n, b, d, peers=peers, dynamic=dynamic, seed=seed, repeat=repeat)
         for b, d in progress(cells, desc="CPU block-sparse matmuls")
     ]

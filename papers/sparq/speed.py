@@ -1,17 +1,105 @@
-"""Decode-step attention time, dense vs SparQ, on whatever JAX runs on (CPU here; a GPU when present)."""
+"""Decode-step attention time, dense vs SparQ, on whatever JAX runs on (CPU here; a GPU when present), at a given
+fraction of the dense transfer, with the transfer of both kernels counted from their traced programs."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from core.bench import time_call
-from papers.sparq.attention import dense_attention, sparq_attention
+from core.bench import time_rounds
+from core.report import Interval
+from core.stats import paired_bootstrap
+from papers.sparq.attention import dense_attention
+from papers.sparq.tasks import make_method
+from papers.sparq.transfer import elements_read, elements_written
 
 
-def decode_step_times(S: int = 16384, d: int = 128, rows: int = 32, r: int = 32, k: int = 256, seed: int = 0):
-    """Seconds per decode step of dense and SparQ attention over `rows` = batch x heads caches of S x d, float32.
-    Returns (dense seconds, sparq seconds, sparq transfer / dense transfer)."""
+@dataclass(frozen=True)
+class DecodeTiming:
+    """Seconds per decode step of both kernels over the same interleaved rounds, and the elements per head per step
+    each moves, counted from its traced program (`papers.sparq.transfer`)."""
+
+    S: int
+    d: int
+    rows: int
+    r: int
+    k: int
+    dense_rounds: tuple[float, ...]
+    sparq_rounds: tuple[float, ...]
+    dense_elements: int
+    sparq_elements: int
+    select_rounds: tuple[float, ...] = ()  # SparQ's step 3 alone (top-k of S approximate scores), same rounds
+
+    @property
+    def select_seconds(self) -> float:
+        return float(np.median(self.select_rounds)) if self.select_rounds else float("nan")
+
+    @property
+    def dense_seconds(self) -> float:
+        return float(np.median(self.dense_rounds))
+
+    @property
+    def sparq_seconds(self) -> float:
+        return float(np.median(self.sparq_rounds))
+
+    @property
+    def transfer(self) -> float:
+        """SparQ's counted transfer as a fraction of dense's."""
+        return self.sparq_elements / self.dense_elements
+
+    @property
+    def theoretical_speedup(self) -> float:
+        """What a purely memory-bound step would gain: dense elements / SparQ elements."""
+        return self.dense_elements / self.sparq_elements
+
+    def speedup(self, seed: int = 0) -> Interval:
+        """Dense time / SparQ time: the median of the per-round ratios (rounds paired as timed) with a 95% bootstrap
+        interval over the rounds."""
+        log_ratio = paired_bootstrap(
+            np.log(self.dense_rounds), np.log(self.sparq_rounds), statistic=np.median, seed=seed
+        )
+        return Interval(
+            math.exp(log_ratio.estimate),
+            math.exp(log_ratio.low),
+            math.exp(log_ratio.high),
+            log_ratio.confidence,
+            f"median of {len(self.dense_rounds)} paired rounds, bootstrap interval",
+        )
+
+
+def operating_point(ratio: float, S: int, d: int = 128) -> tuple[int, int]:
+    """(r, k) at `ratio` of the dense transfer, by the same rule as the quality sweep (`tasks.make_method`)."""
+    m = make_method("sparq", ratio, d, S)
+    return m.r, m.k
+
+
+def kernel_elements(S: int, d: int, r: int, k: int) -> tuple[int, int]:
+    """(dense, SparQ) elements per head per step of the timed kernels, counted from their traced programs: what each
+    reads (q, the caches, SparQ's mean of V) and writes (the output). SparQ's step also writes the new key into
+    the transposed copy of K and updates the mean of V (2d, as the paper's formula counts them); the cache update
+    does that outside the timed kernel, so those 2d are added here, the one term not counted from a program."""
+    q, K, Kt, m = jnp.zeros((1, d)), jnp.zeros((1, S, d)), jnp.zeros((1, d, S)), jnp.zeros((1, d))
+
+    def dense(q, K, V):
+        return dense_attention(q, K, V)[0]
+
+    def sparq(q, K, Kt, V, m):
+        return _sparq_with_transposed_k(q, K, Kt, V, m, r, k)
+
+    n_dense = sum(elements_read(dense, q, K, K)) + elements_written(dense, q, K, K)
+    n_sparq = sum(elements_read(sparq, q, K, Kt, K, m)) + elements_written(sparq, q, K, Kt, K, m) + 2 * d
+    return n_dense, n_sparq
+
+
+def decode_step_times(
+    S: int = 16384, d: int = 128, rows: int = 32, r: int = 16, k: int = 1024, *, repeat: int = 7, seed: int = 0
+) -> DecodeTiming:
+    """Dense and SparQ decode-step attention over `rows` = batch x heads caches of S x d, float32, both warmed and
+    timed in the same interleaved rounds (`core.bench.time_rounds`)."""
     key = jax.random.split(jax.random.key(seed), 3)
     q = jax.random.normal(key[0], (rows, d))
     K = jax.random.normal(key[1], (rows, S, d))
@@ -21,18 +109,27 @@ def decode_step_times(S: int = 16384, d: int = 128, rows: int = 32, r: int = 32,
     v_mean = jnp.mean(V, -2)  # kept up to date incrementally while decoding (d reads and writes per step)
     dense = jax.jit(lambda q, K, V: dense_attention(q, K, V)[0])
     sparq = jax.jit(lambda q, K, Kt, V, m: _sparq_with_transposed_k(q, K, Kt, V, m, r, k))
-    t_dense = time_call(lambda: dense(q, K, V), repeat=5)
-    t_sparq = time_call(lambda: sparq(q, K, Kt, V, v_mean), repeat=5)
-    _, transfer_dense = dense_attention(q[:1], K[:1], V[:1])
-    _, transfer_sparq = sparq_attention(q[:1], K[:1], V[:1], r=r, k=k, local_k=k // 4)
-    return t_dense, t_sparq, transfer_sparq / transfer_dense
+    # step 3 alone, to tell a compute-bound selection from the memory-bound reads the theory counts
+    scores = jax.random.normal(key[0], (rows, S))
+    select = jax.jit(lambda s: jax.lax.top_k(s, k)[1])
+    rounds = time_rounds(
+        {
+            "dense": lambda: dense(q, K, V),
+            "sparq": lambda: sparq(q, K, Kt, V, v_mean),
+            "select": lambda: select(scores),
+        },
+        repeat=repeat,
+        min_seconds=0.2,
+    )
+    n_dense, n_sparq = kernel_elements(S, d, r, k)
+    return DecodeTiming(
+        S, d, rows, r, k, tuple(rounds["dense"]), tuple(rounds["sparq"]), n_dense, n_sparq, tuple(rounds["select"])
+    )
 
 
 def _sparq_with_transposed_k(q, K, Kt, V, v_mean, r: int, k: int):
     """sparq_attention's arithmetic (no cache mask; the last k/4 positions forced in), reading K[:, i1] as rows of
     the transposed copy (contiguous), the layout that makes step 2 cost S r reads instead of S d."""
-    import math
-
     d, S = q.shape[-1], K.shape[-2]
     absq = jnp.abs(q)
     i1 = jax.lax.top_k(absq, r)[1]

@@ -37,7 +37,8 @@ def make_method(name: str, ratio: float, head_dim: int, S: int) -> Method:
     """Settings that move about `ratio` of the dense transfer at cache length S.
 
     SparQ: transfer / dense ~ r / (2 d) + k / S; half the budget each: r = ratio d, k = ratio S / 2, local_k = k / 4
-    (the paper's local share). H2O and the local window move 2kd of 2Sd: k = ratio S (H2O keeps k/4 recent)."""
+    (the paper's local share, REFERENCES.md "setup"). H2O and the local window move 2kd of 2Sd: k = ratio S (H2O keeps
+    k/4 recent)."""
     if name == "dense":
         return Method("dense")
     if name == "sparq":
@@ -104,7 +105,8 @@ def repetition(model, params, texts: np.ndarray, prompt_len: int, generate: int,
 
 def bits_per_character(model, params, windows: np.ndarray, prefill_len: int, method: Method):
     """Teacher-forced BPC of windows [N, T] over positions prefill_len..T-1, each predicted by a decode step that
-    uses `method` (the first prefill_len ids are a dense prefill). Returns (bpc, mean transfer per step)."""
+    uses `method` (the first prefill_len ids are a dense prefill). Returns (BPC of each window [N], mean transfer per
+    step); every window has the same number of predicted positions, so the mean of the windows' BPC is the BPC."""
     T = windows.shape[1]
     ids = jnp.asarray(windows, jnp.int32)
     cache, logits = _start(model, params, ids[:, :prefill_len], T, method)
@@ -117,4 +119,4 @@ def bits_per_character(model, params, windows: np.ndarray, prefill_len: int, met
             logits, cache, transfer = step(cache, ids[:, t])
             transfers.append(int(transfer))
             logp = jax.nn.log_softmax(logits)
-    return float(np.mean(nats) / math.log(2)), float(np.mean(transfers))
+    return np.mean(np.stack(nats, 1), 1) / math.log(2), float(np.mean(transfers))

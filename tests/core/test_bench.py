@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from core.bench import SECTIONS, Comparison, by_size, compare, markdown_table, section, time_call
+from core.bench import SECTIONS, Comparison, by_size, compare, markdown_table, section, time_call, time_rounds
 
 
 def test_time_call_measures_the_call():
@@ -68,3 +68,17 @@ def test_section_registers_a_size_checked_function():
                 return []
     finally:
         SECTIONS.pop("test_only_section")
+
+
+def test_time_rounds_interleaves_the_rounds_and_times_each_call():
+    order = []
+
+    def fn(name, seconds):
+        return lambda: (order.append(name), time.sleep(seconds))
+
+    t = time_rounds({"a": fn("a", 0.002), "b": fn("b", 0.01)}, repeat=3, min_seconds=0.0, warmup=1)
+    assert set(t) == {"a", "b"} and all(len(v) == 3 for v in t.values())
+    assert all(0.009 < x < 0.5 for x in t["b"]) and all(0.0019 < x < 0.5 for x in t["a"])
+    assert order[4:] == ["a", "b"] * 3  # after warm-up and calibration (a, a, b, b): a round of each in turn
+    with pytest.raises(ValueError, match="repeat must be >= 1"):
+        time_rounds({"a": fn("a", 0.0)}, repeat=0)

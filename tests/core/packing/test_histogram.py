@@ -40,7 +40,7 @@ def assert_valid(result, histogram, L, limit):
     assert result.num_packs >= -(-tokens // L)
 
 
-# The paper's figures (Krell et al. 2021, refs/PAPERS.md), to the digits it publishes.
+# The paper's figures (Krell et al. 2021, papers/packing/REFERENCES.md), to the digits it publishes.
 PUBLISHED = [
     ("wikipedia_512", "spfhp", 12, "99.604%", "1.99340"),
     ("wikipedia_512", "lpfhp", 12, "99.813%", "1.99758"),
@@ -163,8 +163,41 @@ def test_unknown_method_and_histogram():
         published_histogram("glue")
 
 
-def test_spfhp_on_wikipedia_is_fast():
-    # the paper: 0.02 s. Reported by the benchmark; here only that it records its own time
-    h, L = published_histogram("wikipedia_512")
-    r = pack_histogram(h, L, 12, "spfhp")
-    assert 0 < r.seconds
+def spfhp_per_sequence(histogram, L, limit):
+    """SPFHP one sequence at a time: lengths from longest to shortest, each into the open pack with the most room left
+    that still fits it (among equal rooms, the pack opened or extended last), else a new pack; once a length fits
+    nowhere, the rest of that length open packs of their own (the paper's code opens them as one group, so they are
+    not packed into each other); a pack closes when full or at `limit` sequences. Returns the sorted (lengths,
+    count) strategy."""
+    open_packs = {}  # room -> stack of packs (lists of lengths)
+    closed = []
+
+    def put(pack, room):
+        if room == 0 or len(pack) == limit:
+            closed.append(tuple(sorted(pack)))
+        else:
+            open_packs.setdefault(room, []).append(pack)
+
+    for length in range(L, 0, -1):
+        left = int(histogram[length - 1])
+        while left and max(open_packs, default=0) >= length:
+            room = max(open_packs)
+            pack = open_packs[room].pop()
+            if not open_packs[room]:
+                del open_packs[room]
+            put([*pack, length], room - length)
+            left -= 1
+        for _ in range(left):
+            put([length], L - length)
+    closed += [tuple(sorted(p)) for stack in open_packs.values() for p in stack]
+    return sorted(Counter(closed).items())
+
+
+@pytest.mark.parametrize(("name", "scale", "limit"), [("wikipedia_512", 2000, 12), ("squad_1_1_384", 20, 3)])
+def test_spfhp_on_published_histograms_equals_a_per_sequence_reference(name, scale, limit):
+    # the paper's histograms thinned (every count divided by `scale`) to a size the per-sequence loop packs quickly
+    h, L = published_histogram(name)
+    h = h // scale
+    r = pack_histogram(h, L, limit, "spfhp")
+    assert_valid(r, h, L, limit)
+    assert sorted(r.strategy) == spfhp_per_sequence(h, L, limit)

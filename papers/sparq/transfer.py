@@ -1,0 +1,75 @@
+"""Elements a decode-step kernel reads, counted from its traced program rather than from a formula.
+
+`elements_read(fn, *args)` traces `fn` (jax.make_jaxpr) and follows every argument through the program: a gather,
+slice or dynamic slice of an argument reads the elements it returns; any other operation on it (a matmul, a
+reduction, an elementwise op) reads the whole argument, once however many such operations there are, and such a
+full read covers the gathers from the same array; reshapes, transposes and casts are views and read nothing
+themselves. Inside a `scan` (a `fori_loop` of static length) the body's reads count once per iteration; a
+`while` loop of unknown trip count is refused. So a kernel that claims to read S r elements of K but reduces over
+the whole of V for its mean is caught: the count follows what the program does, not what it was meant to do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable
+
+import jax
+from jax.extend import core as jcore
+
+VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "transpose", "convert_element_type", "copy", "copy_p"})
+PARTIAL = frozenset({"gather", "slice", "dynamic_slice"})
+CALLS = ("jaxpr", "call_jaxpr", "fun_jaxpr")  # the params under which call-like primitives keep their body
+
+
+def _size(var) -> int:
+    return math.prod(var.aval.shape)
+
+
+def _inner(eqn):
+    for name in CALLS:
+        body = eqn.params.get(name)
+        if body is not None:
+            return body.jaxpr if hasattr(body, "jaxpr") else body
+    return None
+
+
+def _walk(jaxpr, tracked: dict, times: int, partial: dict[int, int], full: set[int]) -> None:
+    for eqn in jaxpr.eqns:
+        hits = [(i, tracked[v]) for i, v in enumerate(eqn.invars) if isinstance(v, jcore.Var) and v in tracked]
+        if not hits:
+            continue
+        name = eqn.primitive.name
+        if name in VIEWS:
+            tracked[eqn.outvars[0]] = hits[0][1]
+        elif name in PARTIAL and [i for i, _ in hits] == [0]:
+            partial[hits[0][1]] += times * sum(_size(v) for v in eqn.outvars)
+        elif name == "scan":
+            body, consts, carries = eqn.params["jaxpr"].jaxpr, eqn.params["num_consts"], eqn.params["num_carry"]
+            inner = {}
+            for i, source in hits:
+                if consts <= i < consts + carries:
+                    raise ValueError(f"elements_read: argument {source} is a loop carry; cannot count its reads")
+                inner[body.invars[i]] = source
+            _walk(body, inner, times * int(eqn.params["length"]), partial, full)
+        elif name == "while":
+            raise ValueError("elements_read: a while loop has no static trip count; use a fori_loop of fixed length")
+        elif (body := _inner(eqn)) is not None:
+            _walk(body, {body.invars[i]: source for i, source in hits}, times, partial, full)
+        else:
+            full.update(source for _, source in hits)
+
+
+def elements_read(fn: Callable, *args) -> list[int]:
+    """For each argument of `fn(*args)`, the elements the traced program reads from it (see the module docstring)."""
+    closed = jax.make_jaxpr(fn)(*args)
+    partial: dict[int, int] = defaultdict(int)
+    full: set[int] = set()
+    _walk(closed.jaxpr, {v: i for i, v in enumerate(closed.jaxpr.invars)}, 1, partial, full)
+    return [_size(v) if i in full else partial[i] for i, v in enumerate(closed.jaxpr.invars)]
+
+
+def elements_written(fn: Callable, *args) -> int:
+    """The elements of `fn(*args)`'s outputs."""
+    return sum(math.prod(o.shape) for o in jax.tree.leaves(jax.eval_shape(fn, *args)))
