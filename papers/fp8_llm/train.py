@@ -6,6 +6,9 @@ linear layers. `cscale` is calibrated once, from the statistics of a first (unta
 then held for the whole run: the paper's constant scale. Every step's scaling statistics (amax and bias of
 activations, weights and gradients of every layer) come back through the probes (core.nn.fp8); the run keeps them
 every `stats_every` steps for the bias-distribution plots, and counts bad amaxes (zero or non-finite).
+
+An arm trains from several seeds at once (core.train.fit_seeds, vmapped): seed s draws the initialisation and the
+batches, so seed s of two arms sees the same batches from the same initial weights and the arms pair up by seed.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from core.nn.fp8 import calibrate_fp8, fp8_statistics, split_fp8, update_fp8
 from core.nn.ops import Ops
 from core.nn.transformer import TransformerLM
 from core.numerics.fp8 import POLICIES
-from core.train import fit
+from core.train import fit_seeds, stack
 
 ARMS = ("fp32", *POLICIES)
 
@@ -52,11 +55,11 @@ class SizeConfig:
 class RunConfig:
     """How every arm trains (the config's fp8_llm.run section)."""
 
-    steps: int = 600
+    steps: int = 400  # 600 with one seed; 400 keeps three seeds of three arms within the 20-minute default run
     batch_size: int = 16
     seq_len: int = 64
     lr: float = 0.004
-    warmup: int = 60
+    warmup: int = 40
     eval_every: int = 100
     stats_every: int = 50
     checkpoint_every: int = 200
@@ -73,14 +76,21 @@ class RunConfig:
 
 @dataclass
 class ArmResult:
+    """One arm at one size, over its seeds: every per-seed list follows `seeds`."""
+
     arm: str
     size: str
-    valid_loss: float
-    curve: list = field(default_factory=list)  # (step, train loss, valid loss)
-    stats: list = field(default_factory=list)  # (step, {layer: [[amax, bias] x 3]})
-    bad_amax: int = 0
+    seeds: list[int]
+    valid_losses: list[float]  # final validation loss per seed (inf where it diverged)
+    curve: list = field(default_factory=list)  # (step, train loss per seed, valid loss per seed)
+    stats: list = field(default_factory=list)  # (step, {layer: [[amax, bias] x 3]}), one entry per seed and step
+    bad_amax: int = 0  # summed over seeds
+    parameters: int = 0
     seconds: float = 0.0
     resumed_from: int = 0
+
+    def loss(self, seed: int) -> float:
+        return self.valid_losses[self.seeds.index(seed)]
 
 
 def build_model(size: SizeConfig, vocab: int, seq_len: int, arm: str, history: int = 16) -> TransformerLM:
@@ -124,55 +134,73 @@ def _plain(stats) -> dict:
     return {k: np.asarray(v).tolist() for k, v in fp8_statistics(stats).items()}
 
 
+def parameter_count(params) -> int:
+    return int(sum(np.prod(np.shape(p)) for p in jax.tree.leaves(params)))
+
+
 def train_arm(
     corpus: CharCorpus,
     size: SizeConfig,
     arm: str,
     rc: RunConfig,
     *,
-    seed: int = 0,
+    seeds: list[int] | tuple[int, ...] = (0,),
     checkpoint_dir: str | Path | None = None,
     resume: bool = True,
     progress_bar=None,
 ) -> tuple[dict, ArmResult]:
-    """Train one (size, arm) from `seed` (initialisation and batches); returns (params, result)."""
+    """Train one (size, arm) from every seed in `seeds` together (vmapped); returns (parameters stacked over the
+    seeds, result)."""
+    seeds = [int(s) for s in seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds={seeds}: give at least one seed, none repeated")
     model = build_model(size, corpus.vocab_size, rc.seq_len, arm, rc.history)
-    variables = model.init(jax.random.key(seed), jnp.zeros((1, rc.seq_len), jnp.int32))
-    params, meta, probes = split_fp8(variables)
     schedule = optax.warmup_cosine_decay_schedule(0.0, rc.lr, rc.warmup, max(rc.steps, rc.warmup + 1), rc.lr * 0.1)
     optimiser = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(schedule, b1=0.9, b2=0.99))
     policy = None if arm == "fp32" else arm
+    probes = split_fp8(model.init(jax.random.key(0), jnp.zeros((1, rc.seq_len), jnp.int32)))[2]  # zeros: shapes only
 
-    step = jax.jit(fp8_step(model, probes, optimiser, policy))
+    def batch(seed: int, k: int):  # the batch of step k (k = -1: the calibration batch, never trained on)
+        return sample_windows(corpus.train, rc.seq_len + 1, rc.batch_size, np.random.default_rng([seed, k + 1]))
+
+    calibration = jax.jit(lambda p, m, w: _nats_step(model, p, m, probes, w[:, :-1], w[:, 1:])[1][1])
+
+    def initial_state(seed: int):
+        params, meta, _ = split_fp8(model.init(jax.random.key(seed), jnp.zeros((1, rc.seq_len), jnp.int32)))
+        if arm == "cscale":  # one constant scale per tensor, from the statistics of the initial model
+            meta = calibrate_fp8(meta, calibration(params, meta, jnp.asarray(batch(seed, -1))))
+        return (params, optimiser.init(params), meta)
+
+    # fit_seeds vmaps `init` over the seeds; the calibration batch comes from numpy, so the states are built here
+    # and `init` picks seed s's from the stack
+    initial = stack([initial_state(s) for s in seeds])
+    seed_index = jnp.asarray(seeds)
+
+    def init(seed):
+        i = jnp.argmax(seed_index == seed)
+        return jax.tree.map(lambda x: jnp.asarray(x)[i], initial)
 
     @jax.jit
-    def valid_loss(params, meta, windows):
-        variables = {"params": params, "fp8_meta": meta, "fp8_probe": probes}
-        return model.apply(variables, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss)
+    def valid_loss(params, meta, windows):  # per seed
+        def one(params, meta):
+            variables = {"params": params, "fp8_meta": meta, "fp8_probe": probes}
+            return model.apply(variables, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss)
+
+        return jax.vmap(one)(params, meta)
 
     valid = validation_windows(corpus, rc)
 
-    def batch(k):  # the batch of step k (k = -1: the calibration batch, never trained on)
-        return jnp.asarray(
-            sample_windows(corpus.train, rc.seq_len + 1, rc.batch_size, np.random.default_rng([seed, k + 1]))
-        )
-
-    if arm == "cscale":  # one constant scale per tensor, from the statistics of the initial model
-        _, (_, stats0) = jax.jit(lambda p, m, w: _nats_step(model, p, m, probes, w[:, :-1], w[:, 1:]))(
-            params, meta, batch(-1)
-        )
-        meta = calibrate_fp8(meta, stats0)
-
-    def record_stats(done, state, metrics, history):  # the scaling statistics every stats_every steps
+    def record_stats(done, state, metrics, history):  # the scaling statistics every stats_every steps, per seed
         if policy is not None and ((done - 1) % rc.stats_every == 0 or done == rc.steps):
             history.note("stats", done, _plain(metrics["stats"]))
 
-    run = fit(
-        step,
-        (params, optimiser.init(params), meta),
+    run = fit_seeds(
+        seeds,
+        init,
+        fp8_step(model, probes, optimiser, policy),
         batch,
-        steps=rc.steps,
         evaluate=lambda state: {"valid/loss": valid_loss(state[0], state[2], valid)},
+        steps=rc.steps,
         eval_every=rc.eval_every,
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=rc.checkpoint_every,
@@ -183,22 +211,34 @@ def train_arm(
     )
     params, _, meta = run.state
     steps, train = run.history.series("train/loss")
+    _, valid_curve = run.history.series("valid/loss")
+    losses = np.atleast_1d(np.asarray(run.history.last("valid/loss"), np.float64))
+    stats = [
+        (step, {layer: v[i] for layer, v in per_layer.items()})
+        for step, per_layer in run.history.notes.get("stats", [])
+        for i in range(len(seeds))
+    ]
     result = ArmResult(
         arm,
         size.name,
-        valid_loss=float(run.history.last("valid/loss")),
+        seeds,
+        valid_losses=[float(v) if math.isfinite(v) else float("inf") for v in losses],
         curve=[
-            (int(k), float(t), float(v))
-            for k, t, v in zip(steps, train, run.history.series("valid/loss")[1], strict=True)
+            (int(k), np.atleast_1d(t).tolist(), np.atleast_1d(v).tolist())
+            for k, t, v in zip(steps, train, valid_curve, strict=True)
         ],
-        stats=[tuple(x) for x in run.history.notes.get("stats", [])],
+        stats=stats,
         bad_amax=int(sum(int(np.sum(m.bad)) for m in jax.tree.leaves(meta, is_leaf=lambda x: hasattr(x, "bad")))),
+        parameters=parameter_count(jax.tree.map(lambda x: x[0], params)),
         seconds=run.wall_seconds,
         resumed_from=run.resumed_from,
     )
-    if not math.isfinite(result.valid_loss):
-        result.valid_loss = float("inf")
     return params, result
+
+
+def seed_params(params, i: int):
+    """Seed i's parameters out of a stack returned by train_arm."""
+    return jax.tree.map(lambda x: x[i], params)
 
 
 def quantised_inference(corpus: CharCorpus, size: SizeConfig, params: dict, rc: RunConfig) -> tuple[float, dict]:
@@ -228,7 +268,9 @@ __all__ = [
     "SizeConfig",
     "build_model",
     "fp8_step",
+    "parameter_count",
     "quantised_inference",
+    "seed_params",
     "train_arm",
     "validation_windows",
 ]

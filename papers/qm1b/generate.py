@@ -41,7 +41,7 @@ from core.progress import progress
 ELEMENTS = ("H", "C", "N", "O", "F")
 Z = {"H": 1, "C": 6, "N": 7, "O": 8, "F": 9}
 SOURCES = ("qm9", "nci")
-MAX_STD_EV = 0.01
+MAX_STD_EV = 0.01  # QM1B's row filter: papers/qm1b/REFERENCES.md [3]
 COLUMNS = ("smile", "atoms", "z", "energy", "homo", "lumo", "N", "std", "y", "pos", "molecule", "conformer_seed")
 
 

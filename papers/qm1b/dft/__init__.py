@@ -20,7 +20,7 @@ from papers.qm1b.dft.scf import packed_eri_size, scf_batch
 
 XCS = ("b3lyp5",)
 DTYPES = ("float32", "float64")
-CONVERGED_STD_EV = 0.01  # QM1B's row filter
+CONVERGED_STD_EV = 0.01  # QM1B's row filter: papers/qm1b/REFERENCES.md [3]
 
 
 def _check(xc: str, dtype: str, iterations: int, grid_level: int) -> None:

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from papers.qm1b.dft.xc import HF_EXCHANGE, b3lyp5
 
-DIIS_SPACE = 9
+DIIS_SPACE = 9  # QM1B's: papers/qm1b/REFERENCES.md [6]
 
 
 def _density(D, ao):

@@ -15,7 +15,7 @@ import math
 
 import jax.numpy as jnp
 
-HF_EXCHANGE = 0.2
+HF_EXCHANGE = 0.2  # the mix: papers/qm1b/REFERENCES.md [10]
 
 
 def slater_exchange(rho):
@@ -24,7 +24,7 @@ def slater_exchange(rho):
     return 2 * (-1.5 * (3 / (4 * math.pi)) ** (1 / 3) * rho_s ** (4 / 3))
 
 
-def b88_exchange(rho, sigma, beta=0.0042):
+def b88_exchange(rho, sigma, beta=0.0042):  # REFERENCES.md [11]
     """Becke 1988: Slater minus, per spin, beta rho_s^(4/3) x_s^2 / (1 + 6 beta x_s asinh x_s), x_s =
     |grad rho_s| / rho_s^(4/3)."""
     rho_s, sigma_s = rho / 2, sigma / 4
@@ -33,7 +33,7 @@ def b88_exchange(rho, sigma, beta=0.0042):
     return slater_exchange(rho) - 2 * beta * rho_s ** (4 / 3) * x**2 / (1 + 6 * beta * x * jnp.arcsinh(x))
 
 
-def vwn5_correlation(rho, A=0.0310907, x0=-0.10498, b=3.72744, c=12.9352):
+def vwn5_correlation(rho, A=0.0310907, x0=-0.10498, b=3.72744, c=12.9352):  # REFERENCES.md [12]
     """Vosko-Wilk-Nusair (their fit 5, paramagnetic): rho * eps_c(r_s), x = sqrt(r_s), X(x) = x^2 + b x + c."""
     rs = (3 / (4 * math.pi * rho)) ** (1 / 3)
     x = jnp.sqrt(rs)
@@ -47,7 +47,7 @@ def vwn5_correlation(rho, A=0.0310907, x0=-0.10498, b=3.72744, c=12.9352):
     return rho * eps
 
 
-def lyp_correlation(rho, sigma, a=0.04918, b=0.132, c=0.2533, d=0.349):
+def lyp_correlation(rho, sigma, a=0.04918, b=0.132, c=0.2533, d=0.349):  # REFERENCES.md [13]
     """Lee-Yang-Parr in Miehlich, Savin, Stoll & Preuss's (1989) form without Laplacians, evaluated at the
     closed-shell spin densities."""
     ra = rb = rho / 2

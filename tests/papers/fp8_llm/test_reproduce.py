@@ -25,7 +25,15 @@ def test_smoke_run_reports_every_claim(cli, tmp_path):
         "gradients-need-largest-biases",
     ]
     assert claims["gradients-need-largest-biases"]["holds"]  # holds from the first step on
+    for cid in ("cscale-worse-than-amax", "cscale-gap-grows"):  # decided on intervals: 2 seeds in the smoke run
+        ours = claims[cid]["ours"]
+        assert ours["low"] <= ours["estimate"] <= ours["high"] and ours["confidence"] == 0.95, (cid, ours)
+    assert "over 4 points" in claims["cscale-gap-grows"]["ours"]["method"]  # 2 sizes x 2 seeds
+    assert all(c["paper"] and "ref." in c["paper"] for c in claims.values())  # the paper's statements
+    (table,) = results["tables"]
     assert {t["name"] for t in results["tables"]} == {"validation_loss"}
+    seeds = {(row[0], row[2]): row[3] for row in table["rows"]}
+    assert seeds[("s", "fp32")] == seeds[("m", "cscale")] == 2
     for fig in ("validation_curves.png", "scale_biases.png"):
         assert (tmp_path / "fp8_llm" / "latest" / fig).is_file()
     assert all(v == 0 for k, v in results["metrics"].items() if k.endswith("bad_amax"))
@@ -42,3 +50,7 @@ def test_config_errors_name_the_key():
         validate_section({"sizes": [{"name": "a"}, {"name": "a"}]}, Config, "fp8_llm")
     with pytest.raises(ConfigError, match=r"fp8_llm\.run\.steps"):
         validate_section({"run": {"steps": 0}}, Config, "fp8_llm")
+    with pytest.raises(ConfigError, match=r"fp8_llm\.seeds=0 is out of range"):
+        validate_section({"seeds": 0}, Config, "fp8_llm")
+    with pytest.raises(ConfigError, match=r"fp8_llm\.seed_arms='fp16' is not allowed"):
+        validate_section({"seed_arms": ["fp32", "fp16"]}, Config, "fp8_llm")

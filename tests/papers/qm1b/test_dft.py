@@ -1,4 +1,11 @@
-"""The JAX DFT against PySCF itself (converged dft.RKS, xc='b3lyp5', the same grid level)."""
+"""The JAX DFT against PySCF itself (converged dft.RKS, xc='b3lyp5', the same grid level), at the accuracy the README
+states, with a margin of about 2x over what was measured (PySCF 2.14, 7 molecules of 1-11 heavy atoms):
+
+- float64: energies within 1e-9 Hartree (max 9.0e-10 measured), gaps within 1e-4 meV (max 4.7e-5);
+- float32: gaps within 0.2 meV (max 0.07); energies within 1 meV up to 3 heavy atoms (max 0.36) and within 25 meV
+  at 9-11 (max 20.8: float32 rounding grows with the molecule). Chemical accuracy (43 meV) is the report's claim,
+  papers/qm1b/report.py, not what these tests allow.
+"""
 
 from dataclasses import replace
 
@@ -20,13 +27,24 @@ METHANE = (
 )
 
 
+F64_ENERGY_HA = 2e-9  # stated: 1e-9
+F64_GAP_EV = 2e-7  # stated: 1e-4 meV
+F32_GAP_EV = 2e-4  # stated: 0.2 meV
+F32_ENERGY_SMALL_HA = 1e-3 / HARTREE_EV  # stated: 1 meV up to 3 heavy atoms
+F32_ENERGY_QM1B_HA = 25e-3 / HARTREE_EV  # stated: 25 meV at 9-11 heavy atoms
+
+
 def reference(atom, grid_level=0):
+    """Converged PySCF as the dataset's validation uses it (papers.qm1b.experiment.pyscf_reference): its own error
+    is ~1e-11 Hartree and ~4e-5 meV on the gap against conv_tol 1e-13."""
     from pyscf import dft, gto
+
+    from papers.qm1b.experiment import REFERENCE_CONV_TOL, REFERENCE_CONV_TOL_GRAD
 
     mol = gto.M(atom=atom, basis="sto-3g", verbose=0)
     mf = dft.RKS(mol, xc="b3lyp5")
     mf.grids.level = grid_level
-    mf.conv_tol = 1e-11
+    mf.conv_tol, mf.conv_tol_grad, mf.max_cycle = REFERENCE_CONV_TOL, REFERENCE_CONV_TOL_GRAD, 100
     energy = mf.kernel()
     assert mf.converged
     n = mol.nelectron // 2
@@ -47,23 +65,23 @@ def test_float64_equals_converged_pyscf(small_molecules):
     for name, atom in small_molecules.items():
         energy, gap = reference(atom)
         r = run_dft(atom, dtype="float64")
-        assert abs(r["energy"] - energy) < 1e-6, name
-        assert abs(r["gap"] - gap) < 1e-3, name  # 1 meV
+        assert abs(r["energy"] - energy) < F64_ENERGY_HA, (name, r["energy"] - energy)
+        assert abs(r["gap"] - gap) < F64_GAP_EV, (name, r["gap"] - gap)
         assert r["converged"] and r["energy_std"] < 1e-6
         assert abs(r["lumo"] - r["homo"] - r["gap"]) < 1e-12
 
 
 def test_water_reproduces_the_papers_reference_energy():
-    # PAPERS.md: water b3lyp5 / STO-3G / grid level 0: -75.289671 Ha (this is the standard geometry above)
+    # papers/qm1b/REFERENCES.md [15]: water b3lyp5 / STO-3G / grid level 0: -75.289671 Ha (the geometry above)
     assert run_dft(WATER, dtype="float64")["energy"] == pytest.approx(-75.289671, abs=1e-6)
 
 
-def test_float32_gaps_within_chemical_accuracy(small_molecules):
+def test_float32_gaps_and_energies_within_the_stated_accuracy(small_molecules):
     for name, atom in small_molecules.items():
         energy, gap = reference(atom)
         r = run_dft(atom, dtype="float32")
-        assert abs(r["gap"] - gap) < 0.043, name
-        assert abs(r["energy"] - energy) < 1e-3, name  # float32 energies: ~1e-5 Ha seen
+        assert abs(r["gap"] - gap) < F32_GAP_EV, (name, r["gap"] - gap)
+        assert abs(r["energy"] - energy) < F32_ENERGY_SMALL_HA, (name, r["energy"] - energy)
         assert r["converged"], name
 
 
@@ -106,8 +124,8 @@ def test_qm1b_sized_molecules_against_pyscf(smiles):
     atom = conformer(smiles)[0]
     energy, gap = reference(atom)
     r64, r32 = run_dft(atom, dtype="float64"), run_dft(atom, dtype="float32")
-    assert abs(r64["energy"] - energy) < 1e-6 and abs(r64["gap"] - gap) < 1e-3
-    assert abs(r32["gap"] - gap) < 0.043 and abs(r32["energy"] - energy) < 1e-3
+    assert abs(r64["energy"] - energy) < F64_ENERGY_HA and abs(r64["gap"] - gap) < F64_GAP_EV
+    assert abs(r32["gap"] - gap) < F32_GAP_EV and abs(r32["energy"] - energy) < F32_ENERGY_QM1B_HA
 
 
 @pytest.mark.parametrize(
@@ -133,5 +151,5 @@ def test_different_molecules_in_one_batch_equal_their_own_runs():
     batch = run_dft_batch([WATER, METHANE], dtype="float64")
     for atom, b in zip([WATER, METHANE], batch, strict=True):
         energy, gap = reference(atom)
-        assert abs(b["energy"] - energy) < 1e-6 and abs(b["gap"] - gap) < 1e-3
+        assert abs(b["energy"] - energy) < F64_ENERGY_HA and abs(b["gap"] - gap) < F64_GAP_EV
         assert b["n_ao"] == build_problem(atom).n_ao

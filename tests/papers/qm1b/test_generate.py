@@ -81,7 +81,9 @@ def test_qm1b_filters_name_the_reason(smiles, reason):
 
 
 def test_filters_accept_a_qm1b_molecule():
-    check_molecule("CC(C)C(=O)OC(C)C", Selection(min_heavy=8, max_heavy=11))  # PAPERS.md's example molecule
+    check_molecule(
+        "CC(C)C(=O)OC(C)C", Selection(min_heavy=8, max_heavy=11)
+    )  # QM1B-sized (9 heavy atoms; REFERENCES.md [15])
 
 
 def test_selection_is_seeded_and_counts_what_it_skips():

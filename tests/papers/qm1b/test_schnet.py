@@ -81,24 +81,47 @@ def test_split_by_smiles_keeps_conformers_together():
         split_by_smiles(smiles, 1.5, 0)
 
 
-def test_learns_a_geometric_target_far_below_the_mean_predictor():
+def _geometric_data(n=400):
     # y: the mean inverse distance to the other atoms, weighted by element, an intensive geometric quantity
     rng = np.random.default_rng(0)
     zs, ps, ys = [], [], []
-    for _ in range(400):
-        n = rng.integers(4, 9)
-        z, pos = rng.choice([1, 6, 8], n), rng.normal(0, 1.5, (n, 3))
-        inv = 1 / (np.linalg.norm(pos[:, None] - pos[None], axis=-1) + np.eye(n))
+    for _ in range(n):
+        k = rng.integers(4, 9)
+        z, pos = rng.choice([1, 6, 8], k), rng.normal(0, 1.5, (k, 3))
+        inv = 1 / (np.linalg.norm(pos[:, None] - pos[None], axis=-1) + np.eye(k))
         ys.append(float(((inv - np.diag(np.diag(inv))).sum(1) * (z / 8)).mean()))
         zs.append(z.tolist())
         ps.append(pos.reshape(-1).tolist())
-    data = molecules_from_rows(zs, ps, ys)
+    return molecules_from_rows(zs, ps, ys)
+
+
+def test_learns_a_geometric_target_far_below_the_mean_predictor():
+    data = _geometric_data()
     train, valid = data.take(slice(0, 320)), data.take(slice(320, 400))
     cfg = SchNetConfig(features=32, filters=32, interactions=2, gaussians=25, cutoff=8.0, neighbours=28)
-    _, info = train_schnet(cfg, train, valid, TrainConfig(steps=300, batch_size=32, lr=3e-3, warmup=20, eval_every=150))
+    tc = TrainConfig(steps=300, batch_size=32, lr=3e-3, warmup=20, eval_every=150)
+    _, info = train_schnet(cfg, train, valid, tc, seeds=[0, 1])
     baseline = np.abs(valid.y - train.y.mean()).mean() * 1000
-    assert info["valid_mae"] < 0.35 * baseline, (info, baseline)
-    assert info["curve"][-1][1] <= info["curve"][0][1]
+    assert info["seeds"] == [0, 1] and len(info["valid_mae"]) == 2
+    for seed in range(2):
+        assert info["valid_mae"][seed] < 0.35 * baseline, (info, baseline)
+        assert info["curve"][-1][1][seed] < info["curve"][0][1][seed]
+    assert info["valid_mae"][0] != info["valid_mae"][1]  # different initialisations and batch orders
+
+
+def test_seeds_trained_together_equal_each_seed_trained_alone():
+    data = _geometric_data(60)
+    train, valid = data.take(slice(0, 40)), data.take(slice(40, 60))
+    cfg = SchNetConfig(features=16, filters=8, interactions=1, gaussians=10, cutoff=8.0, neighbours=28)
+    tc = TrainConfig(steps=12, batch_size=8, lr=3e-3, warmup=2, eval_every=6)
+    params, together = train_schnet(cfg, train, valid, tc, seeds=[3, 5])
+    alone_params, alone = train_schnet(cfg, train, valid, tc, seeds=[5])
+    np.testing.assert_allclose(together["valid_mae"][1], alone["valid_mae"][0], rtol=1e-4)
+    np.testing.assert_allclose(together["train_mae"][1], alone["train_mae"][0], rtol=1e-4)
+    for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(alone_params), strict=True):
+        np.testing.assert_allclose(np.asarray(a)[1], np.asarray(b)[0], rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match=r"seeds=\[1, 1\]: give at least one seed, none repeated"):
+        train_schnet(cfg, train, valid, tc, seeds=[1, 1])
 
 
 def test_bad_settings_are_named():

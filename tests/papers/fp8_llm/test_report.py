@@ -1,0 +1,88 @@
+"""The FP8 LLM claims decide on their seed spreads: each holds on results that show the effect and fails on results
+that do not (synthetic arm results, no training)."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from core.report import Interval
+from papers.fp8_llm import Config, claims
+from papers.fp8_llm.report import measure
+from papers.fp8_llm.train import ArmResult
+
+SIZES = {"s": 30_000, "m": 150_000, "l": 450_000}
+STATS = [(1, {"block_0/mlp/up": [[1.0, 6], [0.1, 11], [1e-6, 27]]})]
+
+
+def _cfg(seeds=3):
+    c = Config()
+    c.seeds = seeds
+    return SimpleNamespace(fp8_llm=c, seed=0)
+
+
+def _results(losses: dict, seeds=(0, 1, 2)):
+    """losses: {(size, arm): [loss per seed]}; arms not seeded (delayed, none) get seed 0 only."""
+    out = {}
+    for (size, arm), values in losses.items():
+        s = list(seeds) if len(values) == len(seeds) else [0]
+        out[(size, arm)] = ArmResult(arm, size, s, list(values), stats=STATS, parameters=SIZES[size])
+    return out
+
+
+def _inference(results):
+    return {
+        s: {
+            "losses": [v * 1.001 for v in results[(s, "fp32")].valid_losses],
+            "fp32": results[(s, "fp32")].valid_losses,
+            "stats": {},
+        }
+        for s in SIZES
+    }
+
+
+def _losses(cscale_gap: dict, amax_gap=0.002):
+    base = {"s": [2.0, 2.01, 1.99], "m": [1.8, 1.81, 1.79], "l": [1.7, 1.71, 1.69]}
+    out = {}
+    for s, b in base.items():
+        out[(s, "fp32")] = b
+        out[(s, "amax")] = [v * (1 + amax_gap) for v in b]
+        out[(s, "cscale")] = [v * (1 + g) for v, g in zip(b, cscale_gap[s], strict=True)]
+        out[(s, "delayed")] = [b[0] * 1.001]
+        out[(s, "none")] = [b[0] * 1.3]
+    return out
+
+
+def _measured(losses, seeds=3):
+    cfg = _cfg(seeds)
+    results = _results(losses)
+    return {c.id: c for c in measure(cfg, results, _inference(results))}
+
+
+def test_every_claim_holds_when_cscale_falls_behind_more_at_every_size():
+    got = _measured(_losses({"s": [0.01, 0.012, 0.011], "m": [0.03, 0.032, 0.028], "l": [0.06, 0.065, 0.058]}))
+    assert list(got) == [c.id for c in claims(_cfg())]
+    assert all(c.holds for c in got.values()), {k: (c.ours, c.holds) for k, c in got.items()}
+    trend = got["cscale-gap-grows"].ours
+    assert isinstance(trend, Interval) and trend.low > 0 and "over 9 points" in trend.method  # (size, seed) points
+    assert got["amax-matches-fp32"].ours == pytest.approx(0.002)
+    assert got["fp8-inference"].ours == pytest.approx(0.001)
+
+
+def test_a_gap_that_does_not_grow_fails_and_so_does_cscale_beating_amax_at_one_size():
+    flat = _measured(_losses({"s": [0.03, 0.05, 0.01], "m": [0.03, 0.01, 0.05], "l": [0.05, 0.03, 0.01]}))
+    assert not flat["cscale-gap-grows"].holds, flat["cscale-gap-grows"].ours
+    shrinking = _measured(_losses({"s": [0.06, 0.065, 0.058], "m": [0.03, 0.032, 0.028], "l": [0.01, 0.012, 0.011]}))
+    assert not shrinking["cscale-gap-grows"].holds
+    assert shrinking["cscale-gap-grows"].ours.high < 0
+    # cscale within amax's noise at the middle size: not worse there
+    mixed = _measured(_losses({"s": [0.01, 0.012, 0.011], "m": [0.0, 0.01, -0.006], "l": [0.06, 0.065, 0.058]}))
+    assert not mixed["cscale-worse-than-amax"].holds
+    assert "lowest at size m" in mixed["cscale-worse-than-amax"].detail
+
+
+def test_amax_beyond_one_percent_fails_and_a_single_seed_declares_no_seed_interval():
+    got = _measured(_losses({"s": [0.01] * 3, "m": [0.03] * 3, "l": [0.06] * 3}, amax_gap=0.02))
+    assert not got["amax-matches-fp32"].holds
+    ids = [c.id for c in claims(_cfg(seeds=1))]
+    assert "cscale-worse-than-amax" not in ids  # an interval over seeds needs 2 or more
+    assert "cscale-gap-grows" in ids  # 3 sizes x 1 seed: 3 points, a slope with 1 degree of freedom
