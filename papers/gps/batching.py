@@ -27,7 +27,7 @@ from papers.gps.graphs import GraphSet
 
 SPD_PADDING = 255
 MASKING_GROUPS = ((True, False), (False, True), (True, True))  # (keep SPD, keep 3D): mask 3D, mask SPD, none
-MASKING_WEIGHTS = (1.0, 3.0, 1.0)
+MASKING_WEIGHTS = (1.0, 3.0, 1.0)  # papers/gps/REFERENCES.md [regularisers]
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,8 @@ class GPSConfig:
 
 
 PRESETS = {
-    "gps++_44m": GPSConfig(),  # the paper's model: 16 layers, node 256, edge 128, global 64, 32 heads
+    # the paper's model (REFERENCES.md [parameters]): 16 layers, node 256, edge 128, global 64, 32 heads
+    "gps++_44m": GPSConfig(),
     "gps++_22m": GPSConfig(layers=8),
     "gps++_11m": GPSConfig(layers=4),
     # CPU default: the same architecture, narrow and shallow

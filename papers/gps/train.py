@@ -1,8 +1,10 @@
-"""Data-parallel training of GPS++ on packed batches.
+"""Data-parallel training of GPS++ on packed batches, several seeds at once.
 
-The batch's pack axis is sharded over a one-dimensional device mesh ("data"), parameters and optimiser state are
-replicated, and the gradient mean over packs becomes an all-reduce that XLA inserts: the same code runs on one CPU,
-on `XLA_FLAGS=--xla_force_host_platform_device_count=N` simulated devices, or on several accelerators.
+The seeds of one arm train together (`core.train.fit_seeds` under `jax.vmap`): parameters, optimiser state and
+batches carry a leading seed axis, and each seed draws its own initialisation, dropout, packing order, masking and
+noise. The batch's pack axis is sharded over a one-dimensional device mesh ("data"), parameters and optimiser state
+are replicated, and the gradient mean over packs becomes an all-reduce that XLA inserts: the same code runs on one
+CPU, on `XLA_FLAGS=--xla_force_host_platform_device_count=N` simulated devices, or on several accelerators.
 
 Loss (GPS++): L1 on the standardised target over the real molecules, plus `noisy_weight` x (cross-entropy of the
 noisy-node head on the clean atom features + cross-entropy of the noisy-edge head on the clean bond features).
@@ -12,7 +14,7 @@ Adam with gradient clipping by global norm, linear warm-up then linear decay to 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from jax.sharding import PartitionSpec as P
 
 from core.config import check_range
 from core.devices import to_host
-from core.train import fit
+from core.train import fit_seeds
 from papers.gps.batching import MODEL_KEYS, PackLimits, assemble, batches, efficiency, plan
 from papers.gps.features import ATOM_VOCAB, BOND_VOCAB
 from papers.gps.graphs import GraphSet
@@ -36,16 +38,20 @@ from papers.gps.model import GPSConfig, GPSPlusPlus, example_batch
 class TrainConfig:
     """How GPS++ trains (the config's gps.train section)."""
 
-    steps: int = 3000
+    # the default scale: 3 seeds x 3 arms must train within the 20-minute CPU budget, so 1000 steps (2.8 epochs of
+    # 20,000 molecules) where one seed had 3000
+    steps: int = 1000
     packs_per_batch: int = 8
     lr: float = 1e-3
-    warmup: int = 150
+    warmup: int = 50
     grad_clip: float = 5.0
-    noise: float = 0.01  # noisy nodes / edges probability
-    noisy_weight: float = 1.2  # loss weights 1 : 1.2 : 1.2
-    masking: bool = True  # grouped input masking 1:3:1
-    eval_every: int = 500
-    checkpoint_every: int = 500
+    # noisy nodes / edges probability, loss weights 1 : 1.2 : 1.2, grouped input masking 1:3:1 (REFERENCES.md
+    # [regularisers])
+    noise: float = 0.01
+    noisy_weight: float = 1.2
+    masking: bool = True
+    eval_every: int = 250
+    checkpoint_every: int = 250
 
     def __post_init__(self) -> None:
         check_range("gps.train.steps", self.steps, ge=1)
@@ -77,17 +83,16 @@ def _categorical_ce(logits: jax.Array, labels: jax.Array, vocab: tuple[int, ...]
 class _Compiled:
     model: GPSPlusPlus
     opt: optax.GradientTransformation
-    step: Callable  # jitted (params, opt_state, batch, key, mean, std) -> (params, opt_state, metrics)
-    predict: Callable  # jitted (params, batch, mean, std) -> [B, G] predictions in target units
+    step: Callable  # one seed's (state, item) -> (state, metrics); fit_seeds vmaps and jits it
+    predict: Callable  # jitted (stacked params, batch, mean, std) -> [S, B, G] predictions in target units
     traces: list[int]  # [number of times `step` was traced]
-    init: Callable  # jitted (key, example batch) -> params (op by op, flax's init compiles each of its ops: ~20 s)
-    opt_init: Callable  # jitted params -> optimiser state
+    init: Callable  # jitted seed -> one seed's (params, optimiser state) (op by op, flax's init compiles every op)
 
 
 @functools.lru_cache(maxsize=8)
 def _compiled(cfg: GPSConfig, lr: float, steps: int, warmup: int, grad_clip: float, noisy_weight: float) -> _Compiled:
-    """The jitted step and prediction of one model and optimiser, shared by every Trainer with the same settings
-    (so a resumed run, an evaluation or a second mesh reuses the compilation; the standardisation of the target is
+    """The step, prediction and initialisation of one model and optimiser, shared by every Trainer with the same
+    settings (so an evaluation or a second mesh reuses the compiled prediction; the standardisation of the target is
     an argument, not a constant). jit specialises on the input shardings, so one function serves every mesh."""
     model = GPSPlusPlus(cfg)
     schedule = optax.join_schedules(
@@ -106,30 +111,47 @@ def _compiled(cfg: GPSConfig, lr: float, steps: int, warmup: int, grad_clip: flo
         total = l1 + noisy_weight * (nodes + edges)
         return total, {"l1": l1, "noisy_nodes": nodes, "noisy_edges": edges}
 
-    def step(params, opt_state, batch, key, mean, std):
+    def step(state, item):
         traces[0] += 1
-        (value, parts), grads = jax.value_and_grad(loss, has_aux=True)(params, batch, key, mean, std)
+        params, opt_state = state
+        key = jax.random.fold_in(_keys(item["seed"])[1], item["step"])  # the step's dropout
+        grads_of = jax.value_and_grad(loss, has_aux=True)
+        (value, parts), grads = grads_of(params, item["batch"], key, item["mean"], item["std"])
         updates, opt_state = opt.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, {"loss": value, **parts}
+        return (optax.apply_updates(params, updates), opt_state), {"loss": value, **parts}
 
     def predict(params, batch, mean, std):
         return model.apply({"params": params}, batch, deterministic=True)["target"] * std + mean
 
-    def init(key, batch):
-        return model.init(key, batch, deterministic=True)["params"]
+    def init(seed):
+        params = model.init(_keys(seed)[0], example_batch(1), deterministic=True)["params"]
+        return params, opt.init(params)
 
-    return _Compiled(
-        model, opt, jax.jit(step, donate_argnums=(0, 1)), jax.jit(predict), traces, jax.jit(init), jax.jit(opt.init)
-    )
+    predict_seeds = jax.jit(jax.vmap(predict, in_axes=(0, None, None, None)))
+    return _Compiled(model, opt, step, predict_seeds, traces, jax.jit(init))
+
+
+def _keys(seed) -> jax.Array:
+    """A seed's two streams: [0] initialisation, [1] dropout (folded with the step number)."""
+    return jax.random.split(jax.random.key(seed))
 
 
 class Trainer:
-    """The compiled step and evaluation of one model on one mesh."""
+    """The step, initialisation and evaluation of one model for a group of seeds on one mesh."""
 
     def __init__(
-        self, cfg: GPSConfig, tc: TrainConfig, limits: PackLimits, mean: float, std: float, mesh=None, seed: int = 0
+        self,
+        cfg: GPSConfig,
+        tc: TrainConfig,
+        limits: PackLimits,
+        mean: float,
+        std: float,
+        mesh=None,
+        seeds: Sequence[int] = (0,),
     ):
-        self.cfg, self.tc, self.limits, self.seed = cfg, tc, limits, seed
+        self.cfg, self.tc, self.limits, self.seeds = cfg, tc, limits, [int(s) for s in seeds]
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds={list(seeds)} must be distinct and at least one")
         self.mean, self.std = np.float32(mean), np.float32(std)
         self.mesh = mesh or data_mesh()
         n_dev = self.mesh.devices.size
@@ -148,35 +170,38 @@ class Trainer:
         """How many times the train step was traced (compiled) since this trainer was made."""
         return self.compiled.traces[0] - self._traces_before
 
-    def init(self):
-        dummy = example_batch(1, self.limits.nodes, self.limits.edges, self.limits.graphs)
-        params = jax.device_put(self.compiled.init(jax.random.key(self.seed), dummy), self.replicated)
-        return params, jax.device_put(self.compiled.opt_init(params), self.replicated)
+    def init(self, seed):
+        """One seed's (params, optimiser state), replicated over the mesh (fit_seeds vmaps it over the seeds)."""
+        return jax.device_put(self.compiled.init(seed), self.replicated)
+
+    def step(self, state: tuple, item: dict) -> tuple[tuple, dict]:
+        """One seed's training step on `item` (seed, step number, batch, target standardisation); fit_seeds vmaps
+        and jits it. The batch's packs are sharded over the mesh (XLA lays the stacked host batch out so)."""
+        item = dict(item, batch=jax.lax.with_sharding_constraint(item["batch"], self.sharded))
+        return self.compiled.step(state, item)
+
+    def item(self, seed: int, k: int, batch: dict) -> dict:
+        return {"seed": np.int32(seed), "step": np.int32(k), "batch": batch, "mean": self.mean, "std": self.std}
 
     def put(self, batch: dict) -> dict:
         return jax.device_put(batch, self.sharded)
 
-    def step(self, state: tuple, item: tuple[int, dict]) -> tuple[tuple, dict]:
-        """One training step on `item` = (step number, batch): the step number picks the dropout key."""
-        k, batch = item
-        key = jax.random.fold_in(jax.random.key(self.seed + 1), k)
-        params, opt_state, metrics = self.compiled.step(*state, self.put(batch), key, self.mean, self.std)
-        return (params, opt_state), metrics
-
     def predict(self, params, graphs: GraphSet, index: np.ndarray) -> np.ndarray:
-        """Predictions (target units) for the molecules `index` of `graphs`, in that order."""
+        """Predictions [seeds, molecules] (target units) of the stacked `params` for graphs[index], in that order."""
         packs = plan(graphs, index, self.limits, None)
         arrays = assemble(graphs, packs, self.limits)
-        pred = np.zeros(len(graphs), np.float64)
+        pred = np.zeros((len(self.seeds), len(graphs)), np.float64)
         for batch in batches(arrays, self.tc.packs_per_batch, self.limits, (*MODEL_KEYS, "ids")):
             ids = batch.pop("ids")
             out = np.asarray(to_host(self.compiled.predict(params, self.put(batch), self.mean, self.std)))
             real = ids >= 0
-            pred[ids[real]] = out[real]
-        return pred[np.asarray(index)]
+            pred[:, ids[real]] = out[:, real]
+        return pred[:, np.asarray(index)]
 
-    def mae_mev(self, params, graphs: GraphSet, index: np.ndarray) -> float:
-        return float(np.abs(self.predict(params, graphs, index) - graphs.target[index]).mean() * 1000)
+    def mae_mev(self, params, graphs: GraphSet, index: np.ndarray) -> list[float]:
+        """Each seed's mean absolute error (meV) on graphs[index]."""
+        error = np.abs(self.predict(params, graphs, index) - graphs.target[index]).mean(axis=1) * 1000
+        return [float(v) for v in error]
 
 
 def train_gps(
@@ -191,42 +216,48 @@ def train_gps(
     resume: bool = True,
     progress_bar=None,
     mesh=None,
-    seed: int = 0,
+    seeds: Sequence[int] = (0,),
     name: str = "gps",
 ) -> tuple[dict, dict]:
-    """Train on graphs[train_index] for tc.steps batches; validation MAE (meV) every eval_every steps.
-    With `checkpoint_dir` the run saves every checkpoint_every steps and, when `resume`, continues from the newest
-    checkpoint there.
-    Returns (params, info) with the MAE curve, graphs/s after compilation, packing efficiency and trace count."""
+    """Train every seed of `seeds` on graphs[train_index] for tc.steps batches, together; validation MAE (meV)
+    every eval_every steps. With `checkpoint_dir` the run saves every checkpoint_every steps and, when `resume`,
+    continues from the newest checkpoint there.
+    Returns (params stacked over the seeds, info) with per-seed MAEs and curves, graphs/s after compilation (all
+    seeds), packing efficiency and trace count."""
     limits = limits or PackLimits()
     train_index, valid_index = np.asarray(train_index), np.asarray(valid_index)
     if len(train_index) == 0 or len(valid_index) == 0:
         raise ValueError("train_gps needs non-empty training and validation sets")
     target = graphs.target[train_index]
-    trainer = Trainer(cfg, tc, limits, target.mean(), target.std() + 1e-6, mesh, seed)
-    epochs = Epochs(graphs, train_index, limits, tc, seed)
-    run = fit(
+    trainer = Trainer(cfg, tc, limits, target.mean(), target.std() + 1e-6, mesh, seeds)
+    epochs = {s: Epochs(graphs, train_index, limits, tc, s) for s in trainer.seeds}
+    run = fit_seeds(
+        trainer.seeds,
+        trainer.init,
         trainer.step,
-        trainer.init(),
-        lambda k: (k, epochs.batch(k)),
-        steps=tc.steps,
+        lambda s, k: trainer.item(s, k, epochs[s].batch(k)),
         evaluate=lambda state: {"valid/mae": trainer.mae_mev(state[0], graphs, valid_index)},
+        steps=tc.steps,
         eval_every=tc.eval_every,
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=tc.checkpoint_every,
         resume=resume,
         name=name,
         bar=progress_bar,
-        count=lambda item: {"graphs": int(item[1]["graph_mask"].sum())},
+        count=lambda item: {"graphs": int(item["batch"]["graph_mask"].sum())},
         untimed=3,  # compilation, and the first steps after it
     )
     params = run.state[0]
     steps, losses = run.history.series("train/loss")
+    maes = run.history.series("valid/mae")[1]
     curve = [
-        (int(k), float(v), float(m)) for k, v, m in zip(steps, losses, run.history.series("valid/mae")[1], strict=True)
+        (int(k), [float(v) for v in loss], [float(m) for m in mae])
+        for k, loss, mae in zip(steps, losses, maes, strict=True)
     ]
-    packs = epochs.last_packs if epochs.last_packs is not None else plan(graphs, train_index, limits, None)
+    first = epochs[trainer.seeds[0]]
+    packs = first.last_packs if first.last_packs is not None else plan(graphs, train_index, limits, None)
     info = {
+        "seeds": trainer.seeds,
         "valid_mae": curve[-1][2],
         "train_mae": trainer.mae_mev(params, graphs, train_index[: len(valid_index)]),
         "curve": curve,

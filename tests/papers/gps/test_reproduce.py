@@ -1,19 +1,25 @@
-"""The GPS++ reproduction end to end at the smoke scale: every claim, table and figure; featurisation cached and
-training resumed (nothing retrained) by a second run; config errors name the key."""
+"""The GPS++ reproduction end to end at the smoke scale: every claim (the ablations decided on intervals over seeds),
+table and figure; featurisation cached and training resumed (nothing retrained) by a second run; the no-3D arm
+trains unmasked; config errors name the key."""
 
 import json
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from core.config import ConfigError, validate_section
 from papers import gps
 from papers.gps import Config
+from papers.gps.batching import PackLimits
+from papers.gps.experiment import ARMS, arm_config, arm_training
+from papers.gps.report import MPNN_THRESHOLD
+from papers.gps.train import Epochs, TrainConfig
 
 
 def test_smoke_run_reports_every_claim_and_reuses_its_work(cli, tmp_path):
     args = ["paper=gps", "scale=smoke", "logger=none", f"output_root={tmp_path}"]
-    r = cli(args, toy=False)
+    r = cli(args, toy=False, timeout=1200)  # compilation of 3 arms, twice: minutes on a shared 2-core machine
     assert r.returncode == 0, r.stderr[-3000:]
     results = json.loads((tmp_path / "gps" / "latest" / "results.json").read_text())
     claims = {c["id"]: c for c in results["claims"]}
@@ -21,23 +27,55 @@ def test_smoke_run_reports_every_claim_and_reuses_its_work(cli, tmp_path):
     assert [c["id"] for c in declared] == list(claims)  # declared before the run, kept by the report
     assert list(claims) == ["mpnn-keeps-accuracy", "3d-costs-more", "parameters-44m", "packing-efficiency"]
     assert claims["parameters-44m"]["holds"]
+    for name in ("mpnn-keeps-accuracy", "3d-costs-more"):  # decided on an interval over the seeds
+        ours = claims[name]["ours"]
+        assert ours["low"] < ours["estimate"] < ours["high"] and "Welch" in ours["method"], ours
+        assert claims[name]["holds"] == (
+            ours["high"] < MPNN_THRESHOLD if name == "mpnn-keeps-accuracy" else ours["low"] > 0
+        )
+    rows = {r[0]: r for r in next(t for t in results["tables"] if t["name"] == "ablation")["rows"]}
+    masking = {name: row[2] for name, row in rows.items()}
+    assert masking == {
+        "GPS++ (MPNN + attention + 3D)": "yes", "MPNN only (no attention)": "yes", "no 3D features": "no",
+        "predicting the training mean": "-",
+    }  # fmt: skip
+    for name, row in rows.items():
+        if name != "predicting the training mean":
+            assert len(row[4].split(", ")) == 2, row  # one validation MAE per seed (smoke: 2 seeds)
     assert {t["name"] for t in results["tables"]} == {"ablation", "paper_table", "parameters"}
     assert (tmp_path / "gps" / "latest" / "validation_curves.png").is_file()
     caches = sorted((tmp_path / "gps" / "features").glob("qm9-*.npz"))
     assert len(caches) == 2  # the training and the validation molecules
     stamps = [c.stat().st_mtime_ns for c in caches]
-    again = cli(args, toy=False)
+    again = cli(args, toy=False, timeout=1200)
     assert again.returncode == 0, again.stderr[-3000:]
     assert [c.stat().st_mtime_ns for c in caches] == stamps  # featurisation read back, not recomputed
     second = json.loads((tmp_path / "gps" / "latest" / "results.json").read_text())
     assert second["metrics"]["full/valid_mae_mev"] == results["metrics"]["full/valid_mae_mev"]  # resumed: same
 
 
-def test_declared_claims_follow_the_arms():
+def test_declared_claims_follow_the_arms_and_seeds():
     ids = [c.id for c in gps.claims(SimpleNamespace(gps=Config(arms=["full", "no_3d"])))]
     assert ids == ["parameters-44m", "packing-efficiency"]  # the ablation claims need the arms they compare
     ids = [c.id for c in gps.claims(SimpleNamespace(gps=Config(arms=["mpnn_only", "full"])))]
     assert ids == ["mpnn-keeps-accuracy", "parameters-44m", "packing-efficiency"]
+    ids = [c.id for c in gps.claims(SimpleNamespace(gps=Config(seeds=[4])))]
+    assert ids == ["parameters-44m", "packing-efficiency"]  # and a spread over at least two seeds
+
+
+def test_only_the_no_3d_arm_trains_unmasked(molecules):
+    """Grouped masking drops either the 3D or the shortest-path features of a molecule; the no-3D arm has no 3D to
+    drop, so masking would only take shortest paths away from it: it trains unmasked, every node keeping them."""
+    c = Config()
+    assert [arm_training(c, arm).masking for arm in ARMS] == [True, True, False]
+    assert not arm_training(Config(train=TrainConfig(masking=False)), "full").masking  # the config can turn it off
+    many = molecules.take(np.repeat(np.arange(len(molecules)), 20))
+    limits = PackLimits(nodes=24, edges=48, graphs=4)
+    for arm, dropped in (("full", True), ("mpnn_only", True), ("no_3d", False)):
+        batch = Epochs(many, np.arange(len(many)), limits, arm_training(c, arm)).batch(0)
+        real = batch["node_mask"]
+        assert (~batch["keep_spd"][real]).any() == dropped, arm
+    assert not arm_config(c, "no_3d").use_3d and arm_config(c, "mpnn_only").use_3d
 
 
 def test_config_errors_name_the_key():
@@ -49,6 +87,10 @@ def test_config_errors_name_the_key():
         validate_section({"data": {"train": 130_000, "valid": 2000}}, Config, "gps")
     with pytest.raises(ConfigError, match=r"gps\.limits\.nodes"):
         validate_section({"limits": {"nodes": 4}}, Config, "gps")
+    with pytest.raises(ConfigError, match=r"gps\.seeds=\[0, 0\] must be one or more distinct"):
+        validate_section({"seeds": [0, 0]}, Config, "gps")
+    with pytest.raises(ConfigError, match=r"gps\.seeds=\[\]"):
+        validate_section({"seeds": []}, Config, "gps")
 
 
 @pytest.mark.slow  # ~2 min: the reproduction three times
