@@ -17,8 +17,6 @@ from papers.qm1b.bench import (
 )
 from papers.qm1b.generate import atom_string
 
-pytest.importorskip("pyscf")
-
 
 def test_qm1b_tolerance_gives_energies_within_qm1b_filter():
     assert QM1B_CONV_TOL * HARTREE_EV == pytest.approx(0.01)  # eV

@@ -19,8 +19,6 @@ from papers.qm1b.dft import HARTREE_EV, _stack, build_problem, run_dft, run_dft_
 from papers.qm1b.dft.scf import scf_batch, xc_energy, xc_potential
 from papers.qm1b.generate import atom_string
 
-pyscf = pytest.importorskip("pyscf")
-
 WATER = "O 0 0 0.1173; H 0 0.7572 -0.4692; H 0 -0.7572 -0.4692"
 METHANE = (
     "C 0 0 0; H 0.6291 0.6291 0.6291; H -0.6291 -0.6291 0.6291; H -0.6291 0.6291 -0.6291; H 0.6291 -0.6291 -0.6291"

@@ -4,10 +4,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from pyscf.dft import libxc
 
 from papers.qm1b.dft import xc
-
-libxc = pytest.importorskip("pyscf.dft.libxc")
 
 
 @pytest.fixture(scope="module")
