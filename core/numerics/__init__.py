@@ -7,7 +7,7 @@ ml_dtypes (or gfloat, for formats ml_dtypes lacks) gives.
 
 from core.numerics.cast import cast_to_format, code_values, decode, encode, fast_random_bits
 from core.numerics.formats import FORMATS, FloatFormat, get_format, make_format
-from core.numerics.quantise import quantise, quantised_dot
+from core.numerics.quantise import quantise, quantised_dot, stochastic_rounding
 from core.numerics.scaling import (
     DelayedScaling,
     DynamicLossScale,
@@ -53,5 +53,6 @@ __all__ = [
     "quantised_dot",
     "scale_loss",
     "scaled_cast",
+    "stochastic_rounding",
     "unscale_grads",
 ]

@@ -3,51 +3,117 @@
 `quantise(x, fwd, bwd)` casts the value to `fwd` on the way forward and the incoming gradient to `bwd` on the way
 back (E4M3 forward, E5M2 backward is the FP8 training recipe); a format of None leaves that direction untouched,
 so `quantise(x, "e4m3")` is the straight-through estimator: the gradient passes the rounding unchanged.
+
+Both directions round to nearest (ties to even) or stochastically, and overflow to Inf/NaN or saturate to the
+format's largest value. Stochastic rounding is keyed and reproducible: pass `key=`, or open
+`stochastic_rounding(key)` around the computation, which hands every cast inside it its own key (the context's
+key folded with a counter of the casts traced so far, so the same program with the same key rounds the same way).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 
-from core.numerics.cast import cast_to_format
+from core.numerics.cast import ROUNDINGS, cast_to_format
 from core.numerics.formats import FloatFormat, get_format
 
 FormatLike = str | FloatFormat | None
+
+
+@dataclass
+class _KeySource:
+    key: jax.Array
+    count: int = 0
+
+    def next(self) -> jax.Array:
+        self.count += 1
+        return jax.random.fold_in(self.key, self.count)
+
+
+_ROUNDING_KEYS: contextvars.ContextVar[_KeySource | None] = contextvars.ContextVar("rounding_keys", default=None)
+
+
+@contextlib.contextmanager
+def stochastic_rounding(key: jax.Array) -> Iterator[None]:
+    """Supply keys to every `quantise(..., rounding="stochastic")` traced inside the block (and not given its own).
+
+    Open it inside the function being traced (e.g. in the loss function, with a key that is an argument of the
+    jitted step), so that the keys are values of that trace."""
+    token = _ROUNDING_KEYS.set(_KeySource(key))
+    try:
+        yield
+    finally:
+        _ROUNDING_KEYS.reset(token)
 
 
 def _resolve(fmt: FormatLike) -> FloatFormat | None:
     return None if fmt is None else get_format(fmt)
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3))
-def _quantise(x: jax.Array, fwd: FloatFormat | None, bwd: FloatFormat | None, saturate: bool) -> jax.Array:
-    return x if fwd is None else cast_to_format(x, fwd, saturate=saturate)
+def _cast(x, fmt, saturate, rounding, key_data, salt):
+    if fmt is None:
+        return x
+    key = None if key_data is None else jax.random.fold_in(jax.random.wrap_key_data(key_data), salt)
+    return cast_to_format(x, fmt, saturate=saturate, rounding=rounding, key=key)
 
 
-def _quantise_fwd(x, fwd, bwd, saturate):
-    return _quantise(x, fwd, bwd, saturate), None
+@partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4, 5))
+def _quantise(x, key_data, fwd, bwd, saturate, rounding):
+    return _cast(x, fwd, saturate, rounding, key_data, 0)
 
 
-def _quantise_bwd(fwd, bwd, saturate, _, g):
-    return (g if bwd is None else cast_to_format(g, bwd, saturate=saturate).astype(g.dtype),)
+def _quantise_fwd(x, key_data, fwd, bwd, saturate, rounding):
+    return _quantise(x, key_data, fwd, bwd, saturate, rounding), key_data
+
+
+def _quantise_bwd(fwd, bwd, saturate, rounding, key_data, g):
+    return (_cast(g, bwd, saturate, rounding, key_data, 1).astype(g.dtype), None)
 
 
 _quantise.defvjp(_quantise_fwd, _quantise_bwd)
 
 
-def quantise(x, fwd: FormatLike, bwd: FormatLike = None, *, saturate: bool = False) -> jax.Array:
-    """Cast `x` to `fwd` (nearest-even) and, in the backward pass, its gradient to `bwd`.
+def quantise(
+    x,
+    fwd: FormatLike,
+    bwd: FormatLike = None,
+    *,
+    saturate: bool = False,
+    rounding: str = "nearest",
+    key: jax.Array | None = None,
+) -> jax.Array:
+    """Cast `x` to `fwd` and, in the backward pass, its gradient to `bwd`.
 
     Works under jit, grad and vmap. `saturate` applies to both directions (clamp overflow to +-max instead of
-    Inf/NaN).
+    Inf/NaN). `rounding` is "nearest" (ties to even) or "stochastic" (unbiased: E[cast(x)] = x), which takes its
+    bits from `key` or, without one, from the enclosing `stochastic_rounding` block; the forward and backward
+    casts use independent bits.
     """
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         raise TypeError(f"quantise: expected a floating-point array, got dtype {x.dtype}")
-    return _quantise(x.astype(jnp.float32), _resolve(fwd), _resolve(bwd), bool(saturate))
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"quantise: rounding must be one of {', '.join(ROUNDINGS)}, got {rounding!r}")
+    fwd, bwd = _resolve(fwd), _resolve(bwd)
+    key_data = None
+    if rounding == "stochastic" and (fwd is not None or bwd is not None):
+        if key is None:
+            source = _ROUNDING_KEYS.get()
+            if source is None:
+                raise ValueError(
+                    "quantise: rounding='stochastic' needs key= or an enclosing "
+                    "core.numerics.stochastic_rounding(key) block"
+                )
+            key = source.next()
+        key_data = jax.random.key_data(key)
+    return _quantise(x.astype(jnp.float32), key_data, fwd, bwd, bool(saturate), rounding)
 
 
 def quantised_dot(

@@ -4,7 +4,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from core.numerics import quantise, quantised_dot
+from core.numerics import quantise, quantised_dot, stochastic_rounding
 
 E4M3, E5M2 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2
 
@@ -76,3 +76,57 @@ def test_bad_input():
         quantise(jnp.arange(3), "e4m3")
     with pytest.raises(ValueError, match="unknown number format"):
         quantise(jnp.ones(3), "e4m3", "fp7")
+
+
+def _neighbours(x, dtype):
+    """The grid points of `dtype` just below-or-at and above each x, from all 256 codes of the ml_dtypes type."""
+    grid = np.arange(256, dtype=np.uint8).view(dtype).astype(np.float64)
+    grid = np.unique(grid[np.isfinite(grid)])
+    i = np.searchsorted(grid, x, side="right") - 1
+    return grid[i], grid[np.minimum(i + 1, len(grid) - 1)]
+
+
+def test_stochastic_rounding_is_unbiased_on_the_grid_in_both_directions():
+    x = data(64, 8, 3)
+    reps = 4000
+    xs = jnp.asarray(np.tile(x, (reps, 1)))
+    g = np.tile(data(64, 9, 1e-3), (reps, 1))
+    y, vjp = jax.vjp(lambda v: quantise(v, "e4m3", "e5m2", rounding="stochastic", key=jax.random.key(3)), xs)
+    dy = np.asarray(vjp(jnp.asarray(g))[0])
+    for values, ref, dtype in ((np.asarray(y), x, E4M3), (dy, g[0], E5M2)):
+        lo, hi = _neighbours(ref, dtype)
+        assert np.all((values == lo) | (values == hi))  # every draw is one of the two neighbours
+        p_up = (ref - lo) / (hi - lo)  # the probability of rounding up that makes the cast unbiased
+        frac_up = (values == hi).mean(axis=0)
+        tol = 4 * np.sqrt(p_up * (1 - p_up) / reps) + 1e-9
+        assert np.all(np.abs(frac_up - p_up) <= tol)
+
+
+def test_stochastic_rounding_is_reproducible_and_keyed():
+    x = jnp.asarray(data(4096, 10, 5))
+
+    def cast(key):
+        return np.asarray(quantise(x, "e5m2", rounding="stochastic", key=key))
+
+    np.testing.assert_array_equal(cast(jax.random.key(0)), cast(jax.random.key(0)))
+    assert (cast(jax.random.key(0)) != cast(jax.random.key(1))).mean() > 0.2
+
+    def two_casts(key):  # keys from the enclosing block: a different one per cast, the same on every trace
+        with stochastic_rounding(key):
+            return quantise(x, "e5m2", rounding="stochastic"), quantise(x, "e5m2", rounding="stochastic")
+
+    a1, b1 = jax.jit(two_casts)(jax.random.key(5))
+    a2, b2 = two_casts(jax.random.key(5))
+    np.testing.assert_array_equal(np.asarray(a1), np.asarray(a2))
+    np.testing.assert_array_equal(np.asarray(b1), np.asarray(b2))
+    assert (np.asarray(a1) != np.asarray(b1)).mean() > 0.2
+    with pytest.raises(ValueError, match="stochastic_rounding"):
+        quantise(x, "e5m2", rounding="stochastic")
+    with pytest.raises(ValueError, match="rounding must be one of"):
+        quantise(x, "e5m2", rounding="up")
+
+
+def test_stochastic_rounding_saturates_when_asked():
+    y = quantise(jnp.float32([1000.0, -1e6, 3.0]), "e4m3", rounding="stochastic", saturate=True, key=jax.random.key(0))
+    assert np.asarray(y)[:2].tolist() == [448.0, -448.0] and float(y[2]) == 3.0
+    assert np.isnan(np.asarray(quantise(jnp.float32([1e6]), "e4m3", rounding="stochastic", key=jax.random.key(0))))[0]
