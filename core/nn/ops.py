@@ -11,7 +11,7 @@ before the casts, which is the point: the cast sees well-scaled values in both d
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import jax
@@ -20,6 +20,7 @@ import numpy as np
 
 from core import unit_scaling as us
 from core.numerics import FloatFormat, get_format, quantise
+from core.numerics.cast import ROUNDINGS
 
 SCALINGS = ("regular", "unit")
 
@@ -35,6 +36,10 @@ def masked_softmax(scores: jax.Array, mask: jax.Array, axis: int = -1) -> jax.Ar
 
 RESIDUALS = ("fixed", "running_mean")
 CAST_SCOPES = ("all", "matmul")
+# The LM head (and so the logits and their gradient): "fp32" keeps it out of every low-precision format, the
+# FP8 recipe of both FP8 papers (the FP8 LLM paper's head stays in higher precision; core.nn.fp8 and the unit-
+# scaling FP8 arms share this); "low" casts it like every other layer (pure FP16 training).
+HEAD_PRECISIONS = ("fp32", "low")
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,12 @@ class Ops:
     # (activations and weights to fwd_fmt; the output gradient that the backward matmuls consume to bwd_fmt), the
     # FP8 recipe of the unit-scaling and FP8 papers, with FP32 accumulation and everything else in FP32.
     cast_scope: str = "all"
+    # how every cast of fwd_fmt/bwd_fmt rounds ("nearest" ties-to-even or "stochastic", keyed by the enclosing
+    # core.numerics.stochastic_rounding block) and whether it saturates at the format's max instead of
+    # overflowing to Inf/NaN
+    rounding: str = "nearest"
+    saturate: bool = False
+    head_precision: str = "fp32"
     residual: str = "fixed"
     tau_attention: float = 0.01  # the paper's fixed-tau values: small for attention, 0.5 for the MLP
     tau_mlp: float = 0.5
@@ -63,6 +74,12 @@ class Ops:
             raise ValueError(f"Ops: scaling must be one of {', '.join(SCALINGS)}, got {self.scaling!r}")
         if self.cast_scope not in CAST_SCOPES:
             raise ValueError(f"Ops: cast_scope must be one of {', '.join(CAST_SCOPES)}, got {self.cast_scope!r}")
+        if self.rounding not in ROUNDINGS:
+            raise ValueError(f"Ops: rounding must be one of {', '.join(ROUNDINGS)}, got {self.rounding!r}")
+        if self.head_precision not in HEAD_PRECISIONS:
+            raise ValueError(
+                f"Ops: head_precision must be one of {', '.join(HEAD_PRECISIONS)}, got {self.head_precision!r}"
+            )
         if self.residual not in RESIDUALS:
             raise ValueError(f"Ops: residual must be one of {', '.join(RESIDUALS)}, got {self.residual!r}")
         us.apply_constraint(self.constraint, 1.0, 1.0)  # validates the name
@@ -90,11 +107,21 @@ class Ops:
     def _casts(self) -> bool:
         return any(f is not None and f.name != "fp32" for f in (self.fwd_fmt, self.bwd_fmt))
 
+    @cached_property
+    def head_ops(self) -> Ops:
+        """The ops of the LM head under `head_precision`: these ops, or their FP32 twin (same scaling, no casts)."""
+        if self.head_precision == "low":
+            return self
+        return replace(self, fwd_fmt=None, bwd_fmt=None, fp8=None)
+
     # ------------------------------------------------------------------ casting and initialisation
+    def _quantise(self, x: jax.Array, fwd, bwd) -> jax.Array:
+        return quantise(x, fwd, bwd, saturate=self.saturate, rounding=self.rounding)
+
     def q(self, x: jax.Array) -> jax.Array:
         """At an op boundary: cast the value to the forward format and its gradient to the backward format
         (only when cast_scope is "all")."""
-        return quantise(x, self.fwd_fmt, self.bwd_fmt) if self._casts and self.cast_scope == "all" else x
+        return self._quantise(x, self.fwd_fmt, self.bwd_fmt) if self._casts and self.cast_scope == "all" else x
 
     def q_operand(self, x: jax.Array) -> jax.Array:
         """A matmul operand: cast to the forward format. In the "matmul" scope its gradient is left alone: the
@@ -102,13 +129,13 @@ class Ops:
         is cast where the next backward matmul consumes it, at that matmul's q_product)."""
         if not self._casts:
             return x
-        return quantise(x, self.fwd_fmt, self.bwd_fmt if self.cast_scope == "all" else None)
+        return self._quantise(x, self.fwd_fmt, self.bwd_fmt if self.cast_scope == "all" else None)
 
     def q_product(self, y: jax.Array) -> jax.Array:
         """A matmul's output: in the "matmul" scope its value stays FP32 (FP32 accumulation) but the gradient that
         the backward matmuls consume is cast to the backward format; in the "all" scope, a plain op boundary."""
         if self._casts and self.cast_scope == "matmul":
-            return quantise(y, None, self.bwd_fmt)
+            return self._quantise(y, None, self.bwd_fmt)
         return self.q(y)
 
     def init_std(self, *, residual_output: bool = False, depth: int = 1) -> float:
@@ -171,9 +198,11 @@ class Ops:
             return self.q_product(jnp.einsum("...qk,...kd->...qd", self.q_operand(probs), v))
         # The probabilities (about 1/(i+1) each) are scaled by seq before they are cast, so the cast sees values
         # of order 1; the product and the values' gradient are scaled back by 1/seq, so that the output is
-        # fwd * probs @ v and the values' gradient bwd * probs^T @ dy, exactly as without the detour.
+        # fwd * probs @ v and the values' gradient bwd * probs^T @ dy, exactly as without the detour. The output's
+        # forward scale fwd also multiplies the true gradient of the probabilities (and so of q and k): scale_bwd
+        # gives it to them, as the constraint ties it to bwd for v.
         fwd, bwd = us.apply_constraint(self.constraint, *_causal_mixing_scales(seq))
-        probs = self.q_operand(us.scale_fwd(probs, float(seq)))
+        probs = self.q_operand(us.scale_fwd(us.scale_bwd(probs, fwd), float(seq)))
         v = us.scale_bwd(v, bwd / seq)
         return self.q_product(us.scale_fwd(jnp.einsum("...qk,...kd->...qd", probs, v), fwd / seq))
 
@@ -196,8 +225,9 @@ class Ops:
         return self.q_product(jnp.einsum("...qk,...kd->...qd", self.q_operand(probs), v))
 
     def cross_entropy(self, logits: jax.Array, labels: jax.Array) -> jax.Array:
-        """Mean next-token cross-entropy in nats (unit: with the gradient of the sum, scaled per the paper)."""
-        logits = self.q(logits)
+        """Mean next-token cross-entropy in nats (unit: with the gradient of the sum, scaled per the paper). The
+        logits are cast only where the head is (head_precision "low")."""
+        logits = self.head_ops.q(logits)
         if self.unit:
             return us.cross_entropy(logits, labels)
         logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)

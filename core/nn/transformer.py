@@ -49,28 +49,30 @@ def rotary(x: jax.Array, positions: jax.Array, base: float = 10000.0) -> jax.Arr
 
 
 class Linear(nn.Module):
-    """A linear layer. With `ops.fp8` set (and `fp8` left True) its matmul runs in simulated FP8 with per-tensor
-    scale biases (core.numerics.fp8.fp8_dot): the layer keeps its scaling state in the "fp8_meta" collection and a
-    zero probe in "fp8_probe", whose gradient carries the amaxes and biases of the step (core.nn.fp8)."""
+    """A linear layer. With `ops.fp8` set its matmul runs in simulated FP8 with per-tensor scale biases
+    (core.numerics.fp8.fp8_dot): the layer keeps its scaling state in the "fp8_meta" collection and a zero probe in
+    "fp8_probe", whose gradient carries the amaxes and biases of the step (core.nn.fp8). `head=True` marks the LM
+    head, which follows `ops.head_precision` (by default FP32: out of ops.fp8 and of every cast)."""
 
     features: int
     ops: Ops
     use_bias: bool = False  # bias-free, as nanoGPT recommends (and unit scaling has no rule-of-thumb for biases)
     std: float | None = None  # default: ops.init_std()
-    fp8: bool = True  # False keeps this layer out of ops.fp8 (the LM head)
+    head: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        std = self.ops.init_std() if self.std is None else self.std
+        ops = self.ops.head_ops if self.head else self.ops
+        std = ops.init_std() if self.std is None else self.std
         w = self.param("kernel", _normal(std), (x.shape[-1], self.features))
         b = self.param("bias", nn.initializers.zeros, (self.features,)) if self.use_bias else None
-        if self.ops.fp8 is None or not self.fp8:
-            return self.ops.linear(x, w, b)
+        if ops.fp8 is None:
+            return ops.linear(x, w, b)
         from core.numerics.fp8 import FP8Meta, empty_probe, fp8_dot
 
         meta = self.variable("fp8_meta", "state", FP8Meta.init, self.ops.fp8_history)
         probe = self.variable("fp8_probe", "probe", empty_probe)
-        y = fp8_dot(x, w, meta.value.bias, probe.value, policy=self.ops.fp8)
+        y = fp8_dot(x, w, meta.value.bias, probe.value, policy=ops.fp8)
         return y if b is None else y + b
 
 
@@ -177,8 +179,8 @@ class TransformerLM(nn.Module):
             Block(self.heads, self.ops, self.depth, i, self.norm, name=f"block_{i}") for i in range(self.depth)
         ]
         self.final_norm = LayerNorm(self.ops, name="final_norm") if self.norm == "pre" else None
-        # the LM head stays out of FP8: its logits feed the loss directly, and the paper's recipe is for the blocks
-        self.head = Linear(self.vocab, self.ops, use_bias=False, fp8=False, name="head")
+        # the LM head follows ops.head_precision: its logits feed the loss directly
+        self.head = Linear(self.vocab, self.ops, use_bias=False, head=True, name="head")
 
     def __call__(
         self, ids: jax.Array, positions: jax.Array | None = None, attend: LayerAttentionFn | None = None

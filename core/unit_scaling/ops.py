@@ -19,7 +19,10 @@ the effective learning rate of an optimiser like Adam, which is invariant to it.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
+from collections.abc import Iterator
 from functools import partial
 
 import jax
@@ -36,21 +39,45 @@ SOFTMAX_BWD_STD = 1.65
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(1,))
-def scale_fwd(x: jax.Array, scale: float) -> jax.Array:
-    """x * scale in the forward pass; the gradient passes unchanged."""
+def _scale_fwd(x: jax.Array, scale: float) -> jax.Array:
     return x * jnp.asarray(scale, x.dtype)
 
 
-scale_fwd.defvjp(lambda x, s: (x * jnp.asarray(s, x.dtype), None), lambda s, _, g: (g,))
+_scale_fwd.defvjp(lambda x, s: (x * jnp.asarray(s, x.dtype), None), lambda s, _, g: (g,))
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(1,))
-def scale_bwd(x: jax.Array, scale: float) -> jax.Array:
-    """x unchanged in the forward pass; the gradient is multiplied by scale."""
+def _scale_bwd(x: jax.Array, scale: float) -> jax.Array:
     return x
 
 
-scale_bwd.defvjp(lambda x, s: (x, None), lambda s, _, g: (g * jnp.asarray(s, g.dtype),))
+_scale_bwd.defvjp(lambda x, s: (x, None), lambda s, _, g: (g * jnp.asarray(s, g.dtype),))
+
+# True inside `plain_autodiff()`: the scales become ordinary multiplications (read when a function is traced)
+_PLAIN = contextvars.ContextVar("unit_scaling_plain_autodiff", default=False)
+
+
+def scale_fwd(x: jax.Array, scale: float) -> jax.Array:
+    """x * scale in the forward pass; the gradient passes unchanged."""
+    return x * jnp.asarray(scale, x.dtype) if _PLAIN.get() else _scale_fwd(x, scale)
+
+
+def scale_bwd(x: jax.Array, scale: float) -> jax.Array:
+    """x unchanged in the forward pass; the gradient is multiplied by scale."""
+    return x if _PLAIN.get() else _scale_bwd(x, scale)
+
+
+@contextlib.contextmanager
+def plain_autodiff() -> Iterator[None]:
+    """Functions traced inside take ordinary derivatives: scale_fwd multiplies value and gradient alike and
+    scale_bwd is the identity. The forward values are unchanged, so comparing a unit-scaled model's gradients with
+    and without this block shows whether its scaled backward pass points along the true gradient of its own
+    forward function (every parameter's gradient should differ only by a positive constant)."""
+    token = _PLAIN.set(True)
+    try:
+        yield
+    finally:
+        _PLAIN.reset(token)
 
 
 def apply_constraint(constraint: str | None, fwd: float, bwd: float) -> tuple[float, float]:

@@ -1,3 +1,4 @@
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import ml_dtypes
@@ -7,7 +8,7 @@ import pytest
 from core.nn import Ops, TransformerLM
 
 
-def model(scaling="regular", norm="pre", fwd=None, bwd=None, **kw):
+def model(scaling="regular", norm="pre", fwd=None, bwd=None, head="low", **kw):
     return TransformerLM(
         vocab=32,
         d_model=16,
@@ -15,7 +16,7 @@ def model(scaling="regular", norm="pre", fwd=None, bwd=None, **kw):
         heads=2,
         seq_len=12,
         norm=norm,
-        ops=Ops(scaling=scaling, fwd_fmt=fwd, bwd_fmt=bwd),
+        ops=Ops(scaling=scaling, fwd_fmt=fwd, bwd_fmt=bwd, head_precision=head),
         **kw,
     )
 
@@ -100,7 +101,7 @@ def test_matmul_cast_scope_keeps_outputs_in_fp32_but_casts_operands_and_gradient
         depth=1,
         heads=2,
         seq_len=12,
-        ops=Ops(scaling="unit", fwd_fmt="e4m3", bwd_fmt="e5m2", cast_scope="matmul"),
+        ops=Ops(scaling="unit", fwd_fmt="e4m3", bwd_fmt="e5m2", cast_scope="matmul", head_precision="low"),
     )
     params = m.init(jax.random.key(0), IDS)
     logits = np.asarray(m.apply(params, IDS))
@@ -116,7 +117,9 @@ def test_matmul_cast_scope_keeps_outputs_in_fp32_but_casts_operands_and_gradient
 
     head = head_grad(m.ops)
     assert (head != head.astype(ml_dtypes.float8_e5m2).astype(np.float32)).any()
-    no_bwd_cast = head_grad(Ops(scaling="unit", fwd_fmt="e4m3", bwd_fmt=None, cast_scope="matmul"))
+    no_bwd_cast = head_grad(
+        Ops(scaling="unit", fwd_fmt="e4m3", bwd_fmt=None, cast_scope="matmul", head_precision="low")
+    )
     assert not np.array_equal(head, no_bwd_cast)
     with pytest.raises(ValueError, match="cast_scope must be one of all, matmul"):
         Ops(cast_scope="some")
@@ -142,6 +145,64 @@ def test_unit_attention_is_scaled_causal_attention_with_scaled_value_gradients()
     big_v = jax.random.normal(jax.random.key(4), (64, 128, 16))
     uniform = ops.causal_attention(jnp.zeros((64, 128, 16)), jnp.zeros((64, 128, 16)), big_v)
     assert float(jnp.std(uniform)) == pytest.approx(1.0, rel=0.1)
+
+
+@pytest.mark.parametrize("scope", ["all", "matmul"])
+def test_an_fp32_head_keeps_logits_and_their_gradient_out_of_the_casts(scope):
+    """head_precision="fp32" (the FP8 recipe): the head's matmul, the logits and the logits' gradient are FP32, so
+    the head's weight gradient equals that of the FP32 head on the same (cast) features; the body stays cast."""
+    ops = Ops(scaling="unit", fwd_fmt="e4m3", bwd_fmt="e5m2", cast_scope=scope)
+    m = TransformerLM(vocab=32, d_model=16, depth=1, heads=2, seq_len=12, ops=ops)
+    params = m.init(jax.random.key(0), IDS)
+    feats = []  # the head's input (the final norm's output), recorded by an interceptor
+
+    def grab(next_fun, args, kwargs, context):
+        if context.module.name == "head":
+            feats.append(args[0])
+        return next_fun(*args, **kwargs)
+
+    ids, labels = IDS[:, :-1], IDS[:, 1:]
+    with nn.intercept_methods(grab):
+        logits = np.asarray(m.apply(params, ids))
+    h = np.asarray(feats[0], np.float64)
+    assert (logits != logits.astype(ml_dtypes.float8_e4m3fn).astype(np.float32)).mean() > 0.5  # not on the grid
+    # the logits' gradient in FP32: a numpy cross-entropy gradient (unit scaling's sum and vocab/sqrt(vocab-1))
+    lg = logits.astype(np.float64)
+    p = np.exp(lg - lg.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    dlogits = (p - np.eye(32)[np.asarray(labels)]) * 32 / np.sqrt(31)
+    g = jax.grad(lambda q: m.apply(q, ids, labels, method=TransformerLM.loss))(params)
+    head_grad = np.asarray(g["params"]["head"]["kernel"], np.float64)
+    ref = h.reshape(-1, 16).T @ dlogits.reshape(-1, 32)
+    cos = np.sum(head_grad * ref) / np.linalg.norm(head_grad) / np.linalg.norm(ref)
+    assert cos > 0.99999  # an E5M2-cast logits gradient would give ~0.99 (checked with head_precision="low")
+    low = m.clone(ops=Ops(scaling="unit", fwd_fmt="e4m3", bwd_fmt="e5m2", cast_scope=scope, head_precision="low"))
+    g_low = jax.grad(lambda q: low.apply(q, ids, labels, method=TransformerLM.loss))(params)
+    low_grad = np.asarray(g_low["params"]["head"]["kernel"], np.float64)
+    assert np.sum(low_grad * ref) / np.linalg.norm(low_grad) / np.linalg.norm(ref) < cos
+    with pytest.raises(ValueError, match="head_precision must be one of fp32, low"):
+        Ops(head_precision="fp16")
+
+
+def test_unit_scaled_gradients_point_along_the_true_gradient_of_the_same_forward():
+    """Every parameter's gradient under the unit-scaling rules is the true gradient of the model's own forward
+    function times a positive constant (core.unit_scaling.plain_autodiff gives the true one): cosine 1."""
+    import core.unit_scaling as us
+
+    m = TransformerLM(vocab=32, d_model=32, depth=2, heads=4, seq_len=12, ops=Ops(scaling="unit"))
+    params = m.init(jax.random.key(1), IDS)
+
+    def loss(q):
+        return m.apply(q, IDS[:, :-1], IDS[:, 1:], method=TransformerLM.loss)
+
+    scaled = jax.grad(loss)(params)
+    with us.plain_autodiff():
+        true = jax.grad(loss)(params)
+        assert float(loss(params)) == pytest.approx(float(jax.jit(loss)(params)), rel=1e-6)  # same forward
+    for (path, a), b in zip(jax.tree_util.tree_leaves_with_path(scaled), jax.tree_util.tree_leaves(true), strict=True):
+        a, b = np.ravel(np.asarray(a, np.float64)), np.ravel(np.asarray(b, np.float64))
+        cos = a @ b / np.linalg.norm(a) / np.linalg.norm(b)
+        assert cos > 0.9999, (jax.tree_util.keystr(path), cos)
 
 
 # ------------------------------------------------------------------ rotary position embedding
