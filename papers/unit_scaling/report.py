@@ -255,8 +255,8 @@ def tables(
                 "the same weights",
                 ["model", "FP8 recipe", "relative error |g - g32| / |g32|", "min cosine per parameter"],
                 [[e["scaling"], e["recipe"], e["relative_error"], e["min_cosine"]] for e in errors],
-                caption=f"First seed, one training batch of {c.batch_size} x {c.model.seq_len}. The FP8 arms train with "
-                f"{recipe(c).label}.",
+                caption=f"First seed, one training batch of {c.batch_size} x {c.model.seq_len}. The FP8 arms train "
+                f"with {recipe(c).label}.",
             )
         )
     track_rows = []

@@ -20,6 +20,10 @@ def test_config_rejects_unknown_arms_and_missing_learning_rates():
         validate_section({"lr": {**lr, "fp32_unit": 2.0}}, Config, "unit_scaling")
     with pytest.raises(ConfigError, match=r"model\.d_model=30 must be divisible by model\.heads=4"):
         validate_section({"lr": lr, "model": {"d_model": 30}}, Config, "unit_scaling")
+    with pytest.raises(ConfigError, match="track_steps: 150 is not an evaluation step"):
+        validate_section({"lr": lr, "track_steps": [150]}, Config, "unit_scaling")
+    with pytest.raises(ConfigError, match=r"fp8\.rounding='up' is not allowed"):
+        validate_section({"lr": lr, "fp8": {"rounding": "up"}}, Config, "unit_scaling")
 
 
 def test_smoke_run_writes_every_claim_table_and_figure(cli, tmp_path):
@@ -60,15 +64,31 @@ def test_smoke_run_writes_every_claim_table_and_figure(cli, tmp_path):
     assert claims["fp16-unit-matches-fp32"]["paper"] == pytest.approx(1.567 / 1.582 - 1)
     assert claims["fp16-regular-worse"]["paper"] == pytest.approx(1.661 / 1.582 - 1)
     scales = {(row[0], row[1]): row for row in tables["init-scales"]["rows"]}  # [model, kind, n, min, median, max]
-    unit = [scales["FP32 unit-scaled", kind] for kind in ("weight", "activation", "weight grad", "activation grad")]
+    unit = [scales["FP32 unit-scaled", kind] for kind in ("activation", "activation grad")]
     worst = max(max(abs(row[3]), abs(row[5])) for row in unit)
     assert claims["init-unit-scales"]["ours"] == pytest.approx(worst)
     assert claims["init-unit-scales"]["holds"] is (worst <= 1.0)
     median = scales["FP32 regular", "activation grad"][4]
     assert claims["init-regular-gradients-small"]["ours"] == pytest.approx(median)
     assert claims["init-regular-gradients-small"]["holds"] is (median <= math.log2(1 / 100))
-    for fig in ("init_scales", "training_curves", "grad_underflow"):
+    for fig in (
+        "init_scales",
+        "training_curves",
+        "grad_underflow",
+        "scale_tracks_fp8_unit",
+        "scale_tracks_fp8_regular",
+    ):
         assert (run / f"{fig}.png").stat().st_size > 1000
+    # the FP8 gradient error at init: every recipe for both models, a real error (not 0) and a direction kept
+    errors = tables["gradient-error"]["rows"]
+    assert len(errors) == 8 and {row[0] for row in errors} == {"unit", "regular"}
+    assert all(0 < row[2] < 1 and 0.5 < row[3] <= 1 + 1e-9 for row in errors)
+    # scale tracks at init and at the smoke's track_steps [3, 6], for both FP8 arms and both formats
+    tracks = tables["scale-tracks"]["rows"]
+    assert {(row[0], row[1], row[3]) for row in tracks} == {
+        (ARMS[a].label, f, step) for a in ("fp8_unit", "fp8_regular") for f in ("e4m3", "e5m2") for step in (0, 3, 6)
+    }
+    assert "stochastic rounding, saturating, LM head in FP32" in claims["fp8-unit-matches-fp32"]["statement"]
     report = (run / "report.md").read_text()
     assert (
         "the paper's table beside ours" in report and "| paper (attention pre-norm, WikiText-103) | 1.661 |" in report

@@ -1,0 +1,31 @@
+"""Pieces of the unit-scaling training: FP16 storage of weights and optimiser state."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from papers.unit_scaling.train import _to_fp16_grid
+
+
+def test_fp16_storage_rounds_every_float_leaf_of_params_and_adam_state_and_keeps_the_rest():
+    rng = np.random.default_rng(0)
+    params = {"w": jnp.asarray(rng.standard_normal((8, 4)) * 1e-3, jnp.float32), "b": jnp.float32([1e-9, 7e4])}
+    opt = optax.adamw(1e-3)
+    state = opt.init(params)
+    grads = jax.tree_util.tree_map(lambda x: x * 1e-4 + 3e-8, params)
+    _, state = opt.update(grads, state, params)
+    stored_params, stored_state = _to_fp16_grid(params), _to_fp16_grid(state)
+    for before, after in zip(
+        jax.tree_util.tree_leaves((params, state)),
+        jax.tree_util.tree_leaves((stored_params, stored_state)),
+        strict=True,
+    ):
+        before, after = np.asarray(before), np.asarray(after)
+        assert after.dtype == before.dtype
+        if np.issubdtype(before.dtype, np.floating):  # numpy's float16 is the reference rounding
+            np.testing.assert_array_equal(after, before.astype(np.float16).astype(before.dtype))
+        else:  # Adam's step count is an integer and is kept as it is
+            np.testing.assert_array_equal(after, before)
+    nu = np.asarray(stored_state[0].nu["w"])
+    assert (nu == 0).mean() > 0.9  # squared gradients of 1e-7 flush to zero in FP16: what pure FP16 Adam faces
