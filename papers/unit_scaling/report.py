@@ -13,6 +13,7 @@ from core.data.shakespeare import CharCorpus
 from core.report import Claim, Figure, Report, Rule, Table, at_least, at_most
 from core.unit_scaling.analysis import TensorScale, plot_scales
 from core.unit_scaling.tracking import out_of_range, plot_scale_tracks
+from papers.unit_scaling.sweep import load as load_sweep
 from papers.unit_scaling.train import ARMS, IID_LABEL, ArmResult, recipe
 
 # Test bits per character of the paper's character-LM table (WikiText-103 raw), by model row: papers/unit_scaling/
@@ -257,6 +258,28 @@ def tables(
                 [[e["scaling"], e["recipe"], e["relative_error"], e["min_cosine"]] for e in errors],
                 caption=f"First seed, one training batch of {c.batch_size} x {c.model.seq_len}. The FP8 arms train "
                 f"with {recipe(c).label}.",
+            )
+        )
+    sweep = load_sweep()
+    if sweep:
+        out.append(
+            Table(
+                "lr-sweep",
+                "Learning-rate sweep behind the arms' rates (papers/unit_scaling/lr_sweep.json)",
+                ["arm", "lr", "valid BPC (mean over seeds)", "test BPC per seed", "chosen"],
+                [
+                    [
+                        ARMS[row["arm"]].label,
+                        row["lr"],
+                        row["valid_bpc"],
+                        row["test_bpc_per_seed"],
+                        "yes" if sweep["best"][row["arm"]] == row["lr"] else "",
+                    ]
+                    for row in sweep["rows"]
+                ],
+                caption=f"One grid for every arm that gets its own rate, {sweep['rows'][0]['steps']} steps, seeds "
+                f"{sweep['rows'][0]['seeds']}, at commit {sweep['rows'][0]['commit']}; the other arms use their FP32 "
+                "twin's rate. Regenerate with the commands in papers/unit_scaling/sweep.py.",
             )
         )
     track_rows = []
