@@ -13,7 +13,6 @@ from core.data.shakespeare import CharCorpus
 from core.report import Claim, Figure, Report, Rule, Table, at_least, at_most
 from core.unit_scaling.analysis import TensorScale, plot_scales
 from core.unit_scaling.tracking import out_of_range, plot_scale_tracks
-from papers.unit_scaling.sweep import load as load_sweep
 from papers.unit_scaling.train import ARMS, IID_LABEL, ArmResult, recipe
 
 # Test bits per character of the paper's character-LM table (WikiText-103 raw), by model row: papers/unit_scaling/
@@ -260,6 +259,8 @@ def tables(
                 f"with {recipe(c).label}.",
             )
         )
+    from papers.unit_scaling.sweep import load as load_sweep  # here: `python -m papers.unit_scaling.sweep` runs it
+
     sweep = load_sweep()
     if sweep:
         out.append(
