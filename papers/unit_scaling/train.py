@@ -138,6 +138,21 @@ def build_model(cfg, corpus: CharCorpus, arm: Arm, fp8: FP8Recipe | None = None)
     )
 
 
+ADAM_EPS = 1e-8
+
+
+def _rescale_moments(opt_state, ratio):
+    """Adam's first moment times `ratio` and second moment times ratio^2: the moments of a gradient scaled by it."""
+
+    def rescale(x):
+        if isinstance(x, optax.ScaleByAdamState):
+            mu = jax.tree_util.tree_map(lambda m: m * ratio, x.mu)
+            return x._replace(mu=mu, nu=jax.tree_util.tree_map(lambda v: v * ratio**2, x.nu))
+        return x
+
+    return jax.tree_util.tree_map(rescale, opt_state, is_leaf=lambda x: isinstance(x, optax.ScaleByAdamState))
+
+
 def _to_fp16_grid(tree):
     """Round every float leaf to FP16 (nearest-even) and back: FP16 storage of weights and optimiser state."""
     return jax.tree_util.tree_map(
@@ -164,7 +179,11 @@ def train_arm(
     seeds = list(cfg.seeds)
     model = build_model(cfg, corpus, arm)
     seq = cfg.model.seq_len
-    optimizer = optax.adamw(schedule(cfg, lr), b1=0.9, b2=0.99, eps=1e-8, weight_decay=cfg.weight_decay)
+
+    def make_optimizer(eps):
+        return optax.adamw(schedule(cfg, lr), b1=0.9, b2=0.99, eps=eps, weight_decay=cfg.weight_decay)
+
+    optimizer = make_optimizer(ADAM_EPS)
     dummy = jnp.zeros((1, seq), jnp.int32)
 
     pure_fp16 = arm.fp16 and cfg.fp16_state
@@ -188,23 +207,27 @@ def train_arm(
         else:
             scale = jnp.float32(arm.static_scale if arm.loss_scale == "static" else 1.0)
         key = jax.random.fold_in(jax.random.key(s["seed"]), s["step"])
-        loss, grads = jax.value_and_grad(lambda p: loss_fn(p, ids, labels, key) * scale)(s["params"])
-        grads = unscale_grads(grads, scale)
+        loss, scaled_grads = jax.value_and_grad(lambda p: loss_fn(p, ids, labels, key) * scale)(s["params"])
+        grads = unscale_grads(scaled_grads, scale)
         finite = all_finite(grads)
-        updates, opt = optimizer.update(grads, s["opt"], s["params"])
-        params = optax.apply_updates(s["params"], updates)
-        if pure_fp16:  # weights and both Adam moments stored in FP16 (the update arithmetic is FP32)
-            params, opt = _to_fp16_grid(params), _to_fp16_grid(opt)
-        new = {
-            "step": s["step"] + 1,
-            "seed": s["seed"],
-            **if_finite(finite, {"params": params, "opt": opt}, {"params": s["params"], "opt": s["opt"]}),
-            "loss_scale": (
-                dynamic_loss_scale_update(s["loss_scale"], finite, growth_interval=cfg.dynamic_growth_interval)
-                if arm.loss_scale == "dynamic"
-                else None
-            ),
-        }
+        if pure_fp16:
+            # Adam keeps the moments of the loss-scaled gradient, which FP16 can hold where the unscaled ones would
+            # underflow; with eps scaled alike its update equals Adam's on the unscaled gradient. Weights and both
+            # moments are then stored in FP16 (the update arithmetic is FP32).
+            updates, opt = make_optimizer(ADAM_EPS * scale).update(scaled_grads, s["opt"], s["params"])
+            params, opt = _to_fp16_grid(optax.apply_updates(s["params"], updates)), _to_fp16_grid(opt)
+        else:
+            updates, opt = optimizer.update(grads, s["opt"], s["params"])
+            params = optax.apply_updates(s["params"], updates)
+        kept = if_finite(finite, {"params": params, "opt": opt}, {"params": s["params"], "opt": s["opt"]})
+        loss_scale = (
+            dynamic_loss_scale_update(s["loss_scale"], finite, growth_interval=cfg.dynamic_growth_interval)
+            if arm.loss_scale == "dynamic"
+            else None
+        )
+        if pure_fp16 and loss_scale is not None:  # the moments follow the scale into its new units
+            kept["opt"] = _to_fp16_grid(_rescale_moments(kept["opt"], loss_scale.scale / scale))
+        new = {"step": s["step"] + 1, "seed": s["seed"], **kept, "loss_scale": loss_scale}
         return new, {"loss": loss / scale, SKIPPED: (~finite).astype(jnp.int32)}
 
     eval_fn = jax.jit(jax.vmap(lambda p, w: loss_fn(p, w[:, :-1], w[:, 1:]), in_axes=(0, None)))

@@ -29,3 +29,30 @@ def test_fp16_storage_rounds_every_float_leaf_of_params_and_adam_state_and_keeps
             np.testing.assert_array_equal(after, before)
     nu = np.asarray(stored_state[0].nu["w"])
     assert (nu == 0).mean() > 0.9  # squared gradients of 1e-7 flush to zero in FP16: what pure FP16 Adam faces
+
+
+def test_adam_on_loss_scaled_gradients_with_scaled_eps_equals_adam_and_rescaling_follows_the_scale():
+    from papers.unit_scaling.train import ADAM_EPS, _rescale_moments
+
+    rng = np.random.default_rng(1)
+    params = {"w": jnp.asarray(rng.standard_normal((6, 3)), jnp.float32)}
+    grads = [{"w": jnp.asarray(rng.standard_normal((6, 3)) * 1e-6, jnp.float32)} for _ in range(3)]
+    scale = 2048.0
+
+    def run(eps, factor):
+        opt = optax.adamw(1e-2, b1=0.9, b2=0.99, eps=eps, weight_decay=0.1)
+        state, p = opt.init(params), params
+        for g in grads:
+            updates, state = opt.update(jax.tree_util.tree_map(lambda x: x * factor, g), state, p)
+            p = optax.apply_updates(p, updates)
+        return p, state
+
+    plain, plain_state = run(ADAM_EPS, 1.0)
+    scaled, scaled_state = run(ADAM_EPS * scale, scale)
+    np.testing.assert_allclose(np.asarray(scaled["w"]), np.asarray(plain["w"]), rtol=1e-5)
+    # the moments of the scaled gradient are the plain ones times scale (mu) and scale^2 (nu); rescaling by
+    # 1/scale brings them back
+    back = _rescale_moments(scaled_state, 1 / scale)
+    np.testing.assert_allclose(np.asarray(back[0].mu["w"]), np.asarray(plain_state[0].mu["w"]), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(back[0].nu["w"]), np.asarray(plain_state[0].nu["w"]), rtol=1e-4)
+    assert int(back[0].count) == 3
