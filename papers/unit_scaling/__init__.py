@@ -54,7 +54,9 @@ class FP8Config:
 
 @dataclass
 class Config:
-    arms: list[str] = field(default_factory=lambda: list(ARMS))
+    # every arm but the dynamic-loss-scale one, which is not a column of the paper's table (US-BPC) and would take
+    # the default run past 15 minutes; full scale and the smoke tests run all eight
+    arms: list[str] = field(default_factory=lambda: [a for a in ARMS if a != "fp16_regular_dynamic"])
     seeds: list[int] = field(default_factory=lambda: [0, 1])
     model: ModelConfig = field(default_factory=ModelConfig)
     steps: int = 1000

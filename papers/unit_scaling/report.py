@@ -174,6 +174,12 @@ def measure(cfg, scales: dict[str, list[TensorScale]], results: dict[str, ArmRes
             detail += f"; gap to FP32 unit-scaled {unit_gap:+.2%}"
         if sum(r.skipped_steps):
             detail += f"; {sum(r.skipped_steps)} non-finite steps skipped over the seeds"
+        if ARMS[arm].fp8 and recipe(cfg.unit_scaling).rounding == "stochastic":
+            detail += (
+                "; underflow counts what round-to-nearest flushes: stochastic rounding turns a gradient g below "
+                "E5M2's smallest subnormal 2^-16 into 2^-16 with probability |g|/2^-16, so it reaches the weights "
+                "unbiased (unit_scaling.fp8.rounding=nearest casts plainly)"
+            )
         out.append(CLAIMS[cid].measured(gap, detail))
     return out
 
