@@ -16,7 +16,10 @@ copy of K so these are contiguous), K[i2] and V[i2] (2kd), the running mean of V
 written to the second K copy and the V mean (2d): (2 + 2k)d + d + S r + 2d. Dense: q, output, K, V: (2 + 2S)d.
 
 GQA (`sparq_attention_gqa`): a KV head serves g query heads; i1 comes from |q| summed over the g heads, i2 from
-s_hat averaged over them (one gather of K and V per KV head), y, alpha and the output per query head.
+the approximate scores (the logits q[i1] . K[:, i1] / temperature, before the softmax) summed over them, one gather
+of K and V per KV head; y, alpha and the output per query head. This is the reference implementation's rule
+(graphcore-research/llm-inference-research, `llminference/methods/ann_attention.py`, `SparseQ.forward` and
+`AnnAttention.forward`; papers/sparq/REFERENCES.md, SPARQ-GQA), not the mean of the softmax probabilities.
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ def _select(s_hat_for_selection, valid, S: int, k: int, local_k: int, length, le
     end = jnp.broadcast_to(jnp.asarray(S if length is None else length), lead)[..., None]
     pos = jnp.arange(S)
     forced = valid & (pos >= end - local_k)
-    score = jnp.where(forced, 2.0, jnp.where(valid, s_hat_for_selection, -1.0))  # s_hat <= 1 < 2
+    score = jnp.where(forced, jnp.inf, jnp.where(valid, s_hat_for_selection, -jnp.inf))
     return jax.lax.top_k(score, k)[1]
 
 
@@ -127,8 +130,9 @@ def sparq_attention_gqa(q, K, V, *, r: int, k: int, local_k: int = 0, length=Non
     q1 = jnp.take_along_axis(q, i1[..., None, :], axis=-1)  # [..., g, r]
     K1 = jnp.take_along_axis(K, i1[..., None, :], axis=-1)  # [..., S, r]
     temperature = jnp.sqrt(d * jnp.sum(jnp.abs(q1), -1) / jnp.sum(absq, -1))  # [..., g]
-    s_hat = masked_softmax(jnp.einsum("...sr,...gr->...gs", K1, q1) / temperature[..., None], valid[..., None, :])
-    i2 = _select(jnp.mean(s_hat, -2), valid, S, k, local_k, length, lead)  # shared: [..., k]
+    logits = jnp.einsum("...sr,...gr->...gs", K1, q1) / temperature[..., None]  # approximate scores
+    s_hat = masked_softmax(logits, valid[..., None, :])
+    i2 = _select(jnp.sum(logits, -2), valid, S, k, local_k, length, lead)  # shared: [..., k]
     ok = jnp.take_along_axis(valid, i2, axis=-1)  # [..., k]
     alpha = jnp.sum(jnp.take_along_axis(s_hat, i2[..., None, :], axis=-1) * ok[..., None, :], -1)  # [..., g]
     K2 = jnp.take_along_axis(K, i2[..., None], axis=-2)

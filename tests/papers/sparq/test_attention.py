@@ -126,6 +126,48 @@ def test_gqa_with_one_query_head_is_sparq_and_shares_the_gather(data):
     np.testing.assert_allclose(out_same[..., 2, :], single, atol=1e-6)
 
 
+def sparq_gqa_reference(q, K, V, r, k, local_k, length, rule="sum_logits"):
+    """SparQ for one KV head and its g query heads (q [g, d]) in float64 numpy, selecting i2 as the reference
+    implementation does (approximate logits summed over the group) or, for contrast, by the mean of the approximate
+    softmax probabilities ("mean_probs")."""
+    g, d = q.shape
+    K, V = K[:length], V[:length]
+    i1 = np.argsort(-np.abs(q).sum(0), kind="stable")[:r]
+    temperature = np.sqrt(d * np.abs(q[:, i1]).sum(-1) / np.abs(q).sum(-1))  # [g]
+    logits = q[:, i1] @ K[:, i1].T / temperature[:, None]  # [g, S]
+    probs = np.stack([softmax(row) for row in logits])
+    key = logits.sum(0) if rule == "sum_logits" else probs.mean(0)
+    forced = list(range(max(length - local_k, 0), length))
+    rest = [i for i in np.argsort(-key, kind="stable") if i not in forced]
+    i2 = np.array(forced + rest[: max(k - len(forced), 0)])
+    out = [
+        probs[h, i2].sum() * (softmax(K[i2] @ q[h] / np.sqrt(d)) @ V[i2]) + (1 - probs[h, i2].sum()) * V.mean(0)
+        for h in range(g)
+    ]
+    return np.stack(out)
+
+
+@pytest.mark.parametrize(("r", "k", "local_k"), [(4, 8, 0), (4, 8, 2), (16, 12, 3), (8, 20, 5)])
+def test_gqa_selects_by_the_groups_summed_approximate_logits(r, k, local_k):
+    rng = np.random.default_rng(7)
+    B, Hkv, g, S, d = 2, 3, 3, 50, 16
+    q = 2.0 * rng.standard_normal((B, Hkv, g, d))  # peaked scores, so the two selection rules differ somewhere
+    K, V = rng.standard_normal((2, B, Hkv, S, d))
+    length = np.array([[50, 41, 37], [12, 50, 29]])
+    out, _ = sparq_attention_gqa(
+        *(jnp.asarray(x, jnp.float32) for x in (q, K, V)), r=r, k=k, local_k=local_k, length=jnp.asarray(length)
+    )
+    differs = 0
+    for b in range(B):
+        for h in range(Hkv):
+            args = (q[b, h], K[b, h], V[b, h], r, k, local_k, int(length[b, h]))
+            want = sparq_gqa_reference(*args)
+            np.testing.assert_allclose(np.asarray(out[b, h]), want, atol=3e-5, err_msg=f"row {b}, KV head {h}")
+            differs += not np.allclose(sparq_gqa_reference(*args, rule="mean_probs"), want, atol=3e-5)
+    if k < 12:  # the rules pick different positions for some head: the test can tell them apart
+        assert differs > 0
+
+
 def test_local_window_attends_the_last_k(data):
     q, K, V, length = data
     out, _ = local_attention(*(jnp.asarray(x, jnp.float32) for x in (q, K, V)), k=5, length=jnp.asarray(length))
