@@ -191,6 +191,12 @@ def load_gguf_llama(path: Path | str, dtype=None):
     return Llama(config, dtype=dtype), params, tokenizer
 
 
+@cache
+def smollm2_tokenizer():
+    """SmolLM2's tokenizer alone (reads the file's metadata, not its tensors)."""
+    return gguf_tokenizer(_reader(smollm2_path()))
+
+
 def load_smollm2(dtype=None):
     """SmolLM2-135M-Instruct (30 layers, d_model 576, 9 query heads over 3 KV heads, 8192 context, RoPE base 1e5)."""
     return load_gguf_llama(smollm2_path(), dtype)

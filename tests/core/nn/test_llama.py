@@ -206,6 +206,7 @@ def test_a_missing_wheel_names_the_install_command(monkeypatch):
         gguf.smollm2_path()
 
 
+@pytest.mark.slow
 def test_bfloat16_model_stays_close(smollm2):
     model, params, tok = smollm2
     m16, p16, _ = gguf.load_smollm2(dtype=jnp.bfloat16)

@@ -3,10 +3,12 @@ that do not (synthetic arm results, no training)."""
 
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from core.report import Interval
 from papers.fp8_llm import Config, claims
+from papers.fp8_llm.pretrained import LAYER_TYPES, PretrainedResult
 from papers.fp8_llm.report import measure
 from papers.fp8_llm.train import ArmResult
 
@@ -52,10 +54,39 @@ def _losses(cscale_gap: dict, amax_gap=0.002):
     return out
 
 
-def _measured(losses, seeds=3):
+def _pretrained(amax_gap=0.003, none_gap=0.2, windows=8):
+    rng = np.random.default_rng(0)
+    fp32 = list(3.0 + 0.2 * rng.standard_normal(windows))
+    noise = 0.001 * rng.standard_normal(windows)
+    nats = {
+        "fp32": fp32,
+        "amax": [v * (1 + amax_gap) + e for v, e in zip(fp32, noise, strict=True)],
+        "none": [v * (1 + none_gap) for v in fp32],
+    }
+    biases = {"amax": {t: {"x": 4.0, "w": 6.0} for t in LAYER_TYPES}}
+    return PretrainedResult(512, 8 * 1600, nats, biases, {"amax": {"x": [4], "w": [6]}}, 1.0)
+
+
+def _measured(losses, seeds=3, pretrained=None):
     cfg = _cfg(seeds)
     results = _results(losses)
-    return {c.id: c for c in measure(cfg, results, _inference(results))}
+    return {c.id: c for c in measure(cfg, results, _inference(results), pretrained or _pretrained())}
+
+
+def test_pretrained_inference_claim_decides_on_the_windows_interval():
+    base = _losses({"s": [0.01] * 3, "m": [0.03] * 3, "l": [0.06] * 3})
+    good = _measured(base)["pretrained-fp8-inference"]
+    assert good.holds and good.ours.estimate == pytest.approx(0.003, abs=5e-4) and good.ours.high < 0.01
+    assert "no scaling" in good.detail and "+20.00%" in good.detail
+    assert not _measured(base, pretrained=_pretrained(amax_gap=0.02))["pretrained-fp8-inference"].holds
+    # a gap whose interval reaches past 1% fails even with its estimate inside
+    wide = _pretrained(amax_gap=0.0)
+    wide.nats["amax"] = [v * (1 + g) for v, g in zip(wide.nats["fp32"], [0.0, 0.04] * 4, strict=True)]
+    got = _measured(base, pretrained=wide)["pretrained-fp8-inference"]
+    assert got.ours.high > 0.01 and not got.holds
+    off = _cfg()
+    off.fp8_llm.pretrained.windows = 0
+    assert "pretrained-fp8-inference" not in [c.id for c in claims(off)]
 
 
 def test_every_claim_holds_when_cscale_falls_behind_more_at_every_size():
