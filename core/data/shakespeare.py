@@ -167,3 +167,23 @@ def evaluation_windows(data: np.ndarray, length: int, max_windows: int) -> np.nd
     if n < 1:
         raise ValueError(f"corpus split of {len(data)} ids is too short for windows of {length}")
     return data[: n * length].reshape(n, length).astype(np.int32)
+
+
+def token_stream(tokenizer, split: str, n_tokens: int | None = None, start_char: int = 0) -> np.ndarray:
+    """The first `n_tokens` token ids (int32; None: all) of a split's text from character `start_char`, tokenised by
+    a `tokenizers.Tokenizer` (e.g. core.nn.gguf.smollm2_tokenizer()); a clear error if the split holds fewer."""
+    if split not in SPLITS:
+        raise ValueError(f"token_stream: split must be one of {', '.join(SPLITS)}, got {split!r}")
+    if n_tokens is not None and n_tokens < 1:
+        raise ValueError(f"token_stream: n_tokens must be >= 1, got {n_tokens}")
+    corpus = load_shakespeare()
+    data = getattr(corpus, split)
+    if n_tokens is None:
+        return np.asarray(tokenizer.encode(corpus.decode(data[start_char:])).ids, np.int32)
+    need = n_tokens * 6  # generous: ~3.2 characters per token on this text
+    ids = np.asarray(tokenizer.encode(corpus.decode(data[start_char : start_char + need])).ids, np.int32)
+    if ids.size < n_tokens:
+        raise ValueError(
+            f"token_stream: the {split} plays hold {ids.size} tokens from character {start_char}; {n_tokens} needed"
+        )
+    return ids[:n_tokens]

@@ -1,6 +1,7 @@
 """Autoregressive decoding of core.nn.TransformerLM with a KV cache, and pluggable attention for the decode steps.
 
-    cache, logits = prefill(model, params, ids, capacity=512)            # dense causal attention over the prompt
+    cache, logits, _ = prefill(model, params, ids, capacity=512)         # dense causal attention over the prompt
+    cache, logits, _ = prefill(model, params, more_ids, cache=cache)      # continue it (chunked prefill)
     logits, cache, transfer = decode_step(model, params, cache, token, step_attention)
 
 `step_attention(layer, q, K, V, length, state) -> (out, transfer, state)` gets one new query per head, q [B, H, d],
@@ -45,34 +46,59 @@ def dense_step(layer, q, K, V, length, state):
     return jnp.einsum("bkgs,bksd->bkgd", p, V).reshape(B, H, d), (2 * (H // Hkv) + 2 * S) * d, state
 
 
+def empty_cache(model: TransformerLM | Llama, batch: int, capacity: int, dtype=jnp.float32) -> KVCache:
+    """A cache of `capacity` positions with nothing in it (length 0)."""
+    if not 1 <= capacity <= model.seq_len:
+        raise ValueError(f"empty_cache: capacity {capacity} must be in [1, the model's seq_len {model.seq_len}]")
+    c = getattr(model, "config", model)  # Llama keeps its sizes in a LlamaConfig; TransformerLM on itself
+    shape = (model.depth, batch, getattr(c, "kv_heads", c.heads), capacity, c.d_model // c.heads)
+    return KVCache(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), jnp.int32(0))
+
+
 def prefill(
-    model: TransformerLM | Llama, params, ids: jax.Array, capacity: int, keep_probs: bool = False
+    model: TransformerLM | Llama,
+    params,
+    ids: jax.Array,
+    capacity: int | None = None,
+    *,
+    cache: KVCache | None = None,
+    column_sums: bool = False,
 ) -> tuple[KVCache, jax.Array, list[jax.Array] | None]:
-    """Run the prompt ids [B, P] with causal attention; return (cache of `capacity` positions, logits [B, P, V],
-    the causal attention probabilities per layer [B, H, P, P] if `keep_probs`). `model`: TransformerLM or Llama."""
-    P = ids.shape[1]
-    if not P <= capacity <= model.seq_len:
-        raise ValueError(
-            f"prefill: need prompt length {P} <= capacity {capacity} <= the model's seq_len {model.seq_len}"
-        )
-    keys, values, probs = {}, {}, {}
+    """Run the ids [B, P] densely (causal attention) into a cache; return (cache, logits [B, P, V], per layer the
+    attention each cache position received from these P queries, summed over them and over the query heads of its
+    KV head, [B, Hkv, capacity], if `column_sums` (H2O's accumulated attention; None otherwise)).
+
+    A new cache of `capacity` positions, or, with `cache=`, a continuation (chunked prefill): the ids are appended
+    after `cache.length` and attend to everything before them. `model`: TransformerLM or Llama."""
+    B, P = ids.shape
+    if cache is None:
+        if capacity is None or not P <= capacity <= model.seq_len:
+            raise ValueError(
+                f"prefill: need prompt length {P} <= capacity {capacity} <= the model's seq_len {model.seq_len}"
+            )
+        cache = empty_cache(model, B, capacity)
+    capacity = cache.k.shape[3]
+    start = cache.length
+    kv = {"k": cache.k, "v": cache.v}
+    sums = {}
 
     def attend(layer, q, k, v):  # q [B, H, P, d]; k, v [B, Hkv, P, d]
-        keys[layer], values[layer] = k, v
-        (B, H, _, d), Hkv = q.shape, k.shape[1]
+        for name, new in (("k", k), ("v", v)):
+            kv[name] = jax.lax.dynamic_update_slice(kv[name], new[None].astype(kv[name].dtype), (layer, 0, 0, start, 0))
+        K, V = kv["k"][layer], kv["v"][layer]  # [B, Hkv, capacity, d]
+        (_, H, _, d), Hkv = q.shape, k.shape[1]
         qg = q.reshape(B, Hkv, H // Hkv, P, d)
-        mask = jnp.tril(jnp.ones((P, P), bool))
-        s = jnp.einsum("bkgqd,bksd->bkgqs", qg, k) / math.sqrt(d)
+        mask = jnp.arange(capacity)[None, :] <= start + jnp.arange(P)[:, None]  # [P, capacity]: causal
+        s = jnp.einsum("bkgqd,bksd->bkgqs", qg, K) / math.sqrt(d)
         p = jnp.where(mask, jax.nn.softmax(jnp.where(mask, s, -1e30)), 0.0)
-        if keep_probs:
-            probs[layer] = p.reshape(B, H, P, P)
-        return jnp.einsum("bkgqs,bksd->bkgqd", p, v).reshape(q.shape)
+        if column_sums:
+            sums[layer] = jnp.sum(p, (2, 3))
+        return jnp.einsum("bkgqs,bksd->bkgqd", p, V).reshape(q.shape)
 
-    logits = model.apply(params, ids, attend=attend)
-    pad = ((0, 0), (0, 0), (0, capacity - P), (0, 0))
-    k = jnp.stack([jnp.pad(keys[i], pad) for i in range(model.depth)])
-    v = jnp.stack([jnp.pad(values[i], pad) for i in range(model.depth)])
-    return KVCache(k, v, jnp.int32(P)), logits, [probs[i] for i in range(model.depth)] if keep_probs else None
+    positions = jnp.broadcast_to(start + jnp.arange(P), (B, P))
+    logits = model.apply(params, ids, positions=positions, attend=attend)
+    out = KVCache(kv["k"], kv["v"], start + P, cache.state)
+    return out, logits, [sums[i] for i in range(model.depth)] if column_sums else None
 
 
 def decode_step(

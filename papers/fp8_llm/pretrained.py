@@ -67,16 +67,11 @@ class PretrainedResult:
 def held_out_windows(tokenizer, n: int, window: int, start_char: int = 0) -> tuple[np.ndarray, int]:
     """`n` consecutive, non-overlapping windows of `window` + 1 token ids from the held-out test plays of
     core.data.shakespeare, and the number of characters their scored tokens (all but each window's first) cover."""
-    from core.data.shakespeare import load_shakespeare
+    from core.data.shakespeare import token_stream
 
     if n < 1 or window < 2:
         raise ValueError(f"pretrained FP8 inference: need windows >= 1 and window >= 2, got {n} and {window}")
-    corpus = load_shakespeare()
-    need = int((n * (window + 1)) * 6)  # generous: ~3.2 characters per token on this text
-    text = corpus.decode(corpus.test[start_char : start_char + need])
-    ids = np.asarray(tokenizer.encode(text).ids, np.int32)
-    if ids.size < n * (window + 1):
-        raise ValueError(f"the test plays hold {ids.size} tokens from {start_char}; {n} x {window + 1} needed")
+    ids = token_stream(tokenizer, "test", n * (window + 1), start_char)
     windows = ids[: n * (window + 1)].reshape(n, window + 1)
     chars = sum(len(tokenizer.decode(w[1:].tolist())) for w in windows)
     return windows, chars

@@ -20,6 +20,8 @@ the approximate scores (the logits q[i1] . K[:, i1] / temperature, before the so
 of K and V per KV head; y, alpha and the output per query head. This is the reference implementation's rule
 (graphcore-research/llm-inference-research, `llminference/methods/ann_attention.py`, `SparseQ.forward` and
 `AnnAttention.forward`; papers/sparq/REFERENCES.md, SPARQ-GQA), not the mean of the softmax probabilities.
+`local_attention_gqa` and `h2o_attention_gqa` are the baselines in the same layout: one window, or one kept set per
+KV head (H2O's accumulated attention summed over the group), read once for the g query heads.
 """
 
 from __future__ import annotations
@@ -69,6 +71,35 @@ def local_attention(q, K, V, *, k: int, length=None) -> tuple[jax.Array, int]:
     V2 = jnp.take_along_axis(V, idx[..., None], axis=-2)
     p = masked_softmax(jnp.einsum("...kd,...d->...k", K2, q) / math.sqrt(d), ok)
     return jnp.einsum("...k,...kd->...d", p, V2), 2 * d + K2.shape[-2] * d + V2.shape[-2] * d
+
+
+def _check_gqa(q, K, V, what: str) -> tuple[int, int, int]:
+    if (
+        q.ndim < 2
+        or K.ndim != q.ndim
+        or K.shape[:-2] != q.shape[:-2]
+        or K.shape != V.shape
+        or K.shape[-1] != q.shape[-1]
+    ):
+        raise ValueError(
+            f"{what}: q must be [..., g, d] and K, V [..., S, d] alike; got q {q.shape}, K {K.shape}, V {V.shape}"
+        )
+    return K.shape[-2], q.shape[-1], q.shape[-2]
+
+
+def local_attention_gqa(q, K, V, *, k: int, length=None) -> tuple[jax.Array, int]:
+    """`local_attention` with grouped queries: q [..., g, d], K, V [..., S, d]; the g query heads of a KV head share
+    one read of its last k positions. Transfer per KV head: 2gd + 2kd."""
+    S, d, g = _check_gqa(q, K, V, "local_attention_gqa")
+    if not 1 <= k <= S:
+        raise ValueError(f"local_attention_gqa: k={k} must be in [1, S={S}]")
+    end = jnp.broadcast_to(jnp.asarray(S if length is None else length), K.shape[:-2])
+    idx = jnp.clip(end[..., None] - k + jnp.arange(k), 0, S - 1)  # [..., k]
+    ok = (end[..., None] - k + jnp.arange(k)) >= 0
+    K2 = jnp.take_along_axis(K, idx[..., None], axis=-2)
+    V2 = jnp.take_along_axis(V, idx[..., None], axis=-2)
+    p = masked_softmax(jnp.einsum("...kd,...gd->...gk", K2, q) / math.sqrt(d), ok[..., None, :])
+    return jnp.einsum("...gk,...kd->...gd", p, V2), 2 * g * d + K2.shape[-2] * d + V2.shape[-2] * d
 
 
 def _check_sparq(S: int, d: int, r: int, k: int, local_k: int, what: str) -> None:
@@ -155,10 +186,16 @@ class H2OState(NamedTuple):
 def h2o_init(prefill_probs: jax.Array, length, *, k: int, local_k: int) -> H2OState:
     """H2O's cache after a dense prefill: the `local_k` most recent positions plus the k - local_k others with the
     most accumulated attention (column sums of the prefill's causal attention probabilities [..., S, S])."""
-    S = prefill_probs.shape[-1]
-    lead = prefill_probs.shape[:-2]
+    return h2o_init_scores(jnp.sum(prefill_probs, -2), length, k=k, local_k=local_k)
+
+
+def h2o_init_scores(score: jax.Array, length, *, k: int, local_k: int) -> H2OState:
+    """`h2o_init` from the accumulated attention itself, score [..., S] (with grouped queries: summed over the
+    query heads of a KV head; `core.nn.decoding.prefill(column_sums=True)` returns it)."""
+    S = score.shape[-1]
+    lead = score.shape[:-1]
     valid = _valid(S, length, lead)
-    score = jnp.sum(prefill_probs, -2) * valid
+    score = score * valid
     end = jnp.broadcast_to(jnp.asarray(length), lead)[..., None]
     recent = valid & (jnp.arange(S) >= end - local_k)
     heavy = jax.lax.top_k(jnp.where(valid & ~recent, score, -1.0), max(k - local_k, 1))[1]
@@ -188,3 +225,25 @@ def h2o_attention(q, K, V, state: H2OState, *, k: int, local_k: int, length) -> 
     candidates = jnp.where(kept & (pos < end - local_k), score, jnp.inf)
     evict = jax.nn.one_hot(jnp.argmin(candidates, -1), S, dtype=bool) & over[..., None]
     return out, (2 + 2 * k) * d + 2 * k, H2OState(score, kept & ~evict)
+
+
+def h2o_attention_gqa(q, K, V, state: H2OState, *, k: int, local_k: int, length) -> tuple[jax.Array, int, H2OState]:
+    """`h2o_attention` with grouped queries: q [..., g, d], K, V [..., S, d], state per KV head ([..., S]). The g
+    query heads attend over the KV head's kept positions (one read of their K and V); the attention they give
+    accumulates summed over the group, and eviction keeps one set per KV head, the rule that saves transfer when
+    heads share their keys. Transfer per KV head: (2g + 2k)d + 2k."""
+    S, d, g = _check_gqa(q, K, V, "h2o_attention_gqa")
+    if not 0 <= local_k <= k <= S:
+        raise ValueError(f"h2o_attention_gqa: need 0 <= local_k={local_k} <= k={k} <= S={S}")
+    lead = K.shape[:-2]
+    valid = _valid(S, length, lead)
+    end = jnp.broadcast_to(jnp.asarray(length), lead)[..., None]
+    pos = jnp.arange(S)
+    kept = (state.kept | (pos == end - 1)) & valid
+    p = masked_softmax(jnp.einsum("...sd,...gd->...gs", K, q) / math.sqrt(d), kept[..., None, :])
+    out = jnp.einsum("...gs,...sd->...gd", p, V)
+    score = state.score + jnp.sum(p, -2)
+    over = jnp.sum(kept, -1) > k
+    candidates = jnp.where(kept & (pos < end - local_k), score, jnp.inf)
+    evict = jax.nn.one_hot(jnp.argmin(candidates, -1), S, dtype=bool) & over[..., None]
+    return out, (2 * g + 2 * k) * d + 2 * k, H2OState(score, kept & ~evict)

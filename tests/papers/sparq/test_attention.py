@@ -11,8 +11,11 @@ import pytest
 from papers.sparq.attention import (
     dense_attention,
     h2o_attention,
+    h2o_attention_gqa,
     h2o_init,
+    h2o_init_scores,
     local_attention,
+    local_attention_gqa,
     sparq_attention,
     sparq_attention_gqa,
 )
@@ -198,6 +201,71 @@ def test_h2o_keeps_the_budget_and_evicts_the_least_attended():
             scores = np.asarray(new.score[0])
             assert scores[evicted[0]] == scores[kept_before].min()
         state = new
+
+
+def test_local_window_with_grouped_queries():
+    rng = np.random.default_rng(5)
+    B, Hkv, g, S, d, k = 2, 3, 3, 24, 8, 5
+    q = rng.standard_normal((B, Hkv, g, d)).astype(np.float32)
+    K, V = (rng.standard_normal((B, Hkv, S, d)).astype(np.float32) for _ in range(2))
+    out, transfer = local_attention_gqa(jnp.asarray(q), jnp.asarray(K), jnp.asarray(V), k=k, length=17)
+    assert transfer == 2 * g * d + 2 * k * d  # one read of the window per KV head
+    for b, h, j in np.ndindex(B, Hkv, g):
+        ref = softmax(K[b, h, 12:17] @ q[b, h, j] / np.sqrt(d)) @ V[b, h, 12:17]
+        np.testing.assert_allclose(np.asarray(out[b, h, j]), ref, atol=2e-6)
+    one, _ = local_attention_gqa(jnp.asarray(q[:, :, :1]), jnp.asarray(K), jnp.asarray(V), k=k, length=17)
+    mha, _ = local_attention(jnp.asarray(q[:, :, 0]), jnp.asarray(K), jnp.asarray(V), k=k, length=17)
+    np.testing.assert_allclose(np.asarray(one[:, :, 0]), np.asarray(mha), atol=1e-6)
+
+
+def h2o_step_reference(q, K, V, score, kept, k, local_k, length):
+    """One H2O step for one KV head and its g query heads, float64 numpy: the newest position joins, each query
+    head attends over the kept positions, the group's attention is added to the scores, and if more than k are
+    kept the least-scored one outside the recent window goes."""
+    d = q.shape[-1]
+    kept = kept.copy()
+    kept[length - 1] = True
+    idx = np.flatnonzero(kept)
+    p = np.stack([softmax(K[idx] @ qh / np.sqrt(d)) for qh in q])  # [g, kept]
+    out = p @ V[idx]
+    score = score.copy()
+    score[idx] += p.sum(0)
+    if kept.sum() > k:
+        candidates = [i for i in idx if i < length - local_k]
+        kept[min(candidates, key=lambda i: score[i])] = False
+    return out, score, kept
+
+
+def test_h2o_with_grouped_queries_keeps_one_set_per_kv_head():
+    rng = np.random.default_rng(6)
+    Hkv, g, S, d, k, local_k = 2, 3, 30, 8, 7, 2
+    probs = rng.dirichlet(np.ones(20), (Hkv, g, 20)) * np.tril(np.ones((20, 20)))
+    sums = probs.sum((1, 2))  # what prefill(column_sums=True) gives: summed over queries and the group
+    state = h2o_init_scores(jnp.asarray(np.pad(sums, ((0, 0), (0, S - 20))), jnp.float32), 20, k=k, local_k=local_k)
+    same = h2o_init(
+        jnp.asarray(np.pad(probs.sum(1), ((0, 0), (0, S - 20), (0, S - 20))), jnp.float32), 20, k=k, local_k=local_k
+    )
+    assert np.array_equal(state.kept, same.kept) and int(state.kept.sum()) == Hkv * k
+    K, V = (rng.standard_normal((Hkv, S, d)) for _ in range(2))
+    score, kept = np.array(state.score, np.float64), np.array(state.kept)
+    for length in range(21, 27):
+        q = rng.standard_normal((Hkv, g, d))
+        out, transfer, state = h2o_attention_gqa(
+            *(jnp.asarray(a, jnp.float32) for a in (q, K, V)), state, k=k, local_k=local_k, length=length
+        )
+        assert transfer == (2 * g + 2 * k) * d + 2 * k
+        for h in range(Hkv):
+            ref, score[h], kept[h] = h2o_step_reference(q[h], K[h], V[h], score[h], kept[h], k, local_k, length)
+            np.testing.assert_allclose(np.asarray(out[h]), ref, atol=1e-5)
+        assert np.array_equal(np.asarray(state.kept), kept) and int(state.kept.sum()) == Hkv * k
+        np.testing.assert_allclose(np.asarray(state.score), score, rtol=1e-5, atol=1e-5)
+    # one query head per KV head: the MHA function
+    q = jnp.asarray(rng.standard_normal((Hkv, 1, d)), jnp.float32)
+    Kj, Vj = jnp.asarray(K, jnp.float32), jnp.asarray(V, jnp.float32)
+    a, _, sa = h2o_attention_gqa(q, Kj, Vj, state, k=k, local_k=local_k, length=27)
+    b, _, sb = h2o_attention(q[:, 0], Kj, Vj, state, k=k, local_k=local_k, length=27)
+    np.testing.assert_allclose(np.asarray(a[:, 0]), np.asarray(b), atol=1e-6)
+    assert np.array_equal(np.asarray(sa.kept), np.asarray(sb.kept))
 
 
 def test_speed_kernel_computes_sparq():

@@ -71,6 +71,30 @@ def test_config_errors_name_the_key():
         validate_section({"model": {"steps": 100, "induction_steps": 100}}, Config, "sparq")
     with pytest.raises(ConfigError, match="leaves a context of"):
         validate_section({"model": {"seq_len": 300, "repeat_span": 100}}, Config, "sparq")
+    with pytest.raises(ConfigError, match=r"sparq.lm='llama' is not allowed: choose one of smollm2, charlm"):
+        validate_section({"lm": "llama"}, Config, "sparq")
+    with pytest.raises(ConfigError, match=r"sparq.smollm2.context=64 must hold prompt \+ generate = 74"):
+        validate_section({"smollm2": {"context": 64, "prompt": 50}}, Config, "sparq")
+    with pytest.raises(ConfigError, match=r"sparq.speed_k"):
+        validate_section({"speed_seq": 100, "speed_k": 128}, Config, "sparq")
+
+
+def test_the_default_declares_the_needle_claim_and_the_papers_timing_point():
+    from omegaconf import OmegaConf
+
+    from papers.sparq.report import claims
+
+    cfg = OmegaConf.create({"sparq": OmegaConf.structured(Config())})
+    ids = [c.id for c in claims(cfg)]
+    assert ids == [
+        "sparq-repetition", "sparq-bpc", "sparq-needle", "sparq-beats-h2o", "sparq-beats-local", "transfer-formula",
+        "decode-speed",
+    ]  # fmt: skip
+    found = {c.id: c for c in claims(cfg)}
+    assert found["sparq-needle"].paper == pytest.approx(0.727 / 0.769, abs=1e-4)  # the paper's SQuAD share
+    # the paper's S=16384 point: r=32, k=128, d=128 moves (2+2k)d + d + Sr + 2d = 0.133 of dense (theory 7.5x)
+    assert found["transfer-formula"].paper == (2 + 256) * 128 + 128 + 16384 * 32 + 256
+    assert "r=32, k=128, S=16384 (0.133 of the dense transfer" in found["decode-speed"].statement
 
 
 def test_induction_windows_end_with_a_copy_of_an_earlier_span():
