@@ -60,17 +60,12 @@ def dense_attention(q, K, V, length=None) -> tuple[jax.Array, int]:
 
 
 def local_attention(q, K, V, *, k: int, length=None) -> tuple[jax.Array, int]:
-    """Attention over the last `k` valid positions only."""
-    S, d = _check(q, K, V, "local_attention")
+    """Attention over the last `k` valid positions only (`local_attention_gqa` with one query head per KV head)."""
+    S, _ = _check(q, K, V, "local_attention")
     if not 1 <= k <= S:
         raise ValueError(f"local_attention: k={k} must be in [1, S={S}]")
-    end = jnp.broadcast_to(jnp.asarray(S if length is None else length), q.shape[:-1])
-    idx = jnp.clip(end[..., None] - k + jnp.arange(k), 0, S - 1)  # [..., k]
-    ok = (end[..., None] - k + jnp.arange(k)) >= 0
-    K2 = jnp.take_along_axis(K, idx[..., None], axis=-2)
-    V2 = jnp.take_along_axis(V, idx[..., None], axis=-2)
-    p = masked_softmax(jnp.einsum("...kd,...d->...k", K2, q) / math.sqrt(d), ok)
-    return jnp.einsum("...k,...kd->...d", p, V2), 2 * d + K2.shape[-2] * d + V2.shape[-2] * d
+    out, transfer = local_attention_gqa(q[..., None, :], K, V, k=k, length=length)
+    return out[..., 0, :], transfer
 
 
 def _check_gqa(q, K, V, what: str) -> tuple[int, int, int]:
@@ -209,22 +204,12 @@ def h2o_attention(q, K, V, state: H2OState, *, k: int, local_k: int, length) -> 
     """One H2O decode step. The newest position (length - 1) joins the cache; attention runs over kept positions;
     their scores accumulate; if more than k are kept, the one with the least accumulated attention outside the
     `local_k` most recent is evicted for good. Transfer: q, output, K and V of the k kept positions, and their
-    scores read and written: (2 + 2k)d + 2k."""
-    S, d = _check(q, K, V, "h2o_attention")
+    scores read and written: (2 + 2k)d + 2k. (`h2o_attention_gqa` with one query head per KV head.)"""
+    S, _ = _check(q, K, V, "h2o_attention")
     if not 0 <= local_k <= k <= S:
         raise ValueError(f"h2o_attention: need 0 <= local_k={local_k} <= k={k} <= S={S}")
-    lead = q.shape[:-1]
-    valid = _valid(S, length, lead)
-    end = jnp.broadcast_to(jnp.asarray(length), lead)[..., None]
-    pos = jnp.arange(S)
-    kept = (state.kept | (pos == end - 1)) & valid
-    p = masked_softmax(jnp.einsum("...sd,...d->...s", K, q) / math.sqrt(d), kept)
-    out = jnp.einsum("...s,...sd->...d", p, V)
-    score = state.score + p
-    over = jnp.sum(kept, -1) > k
-    candidates = jnp.where(kept & (pos < end - local_k), score, jnp.inf)
-    evict = jax.nn.one_hot(jnp.argmin(candidates, -1), S, dtype=bool) & over[..., None]
-    return out, (2 + 2 * k) * d + 2 * k, H2OState(score, kept & ~evict)
+    out, transfer, state = h2o_attention_gqa(q[..., None, :], K, V, state, k=k, local_k=local_k, length=length)
+    return out[..., 0, :], transfer, state
 
 
 def h2o_attention_gqa(q, K, V, state: H2OState, *, k: int, local_k: int, length) -> tuple[jax.Array, int, H2OState]:

@@ -128,9 +128,11 @@ class Decoder:
         """Dense prefill of ids [B, P] into a cache of `capacity` positions: (cache, logits, column sums or None)."""
         return self._prefill(self.lm.params, jnp.asarray(ids, jnp.int32), capacity, self._h2o)
 
-    def extend(self, cache: KVCache, ids: np.ndarray):
-        """Dense prefill of ids [B, P] after what the cache holds (a new cache; the given one is left as it was)."""
-        return self._extend(self.lm.params, cache, jnp.asarray(ids, jnp.int32), self._h2o)
+    def extend(self, cache: KVCache, sums, ids: np.ndarray):
+        """Dense prefill of ids [B, P] after what the cache holds (a new cache; the given one is left as it was):
+        (cache, logits, the column sums `sums` plus these ids' or None)."""
+        cache, logits, more = self._extend(self.lm.params, cache, jnp.asarray(ids, jnp.int32), self._h2o)
+        return cache, logits, None if sums is None else [a + b for a, b in zip(sums, more, strict=True)]
 
     def cache_for(self, method: Method, cache: KVCache, sums) -> KVCache:
         """A private copy of the prefill's cache with the method's state (H2O: its kept set from the prefill's
@@ -253,25 +255,30 @@ def context_tasks(
     first mismatch (the paper's repetition score). Needle: `needle_generate` ids; a hit is a continuation that
     starts (after spaces) with the answer."""
     cache, _, sums = decoder.start(batch.contexts, capacity)
-    out: dict[str, dict[Method, dict]] = {"repetition": {}}
-    cache_r, logits, sums_r = decoder.extend(cache, batch.prompts)
-    sums_r = None if sums is None else [a + b for a, b in zip(sums, sums_r, strict=True)]
-    for method in decoder.methods:
-        ids, transfer = decoder.generate(method, cache_r, sums_r, logits, generate)
-        texts = [decoder.lm.text(row) for row in ids]
-        scores = [common_prefix(t, want) for t, want in zip(texts, batch.truth, strict=True)]
-        out["repetition"][method] = {"scores": scores, "transfer": transfer}
+    continuations = [
+        ("repetition", batch.prompts, generate, "scores", lambda text, i: common_prefix(text, batch.truth[i])),
+    ]
     if batch.question is not None:
-        out["needle"] = {}
         question = np.broadcast_to(batch.question, (len(batch.contexts), batch.question.size))
-        cache_n, logits, sums_n = decoder.extend(cache, question)
-        sums_n = None if sums is None else [a + b for a, b in zip(sums, sums_n, strict=True)]
+        continuations.append(
+            (
+                "needle",
+                question,
+                needle_generate,
+                "hits",
+                lambda text, i: float(text.lstrip().startswith(batch.answers[i])),
+            )
+        )
+    out: dict[str, dict[Method, dict]] = {}
+    for task, suffix, steps, key, judge in continuations:
+        cache_t, logits, sums_t = decoder.extend(cache, sums, suffix)
+        out[task] = {}
         for method in decoder.methods:
-            ids, transfer = decoder.generate(method, cache_n, sums_n, logits, needle_generate)
-            hits = [
-                float(decoder.lm.text(row).lstrip().startswith(a)) for row, a in zip(ids, batch.answers, strict=True)
-            ]
-            out["needle"][method] = {"hits": hits, "transfer": transfer}
+            ids, transfer = decoder.generate(method, cache_t, sums_t, logits, steps)
+            out[task][method] = {
+                key: [judge(decoder.lm.text(row), i) for i, row in enumerate(ids)],
+                "transfer": transfer,
+            }
     return out
 
 
