@@ -19,6 +19,7 @@ from ipu_model.profile import Profile
 from ipu_model.programs import (
     Copy,
     DeviceToHost,
+    DynamicCopy,
     Execute,
     HostToDevice,
     If,
@@ -35,6 +36,7 @@ __all__ = [
     "Copy",
     "DeviceSpec",
     "DeviceToHost",
+    "DynamicCopy",
     "Engine",
     "Execute",
     "Graph",

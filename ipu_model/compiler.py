@@ -2,9 +2,11 @@
 
 Compiling checks what the hardware and Poplar would refuse: unmapped tensors, a vertex connected to data on another
 tile (data must be brought over by an exchange: a Copy program), two vertices of one compute set writing the same
-element or one reading what another writes, and tile memory (tensors + vertex state + code + exchange code) above
-the tile's capacity. It plans every step once: the batches of vertices evaluated together and the cycles of each
-compute set, the traffic of each Copy and host stream, and the steps a cost-only run must still execute.
+element or one reading what another writes, and tile memory (live tensors + vertex state + code + exchange code)
+above the tile's capacity. A tensor is live from its first write to its last read in program order, as Poplar's
+liveness analysis overlaps the memory of tensors whose lifetimes do not meet (`CompiledProgram._lifetimes`). It
+plans every step once: the batches of vertices evaluated together and the cycles of each compute set, the traffic
+of each Copy and host stream, and the steps a cost-only run must still execute.
 """
 
 from __future__ import annotations
@@ -19,7 +21,18 @@ from ipu_model.cost import default_vertex_cycles, schedule_workers
 from ipu_model.device import DeviceSpec
 from ipu_model.graph import ComputeSet, Graph, GraphError, Tensor, Variable, Vertex, runs
 from ipu_model.profile import MemoryMap
-from ipu_model.programs import Copy, DeviceToHost, Execute, HostToDevice, If, Program, RepeatWhileTrue
+from ipu_model.programs import (
+    Copy,
+    DeviceToHost,
+    DynamicCopy,
+    Execute,
+    HostToDevice,
+    If,
+    Program,
+    Repeat,
+    RepeatWhileTrue,
+    Sequence,
+)
 
 
 class OutOfMemoryError(GraphError):
@@ -94,7 +107,9 @@ class _Mapping:
 
 @dataclass
 class TileMemory:
-    """Bytes per tile by category, and the codelets each tile runs (code is counted once per codelet and tile)."""
+    """Bytes per tile by category, and the codelets each tile runs (code is counted once per codelet and tile).
+    `variables` is each tile's peak of live tensor bytes over the program; vertex state, code and exchange code are
+    resident throughout."""
 
     variables: np.ndarray
     vertex_state: np.ndarray
@@ -138,16 +153,17 @@ class CompiledProgram:
                     "map it with graph.set_tile_mapping or graph.map_linearly"
                 )
         self.memory = TileMemory(*(np.zeros(n) for _ in range(4)))
-        for var in self.graph.variables:
-            self.memory.variables += self._mapping(var).bytes_per_tile(var.dtype.itemsize, n)
         self.order: list[tuple[Program, int]] = []
         self._walk_depth(self.program, 0)
+        self._live_memory()
         for p, _ in self.order:
             if isinstance(p, Execute):
                 if id(p.compute_set) not in self.compute:
                     self.compute[id(p.compute_set)] = self._plan_compute(p.compute_set)
             elif isinstance(p, Copy):
                 self.copies[p.id] = self._plan_copy(p)
+            elif isinstance(p, DynamicCopy):
+                self.copies[p.id] = self._plan_dynamic_copy(p)
             elif isinstance(p, HostToDevice | DeviceToHost):
                 t = p.tensor
                 self.host_bytes[p.id] = np.bincount(t.tiles().reshape(-1), minlength=n) * t.dtype.itemsize
@@ -155,6 +171,106 @@ class CompiledProgram:
             self.memory.code[tile] += len(names) * self.device.codelet_code_bytes
         self._check_memory()
         self._find_control()
+
+    def _accesses(self, p: Program) -> tuple[set[int], set[int]]:
+        """(ids of the variables a step reads, ids of those it writes)."""
+        if isinstance(p, Execute):
+            key = ("cs", id(p.compute_set))
+            if key not in self._access_cache:
+                reads, writes = set(), set()
+                for v in p.compute_set.vertices:
+                    for f, t in v.fields.items():
+                        if f in v.codelet.reads:
+                            reads.add(id(t.var))
+                        if f in v.codelet.writes:
+                            writes.add(id(t.var))
+                self._access_cache[key] = (reads, writes)
+            return self._access_cache[key]
+        if isinstance(p, Copy):
+            return {id(s.var) for s, _ in p.pairs}, {id(d.var) for _, d in p.pairs}
+        if isinstance(p, DynamicCopy):
+            return (
+                {id(s.var) for v in p.variants for s, _ in v.pairs},
+                {id(d.var) for v in p.variants for _, d in v.pairs},
+            )
+        if isinstance(p, HostToDevice):
+            return set(), {id(p.tensor.var)}
+        if isinstance(p, DeviceToHost):
+            return {id(p.tensor.var)}, set()
+        return set(), set()
+
+    def _lifetimes(self) -> dict[int, tuple[int, int]]:
+        """Every variable's live interval [first, last] over the steps of the program in execution order. A
+        variable is live from its first write to its last read. Read before any write (its value was set before the
+        program: a constant, or written from the host), it is live from step 0; written last and never read after
+        (a result the host reads), to the end; never touched, throughout. A loop's body is walked once and whatever
+        it touches lives for the whole loop (the next iteration may read it); both branches of an If are walked,
+        one after the other."""
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        written_last: dict[int, bool] = {}
+        log: list[tuple[int, int]] = []  # (step, variable id) of every access, for the loops
+        t = 0
+
+        def touch(reads: set[int], writes: set[int]) -> None:
+            for key, is_write in [*((r, False) for r in reads), *((w, True) for w in writes)]:
+                if key not in first:
+                    first[key] = t if is_write else 0
+                last[key] = t
+                written_last[key] = is_write and key not in reads
+                log.append((t, key))
+
+        def visit(p: Program) -> None:
+            nonlocal t
+            if isinstance(p, Sequence):
+                for s in p.steps:
+                    visit(s)
+            elif isinstance(p, Repeat | RepeatWhileTrue):
+                t0, at = t, len(log)
+                if isinstance(p, RepeatWhileTrue):
+                    visit(p.condition)
+                    touch({id(p.predicate.var)}, set())
+                    t += 1
+                visit(p.body)
+                for key in {key for _, key in log[at:]}:
+                    first[key] = min(first[key], t0)
+                    last[key] = max(last[key], t)
+                t += 1
+            elif isinstance(p, If):
+                touch({id(p.predicate.var)}, set())
+                t += 1
+                visit(p.then)
+                visit(p.otherwise)
+            else:
+                touch(*self._accesses(p))
+                t += 1
+
+        visit(self.program)
+        end = max(t - 1, 0)
+        spans = {}
+        for var in self.graph.variables:
+            key = id(var)
+            if var.constant or key not in first:
+                spans[key] = (0, end)
+            else:
+                spans[key] = (first[key], end if written_last[key] else last[key])
+        return spans
+
+    def _live_memory(self) -> None:
+        """Each tile's peak of live tensor bytes (memory.variables) and the step where it peaks."""
+        n = self.device.tiles
+        self._access_cache: dict[tuple, tuple[set[int], set[int]]] = {}
+        self.lifetimes = self._lifetimes()
+        starts = np.unique([a for a, _ in self.lifetimes.values()] + [0])
+        delta = np.zeros((len(starts) + 1, n))
+        for var in self.graph.variables:
+            a, b = self.lifetimes[id(var)]
+            per_tile = self._mapping(var).bytes_per_tile(var.dtype.itemsize, n)
+            delta[np.searchsorted(starts, a)] += per_tile
+            delta[np.searchsorted(starts, b, side="right")] -= per_tile
+        live = np.cumsum(delta[:-1], axis=0)  # [distinct start steps, tiles]: bytes live at each start
+        self.memory.variables = live.max(axis=0) if len(starts) else np.zeros(n)
+        self._peak_step = starts[np.argmax(live, axis=0)]  # per tile
 
     def _find_control(self) -> None:
         """The steps a cost-only run must still execute: those writing a branch predicate's variable and,
@@ -171,8 +287,8 @@ class CompiledProgram:
                     for f, t in v.fields.items():
                         (writes if f in v.codelet.writes else reads).add(id(t.var))
                 steps.append((id(p.compute_set), reads, writes))
-            elif isinstance(p, Copy):
-                steps.append((p.id, {id(s.var) for s, _ in p.pairs}, {id(d.var) for _, d in p.pairs}))
+            elif isinstance(p, Copy | DynamicCopy):
+                steps.append((p.id, *self._accesses(p)))
         changed = bool(control)
         while changed:
             changed = False
@@ -291,7 +407,7 @@ class CompiledProgram:
                         "compute set (a race on hardware); split them into two compute sets"
                     )
 
-    def _plan_copy(self, p: Copy) -> CopyPlan:
+    def _plan_copy(self, p: Copy, charge_code: bool = True):
         """Traffic of a Copy, computed over runs of consecutive elements (one per row for row-contiguous views)."""
         n, dev = self.device.tiles, self.device
         bytes_in, local, regions_in, regions_out = (np.zeros(n) for _ in range(4))
@@ -321,9 +437,24 @@ class CompiledProgram:
             edges = np.bincount(starts, minlength=var.size + 1) - np.bincount(ends, minlength=var.size + 1)
             covered = np.cumsum(edges[: var.size]) > 0
             bytes_out += np.bincount(var.tile[covered], minlength=n) * var.dtype.itemsize
-        self.memory.exchange_code += (regions_in + regions_out) * dev.exchange_code_bytes_per_region
+        code = (regions_in + regions_out) * dev.exchange_code_bytes_per_region
+        if charge_code:
+            self.memory.exchange_code += code
         local_cycles = np.ceil(2 * local / dev.memory_bytes_per_cycle)  # a load and a store per byte
-        return CopyPlan(bytes_in, bytes_out, local_cycles, bool(bytes_in.any()))
+        plan = CopyPlan(bytes_in, bytes_out, local_cycles, bool(bytes_in.any()))
+        return plan if charge_code else (plan, code)
+
+    def _plan_dynamic_copy(self, p: DynamicCopy) -> list[CopyPlan]:
+        """One plan per variant, each charged the slicing copy of what its source tiles send (a load and a store
+        per byte); the exchange code of the largest variant."""
+        plans, code = [], np.zeros(self.device.tiles)
+        for v in p.variants:
+            plan, v_code = self._plan_copy(v, charge_code=False)
+            plan.local_cycles = plan.local_cycles + np.ceil(2 * plan.bytes_out / self.device.memory_bytes_per_cycle)
+            plans.append(plan)
+            code = np.maximum(code, v_code)
+        self.memory.exchange_code += code
+        return plans
 
     def _run_pairs(self, src: Tensor, dst: Tensor):
         """(src starts, dst starts, run length, src tiles, dst tiles) over runs lying whole on one tile each."""
@@ -352,14 +483,15 @@ class CompiledProgram:
         if not over.size:
             return
         t = int(over[np.argmax(total[over])])
-        largest = sorted(
-            ((int(np.count_nonzero(v.tile == t)) * v.dtype.itemsize, v.name) for v in self.graph.variables),
-            reverse=True,
-        )[:5]
+        step = self._peak_step[t]  # the tensors live on the tile when its memory peaks
+        live = [v for v in self.graph.variables if self.lifetimes[id(v)][0] <= step <= self.lifetimes[id(v)][1]]
+        largest = sorted(((int(np.count_nonzero(v.tile == t)) * v.dtype.itemsize, v.name) for v in live), reverse=True)[
+            :5
+        ]
         listing = ", ".join(f"{name} {b:,} B" for b, name in largest if b)
         raise OutOfMemoryError(
             f"out of memory on tile {t}: needs {int(total[t]):,} bytes, the {self.device.name} tile has "
-            f"{self.device.memory_per_tile:,} (tensors {int(self.memory.variables[t]):,}, vertex state "
+            f"{self.device.memory_per_tile:,} (live tensors {int(self.memory.variables[t]):,}, vertex state "
             f"{int(self.memory.vertex_state[t]):,}, code {int(self.memory.code[t]):,}, exchange code "
             f"{int(self.memory.exchange_code[t]):,}); {len(over)} tile(s) over; largest tensors there: {listing}"
         )

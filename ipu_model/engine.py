@@ -23,6 +23,7 @@ from ipu_model.profile import Profile, StepStats
 from ipu_model.programs import (
     Copy,
     DeviceToHost,
+    DynamicCopy,
     Execute,
     HostToDevice,
     If,
@@ -96,6 +97,9 @@ class Engine:
             self._execute(p, stats)
         elif isinstance(p, Copy):
             self._copy(p, stats)
+        elif isinstance(p, DynamicCopy):
+            i = (stats.runs - 1) % len(p.variants)  # this run's variant: the loop counter
+            self._copy(p.variants[i], stats, self._compiled.copies[p.id][i], control=p.id)
         elif isinstance(p, Repeat):
             for _ in range(p.count):
                 self._run(p.body)
@@ -169,12 +173,12 @@ class Engine:
 
         return rng
 
-    def _copy(self, p: Copy, stats: StepStats) -> None:
-        if self._evaluating or p.id in self._compiled.control:
+    def _copy(self, p: Copy, stats: StepStats, plan=None, control: int | None = None) -> None:
+        if self._evaluating or (p.id if control is None else control) in self._compiled.control:
             values = [src.var.data[src.idx] for src, _ in p.pairs]  # one phase: every source is read before any write
             for (_, dst), value in zip(p.pairs, values, strict=True):
                 dst.var.data[dst.idx] = value
-        plan = self._compiled.copies[p.id]
+        plan = plan or self._compiled.copies[p.id]
         if plan.remote:
             ex = exchange_cycles(plan.bytes_in, plan.bytes_out, self.device)
             stats.add(

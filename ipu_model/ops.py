@@ -16,7 +16,7 @@ import numpy as np
 
 from core.random.ipu import uniform_float32
 from ipu_model.graph import Codelet, Graph, GraphError, Tensor
-from ipu_model.programs import Copy, Execute, Program, Sequence
+from ipu_model.programs import Copy, DynamicCopy, Execute, Program, Repeat, Sequence
 
 # --------------------------------------------------------------------------------------------------- elementwise
 UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -236,13 +236,40 @@ def _local_partials(graph: Graph, view: Tensor, op: str, name: str) -> tuple[Pro
 
 
 # ---------------------------------------------------------------------------------------------------------- matmul
+def _cast_codelet(out_dtype: str) -> Codelet:
+    key = ("cast", out_dtype)
+    if key not in _CODELETS:
+        _CODELETS[key] = Codelet(
+            f"cast_{out_dtype}", lambda a: {"out": a.astype(out_dtype)}, ("a",), ("out",), flops=lambda a, out: 0
+        )
+    return _CODELETS[key]
+
+
+def cast(graph: Graph, src: Tensor, dst: Tensor, name: str = "cast") -> Program:
+    """dst = src cast to dst's dtype where the elements live (dst mapped like src): one compute set, each tile's
+    elements split over its workers."""
+    if src.shape != dst.shape or not np.array_equal(src.tiles(), dst.tiles()):
+        raise GraphError(f"cast {src.name!r} -> {dst.name!r}: the two must have one shape and one tile mapping")
+    cs = graph.add_compute_set(name)
+    code = _cast_codelet(dst.dtype.name)
+    a, out = src.flatten(), dst.flatten()
+    for tile, positions in tile_ranges(out).items():
+        for chunk in _worker_chunks(positions, graph.device.workers):
+            graph.add_vertex(cs, code, tile, a=a[chunk], out=out[chunk])
+    return Execute(cs)
+
+
 @dataclass(frozen=True)
 class MatmulPlan:
-    """Tiles form a pm x pk x pn grid; tile (i, j, q) computes A[rows i, k-slice j] @ B[k-slice j, cols q]."""
+    """Tiles form a pm x pk x pn grid; the product is computed in sk x sn serial steps, each a [m, k/sk] x [k/sk, n/sn]
+    product on the grid, where tile (i, j, q) computes A[rows i, k-slice j] @ B[k-slice j, cols q] of the step's
+    chunks. Serial steps over k accumulate into float32 partials; steps over n fill C a column chunk at a time."""
 
     pm: int
     pk: int
     pn: int
+    sk: int = 1
+    sn: int = 1
     estimate: float = 0.0  # estimated cycles (the planner's model, before running)
     memory: float = 0.0  # estimated bytes on the busiest tile
 
@@ -250,64 +277,116 @@ class MatmulPlan:
     def tiles(self) -> int:
         return self.pm * self.pk * self.pn
 
+    def describe(self) -> str:
+        serial = f" in {self.sk}x{self.sn} serial steps" if self.sk * self.sn > 1 else ""
+        return f"{self.pm}x{self.pk}x{self.pn}{serial}"
+
 
 def _splits(n: int, parts: int) -> list[int]:
     """Boundaries of `parts` near-equal pieces of range(n)."""
     return [round(i * n / parts) for i in range(parts + 1)]
 
 
+def _serial_candidates(size: int, limit: int = 64) -> list[int]:
+    """Serial step counts that cut `size` into equal chunks: the powers of two up to `limit` that divide it."""
+    return [s for s in (2**e for e in range(7)) if s <= limit and size % s == 0]
+
+
 def plan_matmul(device, m: int, k: int, n: int, in_dtype: str = "float16", out_dtype: str | None = None) -> MatmulPlan:
-    """Choose the tile grid minimising the cost model's cycles among grids that fit in tile memory."""
+    """Choose the tile grid and serial steps minimising the cost model's cycles among plans that fit in tile memory.
+
+    Per serial step: one exchange (one sync, the busiest tile's A and B blocks at the exchange rate) and the busiest
+    worker's product (`cost.default_vertex_cycles`); per column chunk, the reduction of the k-split partials, or the
+    cast of float32 partials, and an on-tile copy into C. Memory: A and B where they start (spread over the tiles),
+    the tile's blocks and partials of one step, C and the reduction's buffers: all live during the steps."""
     out_dtype = out_dtype or in_dtype
     isz, osz = np.dtype(in_dtype).itemsize, np.dtype(out_dtype).itemsize
     w, sync, xrate = device.workers, device.sync_cycles, device.exchange_bytes_per_cycle
+    per_worker_flops = device.tile_flops_per_cycle(in_dtype) / w
+    per_worker_bytes = device.memory_bytes_per_cycle / w
 
     def candidates(size: int) -> np.ndarray:
         return np.array(sorted({*range(1, min(size, 64) + 1), *(2**e for e in range(7, 16) if 2**e <= size)}))
 
-    pm, pk, pn = (g.ravel() for g in np.meshgrid(candidates(m), candidates(k), candidates(n), indexing="ij"))
-    ok = pm * pk * pn <= device.tiles
-    pm, pk, pn = pm[ok], pk[ok], pn[ok]
-    mb, kb, nb = -(-m // pm), -(-k // pk), -(-n // pn)
-    by_rows = mb >= w
-    rows = np.where(by_rows, -(-mb // w), mb)
-    cols = np.where(by_rows, nb, -(-nb // w))
-    partial_sz = np.where(pk > 1, 4, osz)
-    # the same estimate the engine will charge (cost.default_vertex_cycles), vectorised over candidate grids
-    per_worker_flops = device.tile_flops_per_cycle(in_dtype) / w
-    per_worker_bytes = device.memory_bytes_per_cycle / w
-    nbytes = (rows * kb + kb * cols) * isz + rows * cols * partial_sz
-    compute = device.vertex_overhead_cycles + np.maximum(
-        2 * rows * kb * cols / per_worker_flops, nbytes / per_worker_bytes
-    )
-    blocks = (mb * kb + kb * nb) * isz
-    cycles = 2 * sync + blocks / xrate + compute
-    memory = blocks + mb * nb * partial_sz + (m * k + k * n) * isz / device.tiles
-    per_tile = -(-m * n // device.tiles)
-    split_k = pk > 1
-    cycles = cycles + split_k * (
-        2 * sync
-        + per_tile * pk * 4 / xrate
-        + device.vertex_overhead_cycles
-        + np.maximum(per_tile * pk / w / per_worker_flops, 8 * per_tile * pk / w / per_worker_bytes)
-    )
-    memory = memory + split_k * per_tile * (pk * 4 + osz)
-    fits = memory <= 0.85 * device.memory_per_tile
-    if not fits.any():
+    best = None
+    for sk in _serial_candidates(k):
+        for sn in _serial_candidates(n):
+            kc, nc = k // sk, n // sn
+            pm, pk, pn = (g.ravel() for g in np.meshgrid(candidates(m), candidates(kc), candidates(nc), indexing="ij"))
+            ok = pm * pk * pn <= device.tiles
+            pm, pk, pn = pm[ok], pk[ok], pn[ok]
+            mb, kb, nb = -(-m // pm), -(-kc // pk), -(-nc // pn)
+            by_rows = mb >= w
+            rows = np.where(by_rows, -(-mb // w), mb)
+            cols = np.where(by_rows, nb, -(-nb // w))
+            split_k = pk > 1
+            partial_sz = np.where(split_k | (sk > 1), 4, osz)
+            # the same estimate the engine will charge (cost.default_vertex_cycles), vectorised over candidate grids
+            nbytes = (rows * kb + kb * cols) * isz + rows * cols * partial_sz
+            compute = device.vertex_overhead_cycles + np.maximum(
+                2 * rows * kb * cols / per_worker_flops, nbytes / per_worker_bytes
+            )
+            blocks = (mb * kb + kb * nb) * isz
+            # a tile sends its share of the step's A chunk and, B's rows being cut into chunks, of B's rows times
+            # the chunk's columns (a contiguous chunk of k lives on a 1/sk share of the tiles)
+            sent = (m * kc + k * nc) * isz / device.tiles
+            step = sync + np.ceil(np.maximum(blocks, sent) / xrate) + np.ceil(compute)
+            if sk * sn > 1:  # the dynamic slice: the source tiles copy the step's chunks out first
+                step = step + np.ceil(2 * sent / device.memory_bytes_per_cycle)
+            per_tile = -(-m * nc // device.tiles)  # results of one column chunk per tile (mapped linearly)
+            reduce = split_k * (
+                sync
+                + per_tile * pk * 4 / xrate
+                + device.vertex_overhead_cycles
+                + np.maximum(per_tile * pk / w / per_worker_flops, 8 * per_tile * pk / w / per_worker_bytes)
+            )
+            casting = (~split_k) & (sk > 1) & (osz != 4)
+            cast_cycles = casting * (sync + device.vertex_overhead_cycles + mb * nb * (4 + osz) / w / per_worker_bytes)
+            separate_c = split_k | casting | (sn > 1)  # C is not the partials buffer itself
+            copy_cycles = (sn > 1) * np.ceil(
+                2 * np.where(split_k, per_tile, mb * nb) * osz / device.memory_bytes_per_cycle
+            )
+            cycles = sk * sn * step + sn * (reduce + cast_cycles + copy_cycles)
+            memory = (
+                blocks
+                + mb * nb * partial_sz
+                + (m * k + k * n) * isz / device.tiles
+                + separate_c * m * n * osz / device.tiles
+                + split_k * per_tile * (pk * 4 + osz)
+                + casting * mb * nb * osz
+            )
+            fits = memory <= 0.85 * device.memory_per_tile
+            if not fits.any():
+                continue
+            i = np.flatnonzero(fits)[np.argmin(cycles[fits])]
+            if best is None or cycles[i] < best.estimate:
+                best = MatmulPlan(int(pm[i]), int(pk[i]), int(pn[i]), sk, sn, float(cycles[i]), float(memory[i]))
+    if best is None:
         raise GraphError(f"matmul {m}x{k}x{n} ({in_dtype}) does not fit on {device.name} with any tile grid")
-    best = np.flatnonzero(fits)[np.argmin(cycles[fits])]
-    return MatmulPlan(int(pm[best]), int(pk[best]), int(pn[best]), float(cycles[best]), float(memory[best]))
+    return best
 
 
-def _matmul_codelet(out_dtype: str, in_dtype: str) -> Codelet:
-    key = ("matmul", out_dtype, in_dtype)
+def _matmul_codelet(out_dtype: str, in_dtype: str, accumulate: bool = False) -> Codelet:
+    key = ("matmul", out_dtype, in_dtype, accumulate)
     if key not in _CODELETS:
+        if accumulate:  # c += a @ b: the partials of earlier serial steps (float32)
 
-        def fn(a, b):
-            return {"c": np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(out_dtype)}
+            def fn(a, b, c):
+                return {"c": (c + np.matmul(a.astype(np.float32), b.astype(np.float32))).astype(out_dtype)}
 
+            fields = {"inputs": ("a", "b"), "inouts": ("c",)}
+        else:
+
+            def fn(a, b):
+                return {"c": np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(out_dtype)}
+
+            fields = {"inputs": ("a", "b"), "outputs": ("c",)}
         _CODELETS[key] = Codelet(
-            "matmul", fn, ("a", "b"), ("c",), flops=lambda a, b, c: 2 * a[0] * a[1] * b[1], compute_dtype=in_dtype
+            "matmul_accumulate" if accumulate else "matmul",
+            fn,
+            **fields,
+            flops=lambda a, b, c: 2 * a[0] * a[1] * b[1],
+            compute_dtype=in_dtype,
         )
     return _CODELETS[key]
 
@@ -322,9 +401,13 @@ def matmul(
 ) -> tuple[Program, Tensor, MatmulPlan]:
     """C = A @ B for A [m, k], B [k, n] mapped anyhow. Returns (program, C, plan).
 
-    The plan (`plan_matmul` unless given) splits m, k and n over a tile grid. One exchange broadcasts each tile its
-    A and B blocks; each tile's workers multiply their rows (float32 accumulation); with k split, the float32
-    partials are then reduced onto C's tiles (`reduce`). C is mapped by blocks when k is not split, linearly else.
+    The plan (`plan_matmul` unless given) splits m, k and n over a tile grid, and k and n into serial steps. Each
+    step is one exchange bringing each tile its A and B blocks of the step's chunks and one compute set where each
+    tile's workers multiply their rows (float32 accumulation); steps over k add into float32 partials (the same
+    vertices run again, the exchange refills the same buffers). With k split over tiles the partials are then
+    reduced onto C's tiles (`reduce`); float32 partials of a float16 C are cast where they are. With one step over
+    n, C is mapped by blocks when k is not split over tiles, linearly else; with several, each column chunk of C is
+    mapped like the buffer that assembles it and filled by an on-tile copy.
     """
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise GraphError(f"matmul needs A [m, k] and B [k, n], got {a.shape} and {b.shape}")
@@ -336,49 +419,102 @@ def matmul(
     plan = plan or plan_matmul(graph.device, m, k, n, in_dtype, out_dtype)
     if plan.tiles > graph.num_tiles:
         raise GraphError(f"matmul plan {plan} needs {plan.tiles} tiles, the graph has {graph.num_tiles}")
-    pm, pk, pn = plan.pm, plan.pk, plan.pn
-    if not (1 <= pm <= m and 1 <= pk <= k and 1 <= pn <= n):
-        raise GraphError(f"matmul plan {pm}x{pk}x{pn} does not fit {m}x{k}x{n}: need 1 <= pm <= m, pk <= k, pn <= n")
-    ms, ks, ns = _splits(m, pm), _splits(k, pk), _splits(n, pn)
+    pm, pk, pn, sk, sn = plan.pm, plan.pk, plan.pn, plan.sk, plan.sn
+    if sk < 1 or sn < 1 or k % sk or n % sn:
+        raise GraphError(f"matmul plan: {sk} x {sn} serial steps must cut k={k} and n={n} into equal chunks")
+    kc, nc = k // sk, n // sn
+    if not (1 <= pm <= m and 1 <= pk <= kc and 1 <= pn <= nc):
+        step = f" (a serial step of {m}x{k}x{n})" if sk * sn > 1 else ""
+        raise GraphError(
+            f"matmul plan {pm}x{pk}x{pn} does not fit {m}x{kc}x{nc}{step}: need 1 <= pm <= m, pk <= k, pn <= n"
+        )
+    ms, ks, ns = _splits(m, pm), _splits(kc, pk), _splits(nc, pn)
     tile = lambda i, j, q: (i * pk + j) * pn + q
-    a_rep = graph.add_variable((pn, m, k), in_dtype, f"{name}/A_tiles")
-    b_rep = graph.add_variable((pm, k, n), in_dtype, f"{name}/B_tiles")
+    a_rep = graph.add_variable((pn, m, kc), in_dtype, f"{name}/A_tiles")
+    b_rep = graph.add_variable((pm, kc, nc), in_dtype, f"{name}/B_tiles")
     graph.map_blocks(a_rep, [range(pn + 1), ms, ks], lambda q, i, j: tile(i, j, q))
     graph.map_blocks(b_rep, [range(pm + 1), ks, ns], lambda i, j, q: tile(i, j, q))
-    exchange = Copy(
-        [a.expand_dims(0).broadcast_to((pn, m, k)), b.expand_dims(0).broadcast_to((pm, k, n))],
-        [a_rep, b_rep],
-        name=f"{name}/broadcast",
-    )
-    if pk == 1:
+    direct = pk == 1 and sk == 1 and sn == 1  # the workers write C itself
+    target_dtype = out_dtype if pk == 1 and sk == 1 else "float32"
+    if direct:
         c = graph.add_variable((m, n), out_dtype, f"{name}/C")
         graph.map_blocks(c, [ms, ns], lambda i, q: tile(i, 0, q))
-        target, target_dtype = c.expand_dims(0), out_dtype
+        target = c.expand_dims(0)
     else:
-        target = graph.add_variable((pk, m, n), "float32", f"{name}/partials")
+        target = graph.add_variable((pk, m, nc), target_dtype, f"{name}/partials")
         graph.map_blocks(target, [range(pk + 1), ms, ns], lambda j, i, q: tile(i, j, q))
-        target_dtype = "float32"
-    cs = graph.add_compute_set(f"{name}/multiply")
-    code = _matmul_codelet(target_dtype, in_dtype)
     w = graph.device.workers
-    for i, j, q in itertools.product(range(pm), range(pk), range(pn)):
-        r0, r1, k0, k1, c0, c1 = ms[i], ms[i + 1], ks[j], ks[j + 1], ns[q], ns[q + 1]
-        by_rows = r1 - r0 >= w
-        parts = _splits(r1 - r0 if by_rows else c1 - c0, min(w, (r1 - r0) if by_rows else (c1 - c0)))
-        for p0, p1 in itertools.pairwise(parts):
-            rows = slice(r0 + p0, r0 + p1) if by_rows else slice(r0, r1)
-            cols = slice(c0, c1) if by_rows else slice(c0 + p0, c0 + p1)
-            graph.add_vertex(
-                cs,
-                code,
-                tile(i, j, q),
-                a=a_rep[q, rows, k0:k1],
-                b=b_rep[i, k0:k1, cols],
-                c=target[0 if pk == 1 else j, rows, cols],
+    executes = []
+    for accumulate in (False, True) if sk > 1 else (False,):
+        cs = graph.add_compute_set(f"{name}/multiply" + ("_accumulate" if accumulate else ""))
+        code = _matmul_codelet(target_dtype, in_dtype, accumulate)
+        for i, j, q in itertools.product(range(pm), range(pk), range(pn)):
+            r0, r1, k0, k1, c0, c1 = ms[i], ms[i + 1], ks[j], ks[j + 1], ns[q], ns[q + 1]
+            by_rows = r1 - r0 >= w
+            parts = _splits(r1 - r0 if by_rows else c1 - c0, min(w, (r1 - r0) if by_rows else (c1 - c0)))
+            for p0, p1 in itertools.pairwise(parts):
+                rows = slice(r0 + p0, r0 + p1) if by_rows else slice(r0, r1)
+                cols = slice(c0, c1) if by_rows else slice(c0 + p0, c0 + p1)
+                graph.add_vertex(
+                    cs,
+                    code,
+                    tile(i, j, q),
+                    a=a_rep[q, rows, k0:k1],
+                    b=b_rep[i, k0:k1, cols],
+                    c=target[j, rows, cols],
+                )
+        executes.append(Execute(cs))
+    # what turns one column chunk's partials into C's values (built once, run per chunk)
+    finish: list[Program] = []
+    if direct:
+        chunk = None
+    elif pk > 1:
+        chunk = graph.add_variable((m, nc), out_dtype, f"{name}/C" if sn == 1 else f"{name}/C_chunk")
+        graph.map_linearly(chunk)
+        red, chunk = reduce(graph, target, axis=0, op="add", out_dtype=out_dtype, name=f"{name}/reduce", out=chunk)
+        finish.append(red)
+    elif target_dtype != out_dtype:
+        chunk = like(graph, target[0], out_dtype, name=f"{name}/C" if sn == 1 else f"{name}/C_chunk")
+        finish.append(cast(graph, target[0], chunk, name=f"{name}/cast"))
+    else:
+        chunk = target[0]
+    if direct:
+        pass
+    elif sn == 1:
+        c = chunk
+    else:
+        c = graph.add_variable((m, n), out_dtype, f"{name}/C")
+        c.var.tile[:] = np.tile(chunk.tiles(), (1, sn)).reshape(-1)
+    if sk == 1 and sn == 1:  # one step: a static exchange, the product, the reduction if k is split over tiles
+        exchange = Copy(
+            [a.expand_dims(0).broadcast_to((pn, m, k)), b.expand_dims(0).broadcast_to((pm, k, n))],
+            [a_rep, b_rep],
+            name=f"{name}/broadcast",
+        )
+        return Sequence(exchange, executes[0], *finish, name=name), c, plan
+    # serial steps: one exchange whose source moves with the loop counters (a dynamic slice), run sk x sn times
+    load = DynamicCopy(
+        [
+            Copy(
+                [
+                    a[:, t * kc : (t + 1) * kc].expand_dims(0).broadcast_to((pn, m, kc)),
+                    b[t * kc : (t + 1) * kc, s * nc : (s + 1) * nc].expand_dims(0).broadcast_to((pm, kc, nc)),
+                ],
+                [a_rep, b_rep],
             )
-    steps: list[Program] = [exchange, Execute(cs)]
-    if pk == 1:
-        return Sequence(*steps, name=name), c, plan
-    red, c = reduce(graph, target, axis=0, op="add", out_dtype=out_dtype, name=f"{name}/reduce")
-    steps.append(red)
-    return Sequence(*steps, name=name), c, plan
+            for s in range(sn)
+            for t in range(sk)
+        ],
+        name=f"{name}/broadcast",
+    )
+    # the first step over k writes the partials, the others add to them
+    chunk_steps: list[Program] = [load, executes[0]]
+    if sk > 1:
+        chunk_steps.append(Repeat(sk - 1, Sequence(load, executes[1], name=f"{name}/k_step"), name=f"{name}/k_loop"))
+    chunk_steps += finish
+    if sn > 1:
+        chunk_steps.append(
+            DynamicCopy([Copy(chunk, c[:, s * nc : (s + 1) * nc]) for s in range(sn)], name=f"{name}/assemble")
+        )
+    body = Sequence(*chunk_steps, name=f"{name}/n_step")
+    return (Repeat(sn, body, name=name) if sn > 1 else Sequence(body, name=name)), c, plan

@@ -71,6 +71,23 @@ class Copy(Program):
         super().__init__(name)
 
 
+class DynamicCopy(Program):
+    """A Copy whose source or destination moves with a loop counter (Poplar: a dynamic slice inside a Repeat): its
+    i-th run performs `variants[i % len(variants)]`, each a Copy of the same shapes. On hardware the pattern is one
+    exchange and the offset comes from the counter, so the exchange code is that of the largest variant, not of all
+    of them; each run pays its variant's exchange plus an on-tile copy of the slice on its source tiles (the slicing
+    vertices)."""
+
+    def __init__(self, variants: Seq[Copy], name: str = ""):
+        self.variants = list(variants)
+        if not self.variants or not all(isinstance(v, Copy) for v in self.variants):
+            raise GraphError("DynamicCopy needs one or more Copy programs as its variants")
+        shapes = {tuple(tuple(t.shape) for pair in v.pairs for t in pair) for v in self.variants}
+        if len(shapes) > 1:
+            raise GraphError(f"DynamicCopy {name!r}: the variants must copy tensors of the same shapes")
+        super().__init__(name)
+
+
 class Repeat(Program):
     def __init__(self, count: int, body: Program, name: str = ""):
         if count < 0:

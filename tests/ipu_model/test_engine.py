@@ -10,6 +10,7 @@ from core.random.xoroshiro import aox_generate
 from ipu_model import (
     Copy,
     DeviceToHost,
+    DynamicCopy,
     Engine,
     Execute,
     Graph,
@@ -555,6 +556,67 @@ def test_memory_counts_tensors_vertex_state_and_code_exactly():
     assert mem.total[1] == 0
     with pytest.raises(OutOfMemoryError, match=f"needs {needed:,} bytes"):
         build(needed - 1)
+
+
+def test_tensors_share_memory_when_their_lifetimes_do_not_meet():
+    """A chain a -> b -> c -> d of on-tile copies (float32, 100/200/300/400 elements): a is read at step 0 (set
+    before the program), b lives over steps 0-1, c over 1-2, d from step 2 to the end (a result). The peak is at
+    step 2, c + d = 2,800 bytes; counting every tensor as always live would need 4,000."""
+    sizes = {"a": 100, "b": 200, "c": 300, "d": 400}
+
+    def build(capacity):
+        g = Graph(get_device("mk2", tiles=1, memory_per_tile=capacity))
+        t = {name: on_tile(g, size, 0, "float32", name) for name, size in sizes.items()}
+        prog = Sequence(Copy(t["a"], t["b"][:100]), Copy(t["b"][: 300 - 100], t["c"][:200]), Copy(t["c"], t["d"][:300]))
+        return Engine(g, prog)
+
+    assert build(2800).profile.memory.variables[0] == 2800
+    with pytest.raises(OutOfMemoryError, match=r"needs 2,800 bytes") as info:
+        build(2799)
+    msg = str(info.value)  # the tensors live at the peak, largest first; a and b are dead by then
+    assert "d 1,600 B, c 1,200 B" in msg and "a " not in msg.split("largest tensors there:")[1]
+
+
+def test_what_a_loop_touches_lives_for_the_whole_loop():
+    """tmp is written and read inside a Repeat: it stays live for the whole loop, so it overlaps big, which the loop
+    body reads after tmp's last access in program order. Outside a loop the two would not meet."""
+
+    def build(loop):
+        g = Graph(get_device("mk2", tiles=1, memory_per_tile=1_000_000))
+        src, tmp = on_tile(g, 100, 0, "float32", "src"), on_tile(g, 100, 0, "float32", "tmp")
+        big, out = on_tile(g, 1000, 0, "float32", "big"), on_tile(g, 1000, 0, "float32", "out")
+        body = Sequence(Copy(src, tmp), Copy(tmp, out[:100]), Copy(big, out))
+        return Engine(g, Sequence(HostToDevice("big", big), Repeat(3, body) if loop else body))
+
+    # straight: the peak is tmp + big + out at the second copy (src was last read by the first)
+    assert build(loop=False).profile.memory.variables[0] == 400 + 4000 + 4000
+    # looped: src, tmp, big and out all live across the loop
+    assert build(loop=True).profile.memory.variables[0] == 400 + 400 + 4000 + 4000
+
+
+def test_dynamic_copy_cycles_through_its_variants_and_keeps_one_exchange_code():
+    """Run i performs variant i mod 2 (in a Repeat and across runs); each run is charged its own variant's exchange
+    plus the slicing copy on its source tiles; the exchange code is the larger variant's, not the sum."""
+    g = Graph(get_device("mk2", tiles=3))
+    src = g.add_variable(8, "float32", "src")
+    g.set_tile_mapping(src[:4], 0)
+    g.set_tile_mapping(src[4:], 1)
+    dst = on_tile(g, 4, 2, "float32", "dst")
+    lo, hi = Copy(src[:4], dst), Copy(src[4:], dst)
+    seen = []
+    engine = Engine(g, Sequence(Repeat(3, Sequence(DynamicCopy([lo, hi]), DeviceToHost(dst, "out")))))
+    engine.write(src, np.arange(8))
+    out = engine.run().outputs["out"]
+    seen += [o.tolist() for o in out]
+    assert seen == [[0, 1, 2, 3], [4, 5, 6, 7], [0, 1, 2, 3]]
+    assert engine.run().outputs["out"][0].tolist() == [4, 5, 6, 7]  # the counter goes on
+    # one region sent by tile 0 or 1 and one received by tile 2, 8 bytes each: once, as for a single Copy
+    np.testing.assert_array_equal(engine.profile.memory.exchange_code, [8, 8, 8])
+    single = Engine(g, lo)
+    assert single.profile.memory.exchange_code.tolist() == [8, 0, 8]
+    step = next(s for s in engine.profile.steps.values() if s.kind == "DynamicCopy")
+    per_run = SYNC + 16 / g.device.exchange_bytes_per_cycle + np.ceil(2 * 16 / g.device.memory_bytes_per_cycle)
+    assert step.runs == 6 and step.cycles == pytest.approx(6 * per_run)
 
 
 def test_exchange_code_counts_regions_sent_and_received():

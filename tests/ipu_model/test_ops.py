@@ -252,6 +252,68 @@ def test_matmul_matches_float64(plan, in_dtype, out_dtype):
     assert multiply.flops == 2 * m * k * n
 
 
+SERIAL_PLANS = [(1, 1, 1, 2, 1), (2, 1, 3, 4, 1), (1, 2, 2, 2, 3), (2, 3, 1, 1, 2), (1, 1, 2, 1, 5), (2, 2, 2, 3, 2)]
+
+
+@pytest.mark.parametrize("plan", SERIAL_PLANS, ids=lambda p: "x".join(map(str, p)))
+@pytest.mark.parametrize(("in_dtype", "out_dtype"), [("float32", None), ("float16", None), ("float16", "float32")])
+def test_serial_steps_over_k_and_n_match_float64(plan, in_dtype, out_dtype):
+    """sk x sn serial steps: the exchange runs once per step (a dynamic slice inside the loops), the product's
+    compute sets run sk x sn times between them and do all of 2 m k n FLOPs, and C is right."""
+    m, k, n = 23, 48, 30
+    sk, sn = plan[3], plan[4]
+    g = Graph(DEV)
+    a, b = mapped(g, (m, k), in_dtype, "A"), mapped(g, (k, n), in_dtype, "B", tiles=[3, 4])
+    prog, c, used = ops.matmul(g, a, b, out_dtype=out_dtype, plan=ops.MatmulPlan(*plan))
+    assert (used.sk, used.sn) == (sk, sn) and c.shape == (m, n)
+    engine = Engine(g, prog)
+    x, y = RNG.uniform(-1, 1, (m, k)).astype(in_dtype), RNG.uniform(-1, 1, (k, n)).astype(in_dtype)
+    engine.write(a, x)
+    engine.write(b, y)
+    engine.run()
+    check_matmul(engine.read(c), x, y, out_dtype or in_dtype)
+    steps = engine.profile.steps.values()
+    assert next(s for s in steps if s.name.endswith("/broadcast")).runs == sk * sn
+    multiply = [s for s in steps if "/multiply" in s.name]
+    assert sum(s.runs for s in multiply) == sk * sn
+    assert sum(s.flops for s in multiply) == 2 * m * k * n
+
+
+def test_serial_plan_that_does_not_cut_evenly_is_refused():
+    g = Graph(DEV)
+    a, b = mapped(g, (4, 6), "float32", "A"), mapped(g, (6, 4), "float32", "B")
+    with pytest.raises(GraphError, match="4 x 1 serial steps must cut k=6 and n=4 into equal chunks"):
+        ops.matmul(g, a, b, plan=ops.MatmulPlan(1, 1, 1, 4, 1))
+    with pytest.raises(GraphError, match=r"plan 1x4x1 does not fit 4x3x4 \(a serial step of 4x6x4\)"):
+        ops.matmul(g, a, b, plan=ops.MatmulPlan(1, 4, 1, 2, 1))
+
+
+def test_planner_steps_through_k_when_one_exchange_does_not_fit():
+    """A 16 x 4096 x 16 float32 product on 4 tiles of 200 KiB: A and B take 131 KiB per tile where they start, so a
+    plan that brings every tile its blocks in one exchange needs as much again; the planner steps over k instead,
+    the program compiles within memory (tensors live only while used) and is right. The same grid in one step is
+    refused at compile."""
+    dev = get_device("mk2", tiles=4, memory_per_tile=200 * 1024)
+    plan = ops.plan_matmul(dev, 16, 4096, 16, "float32")
+    assert plan.sk * plan.sn > 1 and plan.memory <= 0.85 * dev.memory_per_tile
+
+    def build(p):
+        g = Graph(dev)
+        a, b = mapped(g, (16, 4096), "float32", "A"), mapped(g, (4096, 16), "float32", "B")
+        prog, c, _ = ops.matmul(g, a, b, plan=p)
+        return Engine(g, prog), a, b, c
+
+    engine, a, b, c = build(plan)
+    assert engine.profile.memory.total.max() <= dev.memory_per_tile
+    x, y = RNG.uniform(-1, 1, (16, 4096)).astype(np.float32), RNG.uniform(-1, 1, (4096, 16)).astype(np.float32)
+    engine.write(a, x)
+    engine.write(b, y)
+    engine.run()
+    check_matmul(engine.read(c), x, y, "float32")
+    with pytest.raises(OutOfMemoryError):
+        build(ops.MatmulPlan(plan.pm, plan.pk, plan.pn))
+
+
 def test_matmul_check_is_not_vacuous():
     """The float16 check rejects a result accumulated in float16 (what the AMP unit avoids)."""
     x = RNG.uniform(0, 1, (8, 512)).astype(np.float16)
