@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.sparsity.formats import BlockPattern
-from ipu_model import Codelet, Copy, Execute, Graph, GraphError, Program, Sequence, Tensor, ops
+from ipu_model import Codelet, Copy, DynamicCopy, Execute, Graph, GraphError, Program, Repeat, Sequence, Tensor, ops
 from ipu_model.device import DeviceSpec
 from papers.popsparse.ipu_common import (
     META_BYTES,
@@ -51,6 +51,7 @@ class StaticPlan:
     n_splits: int
     estimate: float = 0.0  # cycles the planner expects
     memory: float = 0.0  # bytes it expects on the fullest tile
+    serial: int = 1  # serial steps over n: each step multiplies the resident W blocks by a column chunk of X
 
     @property
     def num_bands(self) -> int:
@@ -66,7 +67,8 @@ class StaticPlan:
 
     def describe(self) -> str:
         parts = sorted({len(c) - 1 for c in self.row_cuts})
-        return f"{self.num_bands} bands x {'/'.join(map(str, parts))} row parts x {self.n_splits} n-splits"
+        steps = f" in {self.serial} serial steps" if self.serial > 1 else ""
+        return f"{self.num_bands} bands x {'/'.join(map(str, parts))} row parts x {self.n_splits} n-splits{steps}"
 
 
 def _candidates(limit: int, top: int) -> list[int]:
@@ -122,13 +124,37 @@ def _worker_split(device, counts: np.ndarray, cols: int, b: int, dtype: str, psz
 
 
 def plan_static(device: DeviceSpec, pattern: BlockPattern, n: int, dtype: str = "float16") -> StaticPlan:
-    """Choose bands and n splits minimising the engine's cost formulas among plans that fit in tile memory."""
+    """Choose bands, n splits and serial steps over n minimising the engine's cost formulas among plans that fit in
+    tile memory. With serial steps, W's blocks are brought to their tiles once and stay; each step brings the
+    tiles a column chunk of X (a dynamic slice: the source tiles copy it out first), multiplies, reduces the bands
+    and copies the chunk into Y where it lives."""
+    b, nnz = pattern.block, pattern.nnz_blocks
+    m, k = pattern.shape
+    if nnz == 0:
+        raise GraphError("static sparse matmul: the pattern has no non-zero blocks")
+    best: StaticPlan | None = None
+    for serial in (v for v in (1, 2, 4, 8, 16, 32, 64) if n % v == 0):
+        found = _plan_static_chunks(device, pattern, n, serial, dtype)
+        if found is not None and (best is None or found.estimate < best.estimate):
+            best = found
+    if best is None:
+        raise GraphError(
+            f"static sparse matmul {m}x{k}x{n} (block {b}, {nnz} blocks, {dtype}) does not fit on {device.name} "
+            "with any plan"
+        )
+    return best
+
+
+def _plan_static_chunks(
+    device: DeviceSpec, pattern: BlockPattern, n: int, serial: int, dtype: str
+) -> StaticPlan | None:
+    """The best plan with `serial` steps over n (None: none fits)."""
     b, (rb, cb), nnz = pattern.block, pattern.grid, pattern.nnz_blocks
     m, k = pattern.shape
     isz = np.dtype(dtype).itemsize
-    if nnz == 0:
-        raise GraphError("static sparse matmul: the pattern has no non-zero blocks")
-    sources = (nnz * b * b + k * n) * isz / device.tiles  # W and X, spread over the tiles before the exchange
+    n_full, n = n, n // serial  # below, n is one step's columns
+    sources = (nnz * b * b + k * n_full) * isz / device.tiles  # W and X, spread over the tiles before the exchange
+    x_sent = k * n * isz / device.tiles  # what a tile sends of one step's X chunk (X's rows are spread)
     best: StaticPlan | None = None
     col_counts = np.bincount(pattern.cols, minlength=cb)
     for want_bands in _candidates(cb, device.tiles):
@@ -150,23 +176,30 @@ def plan_static(device: DeviceSpec, pattern: BlockPattern, n: int, dtype: str = 
             xw = np.repeat(width, parts)
             vertex = _worker_estimate(device, nz, rows, cols, b, dtype, psz)
             received = nz * b * b * isz + xw * cols * isz
-            cycles = device.sync_cycles + np.ceil(np.maximum(received, sources) / device.exchange_bytes_per_cycle)
-            cycles = float(np.max(cycles + vertex))
+            xrate, sync = device.exchange_bytes_per_cycle, device.sync_cycles
+            if serial == 1:
+                cycles = sync + np.ceil(np.maximum(received, sources) / xrate)
+                cycles = float(np.max(cycles + vertex))
+            else:  # W once; per step the X chunk (sent and sliced on its source tiles) and the product
+                w_in = nz * b * b * isz
+                cycles = sync + float(np.ceil(max(float(np.max(w_in)), nnz * b * b * isz / device.tiles) / xrate))
+                step = sync + np.ceil(np.maximum(xw * cols * isz, x_sent) / xrate) + vertex
+                step = step + np.ceil(2 * x_sent / device.memory_bytes_per_cycle)
+                cycles += serial * float(np.max(step))
             memory = received + nz * META_BYTES + rows * b * cols * psz + sources + 8 * (xw + 2 * rows)
             memory = float(np.max(memory))
             if nb > 1:
-                cycles += reduce_cycles(device, nb, m * n, dtype, sent=float(np.max(rows)) * b * cols * 4)
+                cycles += serial * reduce_cycles(device, nb, m * n, dtype, sent=float(np.max(rows)) * b * cols * 4)
                 memory += reduce_memory(device, nb, m * n, dtype)
+            if serial > 1:  # Y whole, and the copy of each step's chunk into it (on-tile: a load and a store)
+                chunk = -(-m * n // device.tiles) if nb > 1 else float(np.max(rows)) * b * cols
+                memory += m * n_full * isz / device.tiles
+                cycles += serial * float(np.ceil(2 * chunk * isz / device.memory_bytes_per_cycle))
             if memory > MEMORY_FRACTION * device.memory_per_tile:
                 continue
             if best is None or cycles < best.estimate:
                 row_cuts = tuple(tuple(int(v) for v in c) for c in cuts)
-                best = StaticPlan(tuple(int(v) for v in bounds), row_cuts, s, cycles, memory)
-    if best is None:
-        raise GraphError(
-            f"static sparse matmul {m}x{k}x{n} (block {b}, {nnz} blocks, {dtype}) does not fit on {device.name} "
-            "with any plan"
-        )
+                best = StaticPlan(tuple(int(v) for v in bounds), row_cuts, s, cycles, memory, serial)
     return best
 
 
@@ -259,7 +292,10 @@ def static_sparse_matmul(
         raise GraphError(
             f"{name}: plan {plan.describe()} does not fit a {rb} x {cb} block grid on {graph.num_tiles} tiles"
         )
-    nb, s_count = plan.num_bands, plan.n_splits
+    nb, s_count, serial = plan.num_bands, plan.n_splits, plan.serial
+    if serial < 1 or n % serial:
+        raise GraphError(f"{name}: {serial} serial steps must cut n={n} into equal chunks")
+    n_full, n = n, n // serial  # below, n is one step's columns
     bounds = np.asarray(plan.bands)
     base = np.concatenate([[0], np.cumsum([len(c) - 1 for c in plan.row_cuts])])
     # host side: each block's tile group (band, row part), then blocks ordered by group, row, column
@@ -286,11 +322,19 @@ def static_sparse_matmul(
         xb = graph.add_variable((groups_j, rows_j, n), dtype, f"{name}/x_band{j}")
         tiles = (base[j] + np.arange(groups_j))[:, None, None] * s_count + split_of_col[None, None, :]
         xb.var.tile[:] = np.broadcast_to(tiles, xb.shape).reshape(-1)
-        pairs.append((x[bounds[j] * b : bounds[j + 1] * b].expand_dims(0).broadcast_to(xb.shape), xb))
         xbufs.append(xb)
+
+    def x_pairs(t: int) -> list[tuple[Tensor, Tensor]]:  # step t's column chunk of X, band j's rows to band j
+        return [
+            (x[bounds[j] * b : bounds[j + 1] * b, t * n : (t + 1) * n].expand_dims(0).broadcast_to(xb.shape), xb)
+            for j, xb in enumerate(xbufs)
+        ]
+
     # outputs: Y itself with one band, else float32 partials per band
     target_dtype = dtype if nb == 1 else PARTIAL_DTYPE
-    target = graph.add_variable((nb, m, n), target_dtype, f"{name}/{'Y' if nb == 1 else 'partials'}")
+    target = graph.add_variable(
+        (nb, m, n), target_dtype, f"{name}/{'partials' if nb > 1 else 'Y' if serial == 1 else 'Y_chunk'}"
+    )
     row_group = np.concatenate(
         [base[j] + np.repeat(np.arange(len(c) - 1), np.diff(c)) for j, c in enumerate(plan.row_cuts)]
     )
@@ -333,8 +377,32 @@ def static_sparse_matmul(
                     x=xbufs[j][r, :, p0:p1],
                     out=target[j, r0 * b : r1 * b, p0:p1],
                 )
-    steps: list[Program] = [Copy([p for p, _ in pairs], [q for _, q in pairs], name=f"{name}/exchange"), Execute(cs)]
+    if serial == 1:
+        pairs += x_pairs(0)
+        steps: list[Program] = [
+            Copy([p for p, _ in pairs], [q for _, q in pairs], name=f"{name}/exchange"),
+            Execute(cs),
+        ]
+        if nb == 1:
+            return Sequence(*steps, name=name), target[0], plan
+        red, y = ops.reduce(graph, target, axis=0, op="add", out_dtype=dtype, name=f"{name}/reduce")
+        return Sequence(*steps, red, name=name), y, plan
+    # serial steps over n: W's blocks come once and stay; each step brings a chunk of X (a dynamic slice)
+    w_copy = Copy([p for p, _ in pairs], [q for _, q in pairs], name=f"{name}/exchange_w")
+    load = DynamicCopy(
+        [Copy([p for p, _ in x_pairs(t)], [q for _, q in x_pairs(t)]) for t in range(serial)],
+        name=f"{name}/exchange_x",
+    )
+    finish: list[Program] = []
     if nb == 1:
-        return Sequence(*steps, name=name), target[0], plan
-    red, y = ops.reduce(graph, target, axis=0, op="add", out_dtype=dtype, name=f"{name}/reduce")
-    return Sequence(*steps, red, name=name), y, plan
+        chunk = target[0]
+    else:
+        chunk = graph.add_variable((m, n), dtype, f"{name}/Y_chunk")
+        graph.map_linearly(chunk)
+        red, chunk = ops.reduce(graph, target, axis=0, op="add", out_dtype=dtype, name=f"{name}/reduce", out=chunk)
+        finish.append(red)
+    y = graph.add_variable((m, n_full), dtype, f"{name}/Y")
+    y.var.tile[:] = np.tile(chunk.tiles(), (1, serial)).reshape(-1)  # each column chunk where its step leaves it
+    assemble = DynamicCopy([Copy(chunk, y[:, t * n : (t + 1) * n]) for t in range(serial)], name=f"{name}/assemble")
+    step = Sequence(load, Execute(cs), *finish, assemble, name=f"{name}/n_step")
+    return Sequence(w_copy, Repeat(serial, step, name=f"{name}/n_loop"), name=name), y, plan

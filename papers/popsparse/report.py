@@ -283,9 +283,9 @@ def tables(cfg, ipu_rows: list[dict], cpu_cells: list[dict], device_name: str) -
                 paper_rows,
                 caption="Best FLOP/s over the batch n in both. The cost model was not tuned to these numbers: the "
                 "ratio sim/paper is an out-of-sample check of ipu_model. The simulated dense matmul (ipu_model.ops."
-                "matmul: one exchange, no serialisation over k) runs out of tile memory at large n, so best-over-n "
-                "can compare sparse at a larger n than dense; the 'dense's n' columns compare at the n where "
-                "dense is fastest.",
+                "matmul) steps through k and n serially where one exchange does not fit, so it runs at every n of "
+                "the sweep; a sparse cell that does not fit at some n is left out of its best. The 'dense's n' "
+                "columns compare at the n where dense is fastest.",
             )
         )
         out.append(

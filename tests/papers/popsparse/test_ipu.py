@@ -72,6 +72,39 @@ def test_static_bands_reduce_partials(dtype):
     assert any(s.name.endswith("/reduce") for s in engine.profile.steps.values())
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize(
+    "plan",
+    [
+        StaticPlan(bands=(0, 16), row_cuts=((0, 5, 12),), n_splits=2, serial=2),
+        StaticPlan(bands=(0, 3, 10, 16), row_cuts=((0, 12), (0, 5, 12), (0, 2, 7, 12)), n_splits=2, serial=4),
+    ],
+    ids=["one band", "three bands"],
+)
+def test_static_serial_steps_over_n(plan, dtype):
+    """Serial steps over n: W's blocks are exchanged once, each step brings a column chunk of X (one exchange
+    program run once per step) and runs the same product; the result is right and every FLOP is done once."""
+    matrix, x = _problem(96, 128, 24, 8, 0.3, dtype, seed=4)
+    out, engine, _, _ = _run_static(matrix, x, plan)
+    _check(out, matrix, x, dtype)
+    steps = {s.name: s for s in engine.profile.steps.values()}
+    assert steps["static/exchange_w"].runs == 1 and steps["static/exchange_x"].runs == plan.serial
+    assert steps["static/multiply"].runs == plan.serial
+    assert steps["static/multiply"].flops == 2 * matrix.pattern.nnz_blocks * 8 * 8 * 24
+
+
+def test_planner_steps_over_n_when_one_step_does_not_fit():
+    """On 16 tiles of 48 KiB a 64 x 64 x 1024 float32 product at density 1/4 fits only in serial steps over n;
+    the program compiles within memory and is right."""
+    device = get_device("mk2", tiles=16, memory_per_tile=48 * 1024)
+    matrix, x = _problem(64, 64, 1024, 4, 1 / 4, "float32")
+    plan = plan_static(device, matrix.pattern, 1024, "float32")
+    assert plan.serial > 1
+    out, engine, _, _ = _run_static(matrix, x, plan, device)
+    _check(out, matrix, x, "float32")
+    assert engine.profile.memory.total.max() <= device.memory_per_tile
+
+
 def test_static_empty_rows_and_skewed_pattern():
     """Rows and a whole band without blocks still produce (zero) output."""
     mask = np.zeros((8, 8), bool)
