@@ -282,11 +282,7 @@ class CompiledProgram:
             if isinstance(p, If | RepeatWhileTrue):
                 control.add(id(p.predicate.var))
             elif isinstance(p, Execute):
-                reads, writes = set(), set()
-                for v in p.compute_set.vertices:
-                    for f, t in v.fields.items():
-                        (writes if f in v.codelet.writes else reads).add(id(t.var))
-                steps.append((id(p.compute_set), reads, writes))
+                steps.append((id(p.compute_set), *self._accesses(p)))
             elif isinstance(p, Copy | DynamicCopy):
                 steps.append((p.id, *self._accesses(p)))
         changed = bool(control)
