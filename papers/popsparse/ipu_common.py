@@ -5,9 +5,11 @@ Cost of a vertex multiplying blocks. The engine's default estimate counts each f
 dense vertex but not a sparse one: a worker multiplying a list of b x b blocks into a [rows, cols] output reads,
 for every block, the block (b*b values), its meta-information and the b x cols slice of X the block multiplies; it
 writes each output row it owns once (float32 partials accumulate in registers along a row's blocks). So the
-block-product codelets give the engine the same default formula (`cost.default_vertex_cycles`: launch overhead +
-the larger of arithmetic and memory time on one worker) with those bytes. Nothing is fitted: with b = 1 the
-vertex is memory-bound (1 byte per FLOP in float16), with b = 16 it is arithmetic-bound, as the formula says.
+block-product codelets of b = 4, 8, 16 give the engine the same default formula (`cost.default_vertex_cycles`:
+launch overhead + the larger of arithmetic and memory time on one worker) with those bytes; at b = 16 it is
+arithmetic-bound. For b = 1 that formula would charge the memory rate (1 byte per FLOP in float16), far cheaper
+than the IPU's element-wise codelet is: b = 1 takes Graphcore's published cycle estimate for that codelet
+(`elementwise_cycles`), about 5 FLOP per tile cycle in half precision. Nothing is fitted to the paper.
 """
 
 from __future__ import annotations

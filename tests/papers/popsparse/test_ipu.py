@@ -11,7 +11,7 @@ import pytest
 from core.sparsity.formats import BlockPattern, BlockSparseMatrix
 from ipu_model import DeviceToHost, Engine, Graph, GraphError, HostToDevice, Sequence, get_device
 from papers.popsparse.ipu import CellCache, simulate_cell, speedups
-from papers.popsparse.ipu_common import balanced_cuts, block_product_cycles, program_cycles
+from papers.popsparse.ipu_common import balanced_cuts, block_product_cycles, elementwise_cycles, program_cycles
 from papers.popsparse.ipu_dynamic import assign_buckets, dynamic_sparse_matmul, plan_dynamic
 from papers.popsparse.ipu_static import StaticPlan, plan_static, static_sparse_matmul
 
@@ -225,6 +225,32 @@ def test_dynamic_program_does_not_depend_on_the_pattern():
 
 
 # ----------------------------------------------------------------------------------------------------- helpers
+def test_elementwise_cycles_follow_graphcores_published_estimate():
+    """poplibs PerformanceEstimation.hpp, sparseDenseElementwiseMultiply, worked by hand: worker cycles =
+    overhead + (x overhead + inner) * rows, times 6 contexts, plus 120 supervisor cycles (one bucket)."""
+    dev = get_device("mk2")
+    cases = [
+        # half, 8 columns, 2 rows, 5 non-zeros a row: 25 + (15 + 3 * 5) * 2 = 85
+        (10, 2, 8, "float16", 85 * 6 + 120),
+        # float, 4 columns, 3 rows, 2 a row: 22 + (13 + 3 * 2) * 3 = 79
+        (6, 3, 4, "float32", 79 * 6 + 120),
+        # half, 20 columns (two of 8, one of 4), 1 row of 4: 30 + (11 + (16 + 2 * 3 * 4) + (13 + 2 * 4)) = 102
+        (4, 1, 20, "float16", 102 * 6 + 120),
+        # float, 7 columns, 2 rows of 1: 27 + (12 + (12 + 3) + (8 + 3 * 2) + (8 + 2) + 3) * 2 = 135
+        (2, 2, 7, "float32", 135 * 6 + 120),
+    ]
+    for nz, rows, cols, dtype, want in cases:
+        assert elementwise_cycles(dev, nz, rows, cols, dtype) == want, (nz, rows, cols, dtype)
+        assert block_product_cycles(dev, nz, 1, rows, cols, dtype, out_bytes=4) == want  # b = 1 uses it
+    got = elementwise_cycles(dev, np.array([10, 4]), np.array([2, 1]), np.array([8, 20]), "float16")
+    np.testing.assert_array_equal(got, [85 * 6 + 120, 102 * 6 + 120])  # vectorised alike
+    # far below the AMP: a long row of half non-zeros costs 3 x 6 tile cycles per 8 columns, 16 FLOP each
+    per_nonzero = (
+        elementwise_cycles(dev, 2000, 1, 8, "float16") - elementwise_cycles(dev, 1000, 1, 8, "float16")
+    ) / 1000
+    assert per_nonzero == 18 and 16 / per_nonzero < 128 / 16
+
+
 def test_balanced_cuts_and_cost_helpers():
     cuts = balanced_cuts(np.array([5, 0, 0, 0, 1, 1, 1, 1]), 3)
     assert cuts[0] == 0 and cuts[-1] == 8 and np.all(np.diff(cuts) > 0)
