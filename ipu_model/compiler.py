@@ -135,6 +135,7 @@ class CompiledProgram:
         self.copies: dict[int, CopyPlan] = {}
         self.host_bytes: dict[int, np.ndarray] = {}
         self.control: set[int] = set()
+        self._access_cache: dict[tuple, tuple[set[int], set[int]]] = {}  # by compute set (`_accesses`)
         self._compile()
 
     def _mapping(self, var: Variable) -> _Mapping:
@@ -161,7 +162,8 @@ class CompiledProgram:
                 if id(p.compute_set) not in self.compute:
                     self.compute[id(p.compute_set)] = self._plan_compute(p.compute_set)
             elif isinstance(p, Copy):
-                self.copies[p.id] = self._plan_copy(p)
+                self.copies[p.id], code = self._plan_copy(p)
+                self.memory.exchange_code += code
             elif isinstance(p, DynamicCopy):
                 self.copies[p.id] = self._plan_dynamic_copy(p)
             elif isinstance(p, HostToDevice | DeviceToHost):
@@ -259,7 +261,6 @@ class CompiledProgram:
     def _live_memory(self) -> None:
         """Each tile's peak of live tensor bytes (memory.variables) and the step where it peaks."""
         n = self.device.tiles
-        self._access_cache: dict[tuple, tuple[set[int], set[int]]] = {}
         self.lifetimes = self._lifetimes()
         starts = np.unique([a for a, _ in self.lifetimes.values()] + [0])
         delta = np.zeros((len(starts) + 1, n))
@@ -403,8 +404,9 @@ class CompiledProgram:
                         "compute set (a race on hardware); split them into two compute sets"
                     )
 
-    def _plan_copy(self, p: Copy, charge_code: bool = True):
-        """Traffic of a Copy, computed over runs of consecutive elements (one per row for row-contiguous views)."""
+    def _plan_copy(self, p: Copy) -> tuple[CopyPlan, np.ndarray]:
+        """Traffic of a Copy, computed over runs of consecutive elements (one per row for row-contiguous views), and
+        the exchange code it needs per tile."""
         n, dev = self.device.tiles, self.device
         bytes_in, local, regions_in, regions_out = (np.zeros(n) for _ in range(4))
         sent: dict[int, tuple[Variable, list]] = {}
@@ -434,18 +436,15 @@ class CompiledProgram:
             covered = np.cumsum(edges[: var.size]) > 0
             bytes_out += np.bincount(var.tile[covered], minlength=n) * var.dtype.itemsize
         code = (regions_in + regions_out) * dev.exchange_code_bytes_per_region
-        if charge_code:
-            self.memory.exchange_code += code
         local_cycles = np.ceil(2 * local / dev.memory_bytes_per_cycle)  # a load and a store per byte
-        plan = CopyPlan(bytes_in, bytes_out, local_cycles, bool(bytes_in.any()))
-        return plan if charge_code else (plan, code)
+        return CopyPlan(bytes_in, bytes_out, local_cycles, bool(bytes_in.any())), code
 
     def _plan_dynamic_copy(self, p: DynamicCopy) -> list[CopyPlan]:
         """One plan per variant, each charged the slicing copy of what its source tiles send (a load and a store
         per byte); the exchange code of the largest variant."""
         plans, code = [], np.zeros(self.device.tiles)
         for v in p.variants:
-            plan, v_code = self._plan_copy(v, charge_code=False)
+            plan, v_code = self._plan_copy(v)
             plan.local_cycles = plan.local_cycles + np.ceil(2 * plan.bytes_out / self.device.memory_bytes_per_cycle)
             plans.append(plan)
             code = np.maximum(code, v_code)

@@ -240,22 +240,35 @@ def _cast_codelet(out_dtype: str) -> Codelet:
     key = ("cast", out_dtype)
     if key not in _CODELETS:
         _CODELETS[key] = Codelet(
-            f"cast_{out_dtype}", lambda a: {"out": a.astype(out_dtype)}, ("a",), ("out",), flops=lambda a, out: 0
+            f"cast_{out_dtype}",
+            lambda a: {"out": a.astype(out_dtype)},
+            ("a",),
+            ("out",),
+            flops=lambda a, out: math.prod(a),
         )
     return _CODELETS[key]
 
 
 def cast(graph: Graph, src: Tensor, dst: Tensor, name: str = "cast") -> Program:
-    """dst = src cast to dst's dtype where the elements live (dst mapped like src): one compute set, each tile's
-    elements split over its workers."""
-    if src.shape != dst.shape or not np.array_equal(src.tiles(), dst.tiles()):
-        raise GraphError(f"cast {src.name!r} -> {dst.name!r}: the two must have one shape and one tile mapping")
-    cs = graph.add_compute_set(name)
+    """dst = src cast to dst's dtype where src lives: one compute set. Both are 2-d views of one shape and one tile
+    mapping whose rows come in blocks, every row of a block mapped alike (column ranges on tiles), as a block-mapped
+    matrix is; each (row block, tile) gets one vertex per worker over a share of its columns."""
+    if src.shape != dst.shape or len(src.shape) != 2 or not np.array_equal(src.tiles(), dst.tiles()):
+        raise GraphError(f"cast {src.name!r} -> {dst.name!r}: need 2-d views of one shape and one tile mapping")
     code = _cast_codelet(dst.dtype.name)
-    a, out = src.flatten(), dst.flatten()
-    for tile, positions in tile_ranges(out).items():
-        for chunk in _worker_chunks(positions, graph.device.workers):
-            graph.add_vertex(cs, code, tile, a=a[chunk], out=out[chunk])
+    cs = graph.add_compute_set(name)
+    tiles = src.tiles()
+    rows_tile = tiles[:, 0]
+    starts = np.flatnonzero(np.concatenate([[True], rows_tile[1:] != rows_tile[:-1]]))
+    ends = np.concatenate([starts[1:], [len(rows_tile)]])
+    for r0, r1 in zip(starts.tolist(), ends.tolist(), strict=True):
+        col_tiles = tiles[r0]
+        c_starts = np.flatnonzero(np.concatenate([[True], col_tiles[1:] != col_tiles[:-1]]))
+        c_ends = np.concatenate([c_starts[1:], [len(col_tiles)]])
+        for c0, c1 in zip(c_starts.tolist(), c_ends.tolist(), strict=True):
+            parts = [c0 + v for v in _splits(c1 - c0, min(graph.device.workers, c1 - c0))]
+            for a, b in itertools.pairwise(parts):
+                graph.add_vertex(cs, code, int(col_tiles[c0]), a=src[r0:r1, a:b], out=dst[r0:r1, a:b])
     return Execute(cs)
 
 
@@ -466,25 +479,23 @@ def matmul(
         executes.append(Execute(cs))
     # what turns one column chunk's partials into C's values (built once, run per chunk)
     finish: list[Program] = []
-    if direct:
-        chunk = None
-    elif pk > 1:
-        chunk = graph.add_variable((m, nc), out_dtype, f"{name}/C" if sn == 1 else f"{name}/C_chunk")
-        graph.map_linearly(chunk)
-        red, chunk = reduce(graph, target, axis=0, op="add", out_dtype=out_dtype, name=f"{name}/reduce", out=chunk)
-        finish.append(red)
-    elif target_dtype != out_dtype:
-        chunk = like(graph, target[0], out_dtype, name=f"{name}/C" if sn == 1 else f"{name}/C_chunk")
-        finish.append(cast(graph, target[0], chunk, name=f"{name}/cast"))
-    else:
-        chunk = target[0]
-    if direct:
-        pass
-    elif sn == 1:
-        c = chunk
-    else:
-        c = graph.add_variable((m, n), out_dtype, f"{name}/C")
-        c.var.tile[:] = np.tile(chunk.tiles(), (1, sn)).reshape(-1)
+    if not direct:
+        chunk_name = f"{name}/C" if sn == 1 else f"{name}/C_chunk"
+        if pk > 1:
+            chunk = graph.add_variable((m, nc), out_dtype, chunk_name)
+            graph.map_linearly(chunk)
+            red, chunk = reduce(graph, target, axis=0, op="add", out_dtype=out_dtype, name=f"{name}/reduce", out=chunk)
+            finish.append(red)
+        elif target_dtype != out_dtype:
+            chunk = like(graph, target[0], out_dtype, name=chunk_name)
+            finish.append(cast(graph, target[0], chunk, name=f"{name}/cast"))
+        else:
+            chunk = target[0]
+        if sn == 1:
+            c = chunk
+        else:
+            c = graph.add_variable((m, n), out_dtype, f"{name}/C")
+            c.var.tile[:] = np.tile(chunk.tiles(), (1, sn)).reshape(-1)
     if sk == 1 and sn == 1:  # one step: a static exchange, the product, the reduction if k is split over tiles
         exchange = Copy(
             [a.expand_dims(0).broadcast_to((pn, m, k)), b.expand_dims(0).broadcast_to((pm, k, n))],

@@ -1,5 +1,5 @@
 """What the static and dynamic block-sparse matmuls on the simulated IPU share: the block-product codelets' cost,
-near-equal and balanced splits, the cost of the cross-tile reduction, a local cast, and cycles of a sub-program.
+near-equal and balanced splits, the cost of the cross-tile reduction, and cycles of a sub-program.
 
 Cost of a vertex multiplying blocks. The engine's default estimate counts each field's bytes once, which fits a
 dense vertex but not a sparse one: a worker multiplying a list of b x b blocks into a [rows, cols] output reads,
@@ -18,9 +18,9 @@ import math
 
 import numpy as np
 
-from ipu_model import Codelet, Graph, Program, Tensor
+from ipu_model import Program
 from ipu_model.device import DeviceSpec
-from ipu_model.programs import Execute, walk
+from ipu_model.programs import walk
 
 META_BYTES = 4  # meta-information per block on a tile: its output row and input column, two uint16s
 PARTIAL_DTYPE = "float32"  # partial sums of a band or a bucket (float16 products accumulate in float32)
@@ -126,41 +126,6 @@ def reduce_memory(device: DeviceSpec, parts: int, elements: int, out_dtype: str)
     """Bytes per tile of `ops.reduce`'s staged partials and its result."""
     per_tile = -(-elements // device.tiles)
     return per_tile * (parts * 4 + np.dtype(out_dtype).itemsize)
-
-
-def _cast(out_dtype: str) -> Codelet:
-    return Codelet(
-        f"cast_{out_dtype}",
-        lambda a: {"out": a.astype(out_dtype)},
-        ("a",),
-        ("out",),
-        flops=lambda a, out: math.prod(a),
-    )
-
-
-_CASTS: dict[str, Codelet] = {}
-
-
-def local_cast(graph: Graph, src: Tensor, dst: Tensor, name: str) -> Program:
-    """dst = src cast to dst's dtype, where src lives (dst must be mapped like src): one compute set, each tile's
-    rows split over its workers. Both are 2-d views with contiguous rows, grouped by tile in row blocks."""
-    code = _CASTS.setdefault(dst.dtype.name, _cast(dst.dtype.name))
-    cs = graph.add_compute_set(name)
-    tiles = src.tiles()
-    # one vertex per (tile, worker): rows of a [rows, cols] block on one tile, column ranges split over workers
-    rows_tile = tiles[:, 0]
-    starts = np.flatnonzero(np.concatenate([[True], rows_tile[1:] != rows_tile[:-1]]))
-    ends = np.concatenate([starts[1:], [len(rows_tile)]])
-    for r0, r1 in zip(starts.tolist(), ends.tolist(), strict=True):
-        col_tiles = tiles[r0]
-        c_starts = np.flatnonzero(np.concatenate([[True], col_tiles[1:] != col_tiles[:-1]]))
-        c_ends = np.concatenate([c_starts[1:], [len(col_tiles)]])
-        for c0, c1 in zip(c_starts.tolist(), c_ends.tolist(), strict=True):
-            tile = int(col_tiles[c0])
-            parts = splits(c1 - c0, min(graph.device.workers, c1 - c0)) + c0
-            for a, b in zip(parts[:-1].tolist(), parts[1:].tolist(), strict=True):
-                graph.add_vertex(cs, code, tile, a=src[r0:r1, a:b], out=dst[r0:r1, a:b])
-    return Execute(cs)
 
 
 def program_cycles(engine, program: Program) -> float:

@@ -41,7 +41,6 @@ from ipu_model.graph import Tensor
 from papers.popsparse.ipu_common import (
     PARTIAL_DTYPE,
     block_product_cycles,
-    local_cast,
     reduce_cycles,
     reduce_memory,
     splits,
@@ -419,7 +418,7 @@ def dynamic_sparse_matmul(
     else:
         y = graph.add_variable((m, n), dtype, f"{name}/y")
         y.var.tile[:] = partial.var.tile
-        finish = local_cast(graph, partial[0], y, f"{name}/cast")
+        finish = ops.cast(graph, partial[0], y, f"{name}/cast")
     distribute = Copy(x.expand_dims(0).broadcast_to(xbuf.shape), xbuf, name=f"{name}/distribute")
     streams = (f"{name}/values", f"{name}/meta", f"{name}/overflow")
     upload = Sequence(*(HostToDevice(s, t) for s, t in zip(streams, (vals[0], meta[0], flags), strict=True)))

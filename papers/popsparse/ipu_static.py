@@ -389,10 +389,11 @@ def static_sparse_matmul(
         return Sequence(*steps, red, name=name), y, plan
     # serial steps over n: W's blocks come once and stay; each step brings a chunk of X (a dynamic slice)
     w_copy = Copy([p for p, _ in pairs], [q for _, q in pairs], name=f"{name}/exchange_w")
-    load = DynamicCopy(
-        [Copy([p for p, _ in x_pairs(t)], [q for _, q in x_pairs(t)]) for t in range(serial)],
-        name=f"{name}/exchange_x",
-    )
+    variants = []
+    for t in range(serial):
+        step_pairs = x_pairs(t)
+        variants.append(Copy([p for p, _ in step_pairs], [q for _, q in step_pairs]))
+    load = DynamicCopy(variants, name=f"{name}/exchange_x")
     finish: list[Program] = []
     if nb == 1:
         chunk = target[0]
