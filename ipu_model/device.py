@@ -11,6 +11,14 @@ Mk2 GC200 (Graphcore IPU-M2000 / GC200 product brief, [GC200] in ipu_model/READM
     ~8 TB/s all-to-all exchange -> 8e12 / (1472 x 1.33e9) = 4.1, i.e. 4 bytes/cycle/tile;
     global sync ~600 cycles per exchange phase (approximate, no primary source: [SYNC] in ipu_model/README.md);
     PCIe Gen4 x16 host link, 64 GB/s (both directions together).
+AMP conv units per tile (Poplar's Target::getFp16InFp16OutConvUnitsPerTile and its siblings, closed source): each
+    unit does 4 half (2 float) multiply-accumulates per cycle, so Mk2's 128 / 32 FLOP/cycle are 16 float16.float16
+    and 8 float32.float32 units. float16 inputs with float32 partials: 8 units, an assumption from two pieces of
+    public evidence in poplibs: the 16x16 block-sparse assembler codelets have a two-AMP-set variant for half
+    partials only (lib/popsparse/codelets/asm/Block16x16SparseDenseMatMul_half_half_2ampsets.S, none for
+    half_float), and tools/single_conv_layer.cpp widens float16.float32 units only when it widens the load path
+    ("adjust 16.32 units to remove restriction based on store width": min(fp16.16 units, pipeline depth x float32
+    stores per cycle)). Mk1: 8 / 8 / 4 (124.5 TFLOP/s "mixed precision").
 Bow (Bow IPU product brief): the Mk2 tile at 1.85 GHz (wafer-on-wafer power delivery), hence 350 TFLOP/s FP16;
     per-cycle figures as Mk2.
 Mk1 GC2 (Graphcore C2 card product brief; Jia et al. 2019, "Dissecting the Graphcore IPU architecture via
@@ -43,6 +51,12 @@ class DeviceSpec:
     memory_per_tile: int = 624 * KIB  # bytes of SRAM
     clock_hz: float = 1.33e9
     flops_per_cycle: dict[str, int] = field(default_factory=lambda: {"float16": 128, "float32": 32})
+    # AMP conv units per tile by "input.partials" type (Poplar's Target::get*ConvUnitsPerTile; see README): 4 half
+    # (2 float) MACs each per cycle. float16.float16 and float32.float32 follow from the FLOP rates above;
+    # float16.float32 is an assumption (see the module docstring)
+    conv_units: dict[str, int] = field(
+        default_factory=lambda: {"float16.float16": 16, "float16.float32": 8, "float32.float32": 8}
+    )
     memory_bytes_per_cycle: int = 24  # loads + stores a tile's SRAM serves per cycle (all workers together)
     exchange_bytes_per_cycle: int = 4  # bytes a tile can send (and, at once, receive) per cycle
     sync_cycles: int = 600  # one global sync, paid before every exchange phase
@@ -60,6 +74,8 @@ class DeviceSpec:
         check_range("device.clock_hz", self.clock_hz, gt=0)
         for dtype, rate in self.flops_per_cycle.items():
             check_range(f"device.flops_per_cycle.{dtype}", rate, gt=0)
+        for types, units in self.conv_units.items():
+            check_range(f"device.conv_units.{types}", units, gt=0)
         for name in ("memory_bytes_per_cycle", "exchange_bytes_per_cycle", "host_bytes_per_second"):
             check_range(f"device.{name}", getattr(self, name), gt=0)
         for name in ("sync_cycles", "vertex_overhead_cycles", "vertex_state_bytes", "field_state_bytes"):
@@ -75,6 +91,14 @@ class DeviceSpec:
             allowed = ", ".join(sorted(self.flops_per_cycle))
             raise ValueError(f"no FLOP rate for dtype {dtype!r} on {self.name}: known dtypes are {allowed}")
         return self.flops_per_cycle[key]
+
+    def conv_units_per_tile(self, in_dtype: str, partials_dtype: str) -> int:
+        """AMP conv units of one tile for `in_dtype` inputs accumulating into `partials_dtype` partials."""
+        key = f"{_dtype_key(in_dtype)}.{_dtype_key(partials_dtype)}"
+        if key not in self.conv_units:
+            allowed = ", ".join(sorted(self.conv_units))
+            raise ValueError(f"no conv unit count for {key!r} on {self.name}: known are {allowed}")
+        return self.conv_units[key]
 
     def peak_flops(self, dtype: str) -> float:
         """Peak FLOP/s of the whole IPU."""
@@ -113,6 +137,7 @@ PRESETS: dict[str, DeviceSpec] = {
         memory_per_tile=256 * KIB,
         clock_hz=1.6e9,
         flops_per_cycle={"float16": 64, "float32": 16},
+        conv_units={"float16.float16": 8, "float16.float32": 8, "float32.float32": 4},
         memory_bytes_per_cycle=23,
     ),
 }
