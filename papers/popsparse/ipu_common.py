@@ -75,15 +75,106 @@ def elementwise_cycles(device: DeviceSpec, nonzeros, rows, cols, dtype: str):
 
 def block_product_cycles(device: DeviceSpec, blocks, block: int, rows, cols, dtype: str, out_bytes, meta=META_BYTES):
     """Cycles of one worker multiplying `blocks` b x b blocks by their b x `cols` slices of X into `rows` output
-    rows (each element written once, `out_bytes` bytes). b = 1: Graphcore's element-wise codelet estimate
-    (`elementwise_cycles`); larger blocks: the engine's default vertex formula over the bytes read (module
-    docstring)."""
-    if block == 1:
-        return elementwise_cycles(device, blocks, rows, cols, dtype)
+    rows (each element written once, `out_bytes` bytes): the engine's default vertex formula over the bytes read
+    (module docstring). Used where Graphcore publishes no estimate (the dynamic float32 16 x 16 codelet)."""
     isz = np.dtype(dtype).itemsize
     flops = 2 * blocks * block * block * cols
     nbytes = blocks * (block * block * isz + meta + block * cols * isz) + rows * cols * out_bytes
     return vertex_cycles(device, flops, nbytes, dtype)
+
+
+# poplibs lib/popsparse/StaticMatMulPartitioner.cpp, static_::matmulComputeCycles, block > 1 (per block size, per
+# dtype): header cycles, per-row "x retained" cycles, and the per-block worker cycles y(n) for n columns a worker
+_STATIC_BLOCK = {
+    (4, "float16"): (17, 1, lambda n: np.where(n <= 2, 7 + n, 13 + n)),
+    (4, "float32"): (13, 1, lambda n: 12 + (n - 1) * 4),
+    (8, "float16"): (13, 1, lambda n: 14 + (n - 1) * 2),
+    (8, "float32"): (13, 4, lambda n: 19 + (n - 1) * 8),
+    (16, "float16"): (13, 1, lambda n: 19 + (n - 1) * 4),
+    (16, "float32"): (16, 4, lambda n: np.where(n == 1, 29 * 2, (37 + (n - 1) * 8) * 2)),
+}
+WEIGHT_LOAD_BYTES_PER_CYCLE = 8  # the supervisor loads a block's coefficients into the AMP 64 bits at a time
+
+
+def static_cycles(device: DeviceSpec, blocks, block: int, rows, cols, dtype: str):
+    """Cycles of a static sparse x dense vertex (PopSparse's `StaticSparseDenseElementWise` for b = 1,
+    `StaticBlockSparseDenseMatMul` for b = 4, 8, 16): Graphcore's estimate for these codelets, poplibs
+    `lib/popsparse/StaticMatMulPartitioner.cpp`, `static_::matmulComputeCycles`, with the arguments its planner
+    passes. `rows`: output block-rows holding at least one of the `blocks` (the codelet's work list has an entry per
+    such row); `cols`: the vertex's columns of X.
+    - b = 1: a worker vertex over its own rows (k = ceil(blocks / rows) non-zeros per row) and all `cols`; the
+      estimate is the worker's cycles x `workers` (barrel-threaded contexts).
+    - b > 1: a supervisor vertex: the supervisor loads each block into the AMP, the six workers split `cols`
+      (n = ceil(cols / workers) each) and run it over their columns; cycles = 30 + header x workers + rows x
+      (x_retained x workers + 17 + k x (16 + coefficient load + y(n) x workers)). For float32 at b = 8 and 16 the
+      planner adds the zeroing of the float partials, (12 + ceil(bytes / 8 / workers)) x workers.
+    Vectorised over array arguments."""
+    w = device.workers
+    m = np.maximum(np.asarray(rows, np.int64), 1)
+    blocks = np.asarray(blocks, np.int64)
+    k = -(-blocks // m)
+    km1 = np.maximum(k - 1, 0)
+    n = np.asarray(cols, np.int64)
+    half = np.dtype(dtype) == np.float16
+    if block == 1:
+        if half:
+            general = 33 + m * (11 + (n // 8) * (14 + km1 * 3) + (n % 8 != 0) * (9 + km1 * 2))
+            cyc = np.where(n == 4, 31 + m * (7 + km1 * 2), np.where(n == 8, 31 + m * (8 + km1 * 3), general))
+        else:
+            general = 31 + m * (12 + (n // 4) * (10 + km1 * 3) + (n % 4 != 0) * (10 + km1 * 2))
+            cyc = np.where(n == 2, 29 + m * (5 + km1 * 2), np.where(n == 4, 30 + m * (6 + km1 * 3), general))
+        return np.where(blocks > 0, cyc * w, 33 * w).astype(np.float64)
+    header, x_retained, y_cycles = _STATIC_BLOCK[(block, np.dtype(dtype).name)]
+    nw = np.maximum(-(-n // w), 1)
+    coeff = block * block * np.dtype(dtype).itemsize // WEIGHT_LOAD_BYTES_PER_CYCLE
+    cyc = 30 + header * w + m * (x_retained * w + 17 + k * (16 + coeff + y_cycles(nw) * w))
+    if not half and block in (8, 16):  # the float32 partials are zeroed first
+        cyc = cyc + (12 + -(-(m * block * n * 4 * 8 // 64) // w)) * w  # 64-bit stores
+    return cyc.astype(np.float64)
+
+
+def dynamic_block_cycles(device: DeviceSpec, blocks, block: int, xblocks, cols, dtype: str):
+    """Cycles of a dynamic block-sparse x dense vertex for b = 4, 8, 16 with float32 partials (PopSparse's
+    `SparseDenseMatMulBlock`): Graphcore's estimate, poplibs `lib/popsparse/PerformanceEstimation.hpp`,
+    `sparseDenseBlockMultiply`, called as its planner calls it for the forward pass (FullyConnectedPlan.cpp,
+    OnTileMethod::ForwardAMPBlock: one bucket holding the tile's information, retainX, the workers splitting the
+    columns): `blocks` of the bucket over `xblocks` block-rows, `cols` the columns of one worker. The supervisor
+    loads every block's coefficients into the AMP, b^2 / 4 (half) or b^2 / 2 (float) cycles + 3 + 12 per load;
+    the workers take, per block and load, the inner overhead + cols x cycles per column. At b = 16 a float16 block
+    takes two loads when the tile has 8 conv units for float16 inputs with float32 partials (the device's
+    `conv_units`, an assumption on Mk2). Total: worker cycles x `workers` + supervisor cycles.
+
+    float32 at b = 16: the estimate's b = 16 branch is written for half inputs (poplibs has no float 16 x 16
+    dynamic assembler codelet, and the branch applied to float runs at twice the FP32 peak). The only published
+    float 16 x 16 block estimate is the static codelet's (two 16 x 8 passes, 2 (37 + 8 (n - 1)) worker cycles per
+    block for n columns, `static_cycles`), so its per-block worker cycles stand in: two loads of 29 + 8 n cycles
+    (the estimate subtracts 3 per load for retainX, so the inner overhead is 32), inside the dynamic estimate's
+    supervisor and overheads (worker overhead 23, as the float-partials b = 16 branch)."""
+    w = device.workers
+    blocks = np.asarray(blocks, np.int64)
+    xb = np.maximum(np.asarray(xblocks, np.int64), 1)
+    z = np.asarray(cols, np.int64)
+    half = np.dtype(dtype) == np.float16
+    loads = 1
+    if block == 4:
+        per_z, overhead = (2, 26) if half else (4, 26)
+        inner = np.where(z == 1, 17, np.where(z == 2, 18, 19)) if half else np.full(z.shape, 14)
+    elif block == 8:
+        per_z, overhead = (4, 20) if half else (8, 23)
+        inner = np.where(z == 1, 22, np.where(z == 2, 23 if half else 22, 23))
+    elif block == 16 and half:
+        loads = 2 if device.conv_units_per_tile(dtype, PARTIAL_DTYPE) == 8 else 1
+        per_z, overhead = 4, 23
+        inner = np.where(z == 1, 24, np.where(z == 2, 25, 24))
+    elif block == 16:  # float: the static float 16 x 16 codelet's worker cycles (docstring)
+        loads, per_z, overhead = 2, 8, 23
+        inner = np.full(z.shape, 32)
+    else:
+        raise ValueError(f"no dynamic block estimate for block size {block}: poplibs publishes 4, 8 and 16")
+    coeff = block * block // (4 if half else 2)
+    supervisor = 40 + 46 + 56 + blocks * (coeff + 3 + 12 * loads) + xb + 2  # one bucket, retainX
+    worker = overhead + blocks * loads * (inner + z * per_z - 3)
+    return (worker * w + supervisor).astype(np.float64)
 
 
 def splits(n: int, parts: int) -> np.ndarray:

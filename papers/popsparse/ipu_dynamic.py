@@ -40,7 +40,8 @@ from ipu_model.device import DeviceSpec
 from ipu_model.graph import Tensor
 from papers.popsparse.ipu_common import (
     PARTIAL_DTYPE,
-    block_product_cycles,
+    dynamic_block_cycles,
+    elementwise_cycles,
     reduce_cycles,
     reduce_memory,
     splits,
@@ -104,10 +105,14 @@ def _check(m: int, k: int, n: int, block: int, max_density: float) -> None:
 
 
 def _step_cycles(device, slots, block, rows, cols, dtype, init: bool):
-    """A worker's pass over `slots` bucket slots into its [rows, cols] float32 partial: the first step writes the
-    whole partial, later ones read and write the rows the slots can touch."""
+    """A pass over `slots` bucket slots into a worker's [rows, cols] float32 partial (`cols`: the worker's columns;
+    `init`: the first step, which writes the whole partial, later ones the rows the slots can touch). b = 1:
+    Graphcore's element-wise estimate for a worker; b = 4, 8, 16: its block estimate, which covers the tile's six
+    workers and the supervisor (`ipu_common.dynamic_block_cycles`)."""
     touched = rows if init else np.minimum(slots * block, rows)
-    return block_product_cycles(device, slots, block, touched, cols, dtype, out_bytes=4 if init else 8, meta=META_BYTES)
+    if block == 1:
+        return elementwise_cycles(device, slots, touched, cols, dtype)
+    return dynamic_block_cycles(device, slots, block, -(-touched // block), cols, dtype)
 
 
 def plan_dynamic(
@@ -131,8 +136,16 @@ def plan_dynamic(
     bucket = cap * (b * b * isz + META_BYTES)
     wc = np.minimum(w, cols)
     cw = -(-cols // wc)
-    first = _step_cycles(device, cap, b, mb * b, cw, dtype, init=True)
-    later = _step_cycles(device, cap, b, mb * b, cw, dtype, init=False)
+    cw_lo = np.maximum(cols // wc, 1)  # the program cuts the columns near-equally: workers get cw or cw_lo
+
+    def step_cycles(slots, init):  # the busiest worker's (the estimates are not monotonic in the columns)
+        return np.maximum(
+            _step_cycles(device, slots, b, mb * b, cw, dtype, init),
+            _step_cycles(device, slots, b, mb * b, cw_lo, dtype, init),
+        )
+
+    first = step_cycles(cap, True)
+    later = step_cycles(cap, False)
     xslice = kb * b * cols * isz
     sources = k * n * isz / device.tiles
     shift = device.sync_cycles + np.ceil(bucket / device.exchange_bytes_per_cycle)
@@ -148,7 +161,7 @@ def plan_dynamic(
     # partition is expected to exceed its Z buckets (binomial tail), as the paper's benchmark patterns are
     branch = device.sync_cycles + np.ceil(2 * 4 * partitions / device.memory_bytes_per_cycle)
     spill_shift = device.sync_cycles + np.ceil(spill * (b * b * isz + META_BYTES) / device.exchange_bytes_per_cycle)
-    spill_step = _step_cycles(device, spill, b, mb * b, cw, dtype, init=False)
+    spill_step = step_cycles(spill, False)
     overflowing = partitions * binom.sf(gz * cap, mb * kb, max_density)
     expected_rounds = (overflowing >= 0.5).astype(np.int64)
     round_cycles = branch + gz * (spill_shift + spill_step)

@@ -33,10 +33,10 @@ from papers.popsparse.ipu_common import (
     META_BYTES,
     PARTIAL_DTYPE,
     balanced_cuts,
-    block_product_cycles,
     reduce_cycles,
     reduce_memory,
     splits,
+    static_cycles,
 )
 
 MEMORY_FRACTION = 0.85  # of a tile's memory a plan may fill (vertex state, code and exchange code need the rest)
@@ -95,29 +95,39 @@ def _allocate(band_nz: np.ndarray, groups: int, max_parts: int) -> np.ndarray:
     return parts
 
 
-def _worker_estimate(device, nz, rows, cols, b, dtype, psz) -> np.ndarray:
-    """The busiest worker's cycles on tiles with `nz` blocks over `rows` block-rows and `cols` columns, for the best
-    split over workers (row parts x column parts). A row part is whole rows, so it may hold about one row's blocks
-    more than its share; a column part re-reads every block of its rows."""
+def _worker_estimate(device, nz, present, rows, cols, b, dtype) -> np.ndarray:
+    """The busiest vertex's cycles on tiles with `nz` blocks over `rows` block-rows (`present` of them holding
+    blocks) and `cols` columns. b > 1: one supervisor vertex whose six workers split the columns. b = 1: worker
+    vertices, for the best split (row parts x column parts): a row part is whole rows, so it may hold about one
+    row's blocks more than its share; a column part re-reads every block of its rows."""
+    if b > 1:
+        return static_cycles(device, nz, b, present, cols, dtype)
     best = None
     for wr in range(1, device.workers + 1):
         wr_eff = np.minimum(wr, rows)
         wc = np.minimum(device.workers // wr, cols)
         blocks = -(-nz // wr_eff) + np.where(wr_eff > 1, -(-nz // rows), 0)
-        cyc = block_product_cycles(device, blocks, b, -(-rows // wr_eff) * b, -(-cols // wc), dtype, out_bytes=psz)
+        per_row = -(-present // wr_eff)
+        cyc = np.maximum(  # the columns are cut near-equally: the estimate is not monotonic in them
+            static_cycles(device, blocks, b, per_row, -(-cols // wc), dtype),
+            static_cycles(device, blocks, b, per_row, np.maximum(cols // wc, 1), dtype),
+        )
         best = cyc if best is None else np.minimum(best, cyc)
     return best
 
 
-def _worker_split(device, counts: np.ndarray, cols: int, b: int, dtype: str, psz: int) -> tuple[np.ndarray, int]:
-    """A tile's work over its workers: (block-row cuts of the row parts, column parts), the split (row parts x column
-    parts <= workers) whose busiest worker is the quickest."""
+def _worker_split(device, counts: np.ndarray, cols: int, b: int, dtype: str) -> tuple[np.ndarray, int]:
+    """A tile's work over its vertices: (block-row cuts, column parts). b > 1: one supervisor vertex (its workers
+    split the columns). b = 1: the split (row parts x column parts <= workers) whose busiest worker is quickest."""
+    if b > 1:
+        return np.array([0, len(counts)], np.int64), 1
     best = None
     for wr in range(1, min(device.workers, len(counts)) + 1):
         cuts = balanced_cuts(counts, wr)
         blocks = np.add.reduceat(counts, cuts[:-1]) if len(counts) else np.zeros(1, np.int64)
+        present = np.add.reduceat(counts > 0, cuts[:-1]) if len(counts) else np.zeros(1, np.int64)
         wc = max(1, min(device.workers // wr, cols))
-        cyc = block_product_cycles(device, blocks, b, np.diff(cuts) * b, -(-cols // wc), dtype, out_bytes=psz).max()
+        cyc = max(static_cycles(device, blocks, b, present, c, dtype).max() for c in {-(-cols // wc), cols // wc or 1})
         if best is None or cyc < best[0]:
             best = (cyc, cuts, wc)
     return best[1], best[2]
@@ -172,9 +182,10 @@ def _plan_static_chunks(
                 continue
             cuts = [balanced_cuts(row_counts[j], int(parts[j])) for j in range(nb)]
             nz = np.concatenate([np.add.reduceat(row_counts[j], c[:-1]) for j, c in enumerate(cuts)])
+            present = np.concatenate([np.add.reduceat(row_counts[j] > 0, c[:-1]) for j, c in enumerate(cuts)])
             rows = np.concatenate([np.diff(c) for c in cuts])
             xw = np.repeat(width, parts)
-            vertex = _worker_estimate(device, nz, rows, cols, b, dtype, psz)
+            vertex = _worker_estimate(device, nz, present, rows, cols, b, dtype)
             received = nz * b * b * isz + xw * cols * isz
             xrate, sync = device.exchange_bytes_per_cycle, device.sync_cycles
             if serial == 1:
@@ -186,7 +197,7 @@ def _plan_static_chunks(
                 step = sync + np.ceil(np.maximum(xw * cols * isz, x_sent) / xrate) + vertex
                 step = step + np.ceil(2 * x_sent / device.memory_bytes_per_cycle)
                 cycles += serial * float(np.max(step))
-            memory = received + nz * META_BYTES + rows * b * cols * psz + sources + 8 * (xw + 2 * rows)
+            memory = received + (nz + present) * META_BYTES + rows * b * cols * psz + sources + 8 * (xw + 2 * rows)
             memory = float(np.max(memory))
             if nb > 1:
                 cycles += serial * reduce_cycles(device, nb, m * n, dtype, sent=float(np.max(rows)) * b * cols * 4)
@@ -209,15 +220,15 @@ _CODELETS: dict[tuple, Codelet] = {}
 
 def _block_codelet(block: int, in_dtype: str, out_dtype: str) -> Codelet:
     """Vertex multiplying a list of blocks. Fields: w [blocks * b * b] values, meta [blocks] (output block-row
-    relative to the vertex's first row << 16 | block-column in the tile's X slice), x [xrows, cols], out [rows,
-    cols] (written whole: rows without blocks get zeros)."""
+    relative to the vertex's first row << 16 | block-column in the tile's X slice), work [rows with blocks] (the
+    work list's output entries: those rows, relative to the first), x [xrows, cols], out [rows, cols] (written
+    whole: rows without blocks get zeros). Cycles: Graphcore's static estimate (`ipu_common.static_cycles`)."""
     key = (block, in_dtype, out_dtype)
     if key in _CODELETS:
         return _CODELETS[key]
     b = block
-    psz = np.dtype(out_dtype).itemsize
 
-    def fn(w, meta, x, out):  # batched over vertices of one shape
+    def fn(w, meta, work, x, out):  # batched over vertices of one shape
         v, nblk = w.shape[0], w.shape[1] // (b * b)
         rows, cols = out.shape[1] // b, out.shape[2]
         vals = w.reshape(v, nblk, b, b).astype(np.float32)
@@ -226,15 +237,15 @@ def _block_codelet(block: int, in_dtype: str, out_dtype: str) -> Codelet:
         np.add.at(acc, (np.arange(v)[:, None], meta >> 16), np.einsum("vnij,vnjc->vnic", vals, xg))
         return {"out": acc.reshape(out.shape).astype(out_dtype)}
 
-    def cycles(device, w, meta, x, out):
-        return float(block_product_cycles(device, w[0] // (b * b), b, out[0], out[1], in_dtype, out_bytes=psz))
+    def cycles(device, w, meta, work, x, out):
+        return float(static_cycles(device, w[0] // (b * b), b, work[0], out[1], in_dtype))
 
     _CODELETS[key] = Codelet(
         f"static_block{b}",
         fn,
-        inputs=("w", "meta", "x"),
+        inputs=("w", "meta", "work", "x"),
         inouts=("out",),
-        flops=lambda w, meta, x, out: 2 * w[0] * out[1],
+        flops=lambda w, meta, work, x, out: 2 * w[0] * out[1],
         cycles=cycles,
         compute_dtype=in_dtype,
     )
@@ -351,9 +362,7 @@ def static_sparse_matmul(
             g = base[j] + r
             lo, hi = int(offsets[g]), int(offsets[g + 1])
             counts = np.bincount(rows_sorted[lo:hi] - c[r], minlength=c[r + 1] - c[r])
-            cuts, wc = _worker_split(
-                dev, counts, int(np.diff(col_cuts).max()), b, dtype, np.dtype(target_dtype).itemsize
-            )
+            cuts, wc = _worker_split(dev, counts, int(np.diff(col_cuts).max()), b, dtype)
             cuts = cuts + c[r]
             blocks = lo + np.searchsorted(rows_sorted[lo:hi], cuts, side="left")
             for i in range(len(cuts) - 1):
@@ -362,7 +371,15 @@ def static_sparse_matmul(
                 vertices.append((g, b0, b1, int(cuts[i]), int(cuts[i + 1]), j, r, wc))
     meta = graph.add_constant(np.broadcast_to(meta_values, (s_count, nnz)), "int32", f"{name}/meta")
     meta.var.tile[:] = wbuf.var.tile[:: b * b]
-    for g, b0, b1, r0, r1, j, r, wc in vertices:
+    # the work lists' output entries: per vertex, its rows holding blocks (relative to its first row)
+    present = [np.unique(rows_sorted[b0:b1]) - r0 for _, b0, b1, r0, *_ in vertices]
+    work_at = np.concatenate([[0], np.cumsum([len(p) for p in present])])
+    work = graph.add_constant(
+        np.broadcast_to(np.concatenate(present).astype(np.int32), (s_count, int(work_at[-1]))), "int32", f"{name}/work"
+    )
+    work_group = np.repeat([v[0] for v in vertices], np.diff(work_at))
+    work.var.tile[:] = (work_group[None, :] * s_count + np.arange(s_count)[:, None]).reshape(-1)
+    for i, (g, b0, b1, r0, r1, j, r, wc) in enumerate(vertices):
         for s in range(s_count):
             tile = int(g * s_count + s)
             c0, c1 = int(col_cuts[s]), int(col_cuts[s + 1])
@@ -374,6 +391,7 @@ def static_sparse_matmul(
                     tile,
                     w=wbuf[s, b0:b1].reshape(-1),
                     meta=meta[s, b0:b1],
+                    work=work[s, int(work_at[i]) : int(work_at[i + 1])],
                     x=xbufs[j][r, :, p0:p1],
                     out=target[j, r0 * b : r1 * b, p0:p1],
                 )

@@ -11,7 +11,14 @@ import pytest
 from core.sparsity.formats import BlockPattern, BlockSparseMatrix
 from ipu_model import DeviceToHost, Engine, Graph, GraphError, HostToDevice, Sequence, get_device
 from papers.popsparse.ipu import CellCache, simulate_cell, speedups
-from papers.popsparse.ipu_common import balanced_cuts, block_product_cycles, elementwise_cycles, program_cycles
+from papers.popsparse.ipu_common import (
+    balanced_cuts,
+    block_product_cycles,
+    dynamic_block_cycles,
+    elementwise_cycles,
+    program_cycles,
+    static_cycles,
+)
 from papers.popsparse.ipu_dynamic import assign_buckets, dynamic_sparse_matmul, plan_dynamic
 from papers.popsparse.ipu_static import StaticPlan, plan_static, static_sparse_matmul
 
@@ -170,6 +177,22 @@ def test_dynamic_one_engine_runs_two_patterns(block, m, k, n, density, dtype):
         assert program_cycles(engine, op.program) - before == pytest.approx(expected, rel=0.05)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("n", [7, 94])
+def test_dynamic_estimate_holds_when_columns_split_unevenly(n, dtype):
+    """Workers get near-equal column counts (n = 7 over six workers: 1 or 2 each); Graphcore's element-wise
+    estimate is not monotonic in the columns (float's 2 and 4 are special cases), so the planner must cost the
+    busier of the two counts, as the engine does."""
+    device = get_device("mk2", tiles=4)
+    op, engine = _dynamic_engine(32, 32, n, 1, 0.25, dtype, device=device)
+    matrix, x = _problem(32, 32, n, 1, 0.25, dtype, 3)
+    inputs = op.inputs(matrix)
+    _check(engine.run({"x": x, **inputs}).outputs["y"][0], matrix, x, dtype)
+    rounds = int(inputs[op.streams[2]].sum())
+    expected = op.plan.estimate + (rounds - op.plan.expected_rounds) * op.plan.round_cycles
+    assert program_cycles(engine, op.program) == pytest.approx(expected, rel=0.05)
+
+
 @pytest.mark.parametrize(("gx", "gy", "gz", "main", "spill"), [(2, 2, 3, 3, 2), (2, 3, 2, 4, 1), (3, 2, 4, 1, 1)])
 def test_dynamic_overflow_spills_to_other_partitions(gx, gy, gz, main, spill):
     """Small buckets force blocks into later partitions' spill areas; the extra propagation rounds (as many as
@@ -241,7 +264,6 @@ def test_elementwise_cycles_follow_graphcores_published_estimate():
     ]
     for nz, rows, cols, dtype, want in cases:
         assert elementwise_cycles(dev, nz, rows, cols, dtype) == want, (nz, rows, cols, dtype)
-        assert block_product_cycles(dev, nz, 1, rows, cols, dtype, out_bytes=4) == want  # b = 1 uses it
     got = elementwise_cycles(dev, np.array([10, 4]), np.array([2, 1]), np.array([8, 20]), "float16")
     np.testing.assert_array_equal(got, [85 * 6 + 120, 102 * 6 + 120])  # vectorised alike
     # far below the AMP: a long row of half non-zeros costs 3 x 6 tile cycles per 8 columns, 16 FLOP each
@@ -249,6 +271,66 @@ def test_elementwise_cycles_follow_graphcores_published_estimate():
         elementwise_cycles(dev, 2000, 1, 8, "float16") - elementwise_cycles(dev, 1000, 1, 8, "float16")
     ) / 1000
     assert per_nonzero == 18 and 16 / per_nonzero < 128 / 16
+
+
+def test_static_cycles_follow_graphcores_published_estimate():
+    """poplibs StaticMatMulPartitioner.cpp, static_::matmulComputeCycles, worked by hand."""
+    dev = get_device("mk2")
+    cases = [
+        # b = 1 half, 2 rows of 5 non-zeros, 8 columns: (31 + 2 (8 + 4 x 3)) x 6
+        (10, 1, 2, 8, "float16", 71 * 6),
+        # b = 1 float, 3 rows, ceil(7 / 3) = 3 a row, 10 columns: 31 + 3 (12 + 2 (10 + 2 x 3) + (10 + 2 x 2)) = 205
+        (7, 1, 3, 10, "float32", 205 * 6),
+        # b = 16 half, 4 rows of 3 blocks, 60 columns = 10 a worker: y = 19 + 9 x 4 = 55, coefficients 256 x 2 / 8;
+        # 30 + 13 x 6 + 4 (1 x 6 + 17 + 3 (16 + 64 + 55 x 6))
+        (12, 16, 4, 60, "float16", 30 + 78 + 4 * (23 + 3 * (80 + 330))),
+        # b = 8 float, 2 rows of 1 block, 13 columns = 3 a worker: y = 19 + 2 x 8 = 35, coefficients 64 x 4 / 8;
+        # 30 + 13 x 6 + 2 (4 x 6 + 17 + (16 + 32 + 35 x 6)), plus zeroing 2 x 8 x 13 float partials:
+        # (12 + ceil(832 x 8 / 64 / 6)) x 6 = 180
+        (2, 8, 2, 13, "float32", 30 + 78 + 2 * (41 + 258) + 180),
+    ]
+    for blocks, b, rows, cols, dtype, want in cases:
+        assert static_cycles(dev, blocks, b, rows, cols, dtype) == want, (blocks, b, rows, cols, dtype)
+    got = static_cycles(dev, np.array([10, 20]), 1, np.array([2, 2]), np.array([8, 8]), "float16")
+    np.testing.assert_array_equal(got, [71 * 6, (31 + 2 * (8 + 9 * 3)) * 6])  # vectorised alike
+    # the 16 x 16 half codelet runs at the AMP's peak: 4 worker cycles per block per column, 6 workers
+    per_block = (
+        static_cycles(dev, 2000, 16, 1, 6000, "float16") - static_cycles(dev, 1000, 16, 1, 6000, "float16")
+    ) / 1000
+    assert 2 * 256 * 6000 / per_block == pytest.approx(dev.tile_flops_per_cycle("float16"), rel=0.01)
+
+
+def test_dynamic_block_cycles_follow_graphcores_published_estimate():
+    """poplibs PerformanceEstimation.hpp, sparseDenseBlockMultiply (forward, one bucket, retainX), worked by hand:
+    (worker overhead + blocks x loads x (inner + cols x per column - 3)) x 6 + 40 + 46 + 56 + blocks x
+    (coefficient cycles + 3 + 12 x loads) + x-blocks + 2."""
+    dev = get_device("mk2")
+    assert dev.conv_units_per_tile("float16", "float32") == 8
+    cases = [
+        # b = 16 half, 8 conv units for float partials: 2 loads; 10 blocks over 2 rows, 20 columns a worker
+        (dev, 10, 16, 2, 20, "float16", (23 + 10 * 2 * (24 + 80 - 3)) * 6 + 142 + 10 * (64 + 3 + 24) + 2 + 2),
+        # the same with 16 conv units: 1 load
+        (
+            get_device("mk2", conv_units={"float16.float16": 16, "float16.float32": 16, "float32.float32": 8}),
+            10, 16, 2, 20, "float16", (23 + 10 * (24 + 80 - 3)) * 6 + 142 + 10 * (64 + 3 + 12) + 2 + 2,
+        ),
+        # b = 4 float, 5 blocks on 5 rows, 3 columns: inner 14, 4 a column, coefficients 16 / 2
+        (dev, 5, 4, 5, 3, "float32", (26 + 5 * (14 + 12 - 3)) * 6 + 142 + 5 * (8 + 3 + 12) + 5 + 2),
+        # b = 8 half, 3 blocks on 1 row, 2 columns: overhead 20, inner 23, 4 a column, coefficients 64 / 4
+        (dev, 3, 8, 1, 2, "float16", (20 + 3 * (23 + 8 - 3)) * 6 + 142 + 3 * (16 + 3 + 12) + 1 + 2),
+    ]  # fmt: skip
+    for device, blocks, b, xb, cols, dtype, want in cases:
+        assert dynamic_block_cycles(device, blocks, b, xb, cols, dtype) == want, (blocks, b, xb, cols, dtype)
+    # float 16 x 16: the static float codelet's two passes per block, 2 (29 + 8 n), within the dynamic estimate
+    want = (23 + 4 * 2 * (32 + 8 * 5 - 3)) * 6 + 142 + 4 * (128 + 3 + 24) + 1 + 2
+    assert dynamic_block_cycles(dev, 4, 16, 1, 5, "float32") == want
+    assert 2 * (32 + 8 * 5 - 3) == 2 * (37 + 8 * (5 - 1))  # = the static estimate's y(n)
+    # with float partials on 8 conv units the 16 x 16 half codelet peaks at half the AMP's float16 rate
+    per_block = (
+        dynamic_block_cycles(dev, 2000, 16, 1, 1000, "float16")
+        - dynamic_block_cycles(dev, 1000, 16, 1, 1000, "float16")
+    ) / 1000
+    assert 2 * 256 * 6000 / per_block == pytest.approx(dev.tile_flops_per_cycle("float16") / 2, rel=0.01)
 
 
 def test_balanced_cuts_and_cost_helpers():
