@@ -43,15 +43,24 @@ class IpuConfig:
     blocks: list[int] = field(default_factory=lambda: [1, 16])  # the table's rows (full: 1, 4, 8, 16); ~25 s a cell
     densities: list[float] = field(default_factory=lambda: [1 / 2, 1 / 4, 1 / 16, 1 / 64])
     dtypes: list[str] = field(default_factory=lambda: list(DTYPES))
+    # the FP16 crossover sweep (static only, against dense): the block sizes and densities where the paper's "beats
+    # dense from about 90% sparsity" is tested. Default: the paper's densities 1/4 .. 1/32 around 90% sparsity, at
+    # n = 4096 (static does best at the largest n in every default cell); full scale: densities 1/2 .. 1/64 at every n
+    crossover_blocks: list[int] = field(default_factory=lambda: [1, 4, 8])
+    crossover_densities: list[float] = field(default_factory=lambda: [1 / 4, 1 / 8, 1 / 16, 1 / 32])
+    crossover_ns: list[int] = field(default_factory=lambda: [4096])
     # simulator processes (the cells are independent); 0: one per CPU core. A killed run resumes from the cells
     # already simulated
     workers: int = 0
 
     def __post_init__(self) -> None:
         _check_grid("popsparse.ipu", self.m, self.k, self.blocks, self.densities)
+        _check_grid("popsparse.ipu.crossover", self.m, self.k, self.crossover_blocks, self.crossover_densities)
         check_range("popsparse.ipu.workers", self.workers, ge=0)
         for n in self.ns:
             check_range("popsparse.ipu.ns", n, ge=1)
+        for n in self.crossover_ns:
+            check_range("popsparse.ipu.crossover_ns", n, ge=1)
         for d in self.dtypes:
             check_choice("popsparse.ipu.dtypes", d, DTYPES)
 
@@ -105,8 +114,11 @@ def reproduce(cfg) -> Report:
     c = cfg.popsparse
     device = device_from_config(cfg.device)
     ipu_rows: list[dict] = []
+    crossover_rows: list[dict] = []
     if c.ipu.enabled:
         cells = len(c.ipu.dtypes) * len(c.ipu.ns) * (1 + 2 * len(c.ipu.blocks) * len(c.ipu.densities))
+        if c.ipu.crossover_blocks:
+            cells += len(c.ipu.crossover_ns) * (1 + len(c.ipu.crossover_blocks) * len(c.ipu.crossover_densities))
         bar = progress(total=cells, desc=f"simulated {device.name} matmuls", unit="cell")
         run = current_run()
         cache = CellCache(run.checkpoint_dir / "ipu_cells.json" if run else None, resume=bool(run and run.resume))
@@ -129,6 +141,21 @@ def reproduce(cfg) -> Report:
             cache=cache,
             workers=c.ipu.workers or os.cpu_count() or 1,
         )
+        if c.ipu.crossover_blocks:
+            crossover_rows = speedups(
+                c.ipu.m,
+                c.ipu.k,
+                list(c.ipu.crossover_ns),
+                list(c.ipu.crossover_blocks),
+                [float(d) for d in c.ipu.crossover_densities],
+                ["float16"],
+                device,
+                seed=int(cfg.seed),
+                log=log,
+                cache=cache,
+                workers=c.ipu.workers or os.cpu_count() or 1,
+                kinds=("static",),
+            )
         bar.close()
         log_metrics(
             {
@@ -151,7 +178,7 @@ def reproduce(cfg) -> Report:
             repeat=c.cpu.repeat,
             progress=progress,
         )
-    return build_report(cfg, ipu_rows, cpu_cells, device.name)
+    return build_report(cfg, ipu_rows, cpu_cells, device.name, crossover_rows)
 
 
 __all__ = ["Config", "claims", "reproduce"]

@@ -200,20 +200,24 @@ def speedups(
     log=None,
     cache: CellCache | None = None,
     workers: int = 1,
+    kinds=("static", "dynamic"),
 ):
-    """Best-over-n FLOP/s of dense, static and dynamic, and the sparse speed-ups over dense, for every (block,
-    density, dtype). Dense is simulated once per dtype. Cells run in `workers` processes and are kept in `cache`
-    (resumable); `log(key, cell)` is called as cells complete."""
+    """Best-over-n FLOP/s of dense and of the sparse `kinds` (static, dynamic), and the sparse speed-ups over dense,
+    for every (block, density, dtype). Dense is simulated once per dtype. Cells run in `workers` processes and are
+    kept in `cache` (resumable); `log(key, cell)` is called as cells complete."""
+    unknown = sorted(set(kinds) - {"static", "dynamic"})
+    if unknown or not kinds:
+        raise ValueError(f"kinds {list(kinds)} must be a non-empty subset of ('static', 'dynamic')")
     tasks = [("dense", m, k, n, 1, 1.0, dtype) for dtype in dtypes for n in ns]
     tasks += [
         (kind, m, k, n, block, density, dtype)
         for dtype in dtypes
         for block in blocks
         for density in densities
-        for kind in ("static", "dynamic")
+        for kind in kinds
         for n in ns
     ]
-    cache = simulate_cells(tasks, device, seed, cache, workers, log, chunk=2 * len(ns))
+    cache = simulate_cells(tasks, device, seed, cache, workers, log, chunk=len(kinds) * len(ns))
 
     def best(kind, block, density, dtype):
         return _best([cache[_cell_key(kind, m, k, n, block, density, dtype)] for n in ns])
@@ -224,7 +228,7 @@ def speedups(
         for block in blocks:
             for density in densities:
                 row: dict[str, Any] = {"dtype": dtype, "block": block, "density": density, "dense": dense}
-                for kind in ("static", "dynamic"):
+                for kind in kinds:
                     row[kind] = best(kind, block, density, dtype)
                     ok = row[kind]["fits"] and dense["fits"]
                     row[f"{kind}_speedup"] = row[kind]["tflops"] / dense["tflops"] if ok else float("nan")

@@ -11,7 +11,7 @@ from core.sparsity import BlockPattern
 from papers import popsparse
 from papers.popsparse import Config, CpuConfig, IpuConfig
 from papers.popsparse.cpu import crossover_density, speedup_interval, time_cell
-from papers.popsparse.report import PUBLISHED, measure, planned_cells
+from papers.popsparse.report import PUBLISHED, crossover_sparsity, measure, planned_cells
 
 
 def test_smoke_run_writes_claims_tables_and_figures(cli, tmp_path):
@@ -22,7 +22,7 @@ def test_smoke_run_writes_claims_tables_and_figures(cli, tmp_path):
     claims = {c["id"]: c for c in results["claims"]}
     declared = json.loads((run / "claims.json").read_text())["declared"]
     assert [c["id"] for c in declared] == list(claims)  # declared before the run, kept by the report
-    assert set(claims) == {
+    assert set(claims) == {  # FP16 only, one crossover block: no table or fall-with-block claims
         "ipu-static-beats-dynamic",
         "ipu-grows-with-block-float16",
         "ipu-headline-crossover",
@@ -30,10 +30,10 @@ def test_smoke_run_writes_claims_tables_and_figures(cli, tmp_path):
         "cpu-grows-with-block",
     }
     tables = {t["name"]: t for t in results["tables"]}
-    assert set(tables) == {"paper_table", "ipu_grid", "cpu", "cpu_crossover"}
+    assert set(tables) == {"paper_table", "ipu_grid", "ipu_crossover", "cpu", "cpu_crossover"}
     assert [(row[0], row[1]) for row in tables["paper_table"]["rows"]] == list(PUBLISHED)
     assert len(tables["ipu_grid"]["rows"]) == 4 and len(tables["cpu"]["rows"]) == 4
-    for fig in ("ipu_speedup", "cpu_speedup"):
+    for fig in ("paper_ratio", "ipu_speedup", "cpu_speedup"):
         assert (run / f"{fig}.png").stat().st_size > 1000
 
     # the IPU claims, re-derived here from the grid the report prints (speed-ups to 2 decimals)
@@ -44,16 +44,19 @@ def test_smoke_run_writes_claims_tables_and_figures(cli, tmp_path):
     assert claims["ipu-static-beats-dynamic"]["ours"] == (wins == len(static))
     assert f"static faster in {wins} of {len(static)} cells" in claims["ipu-static-beats-dynamic"]["detail"]
     assert claims["ipu-grows-with-block-float16"]["ours"] == (static[(16, "1/16")] >= static[(1, "1/16")])
-    # crossover: log-linear interpolation of the b=16 static speed-up through 1 between 1/4 and 1/16
-    s4, s16 = static[(16, "1/4")], static[(16, "1/16")]
+    # crossover: log-linear interpolation of the b=4 static speed-up through 1 between 1/4 and 1/16, or the
+    # grid's edge when it does not cross inside it
+    (row,) = tables["ipu_crossover"]["rows"]
+    assert row[0] == 4
+    s4, s16 = float(row[1]), float(row[2])
     crossing = claims["ipu-headline-crossover"]["ours"]
     if s4 < 1 <= s16:
         t = np.log(s4) / (np.log(s4) - np.log(s16))
         expected = 1 - np.exp(np.log(1 / 4) + t * (np.log(1 / 16) - np.log(1 / 4)))
         assert crossing == pytest.approx(expected, abs=0.01)  # the grid's speed-ups are rounded
     else:
-        assert crossing == "nan"  # never crosses inside the grid: not a number, so the claim cannot hold
-        assert not claims["ipu-headline-crossover"]["holds"]
+        assert crossing == pytest.approx(0.75 if s4 >= 1 else 0.9375)
+    assert claims["ipu-headline-crossover"]["holds"] == (abs(crossing - 0.9) <= 0.05)
 
     # the CPU table: speed-up = dense ms / method ms of the same row, medians of the same rounds
     cpu_rows = [dict(zip(tables["cpu"]["columns"], row, strict=True)) for row in tables["cpu"]["rows"]]
@@ -133,13 +136,52 @@ def test_declared_claims_follow_the_cells_the_config_asks_for():
     ipu = IpuConfig(m=256, k=256, blocks=[1, 16], densities=[0.25, 1 / 16], dtypes=["float32", "float16"])
     cfg = SimpleNamespace(popsparse=Config(ipu=ipu, cpu=CpuConfig(m=64, k=64, blocks=[4, 16])))
     assert [c.id for c in popsparse.claims(cfg)] == [
+        "ipu-paper-table",
         "ipu-static-beats-dynamic",
         "ipu-grows-with-block-float16",
         "ipu-grows-with-block-float32",
         "ipu-headline-crossover",
+        "ipu-crossover-falls-with-block",
         "cpu-static-beats-dynamic",
         "cpu-grows-with-block",
     ]
+    ipu = IpuConfig(m=256, k=256, blocks=[16], densities=[1 / 16], crossover_blocks=[16])
+    cfg = SimpleNamespace(popsparse=Config(ipu=ipu, cpu=CpuConfig(enabled=False)))
+    assert [c.id for c in popsparse.claims(cfg)] == ["ipu-static-beats-dynamic"]  # b=16 alone: no headline
+
+
+def _ipu_row(dtype, block, density, static, dynamic):
+    return {"dtype": dtype, "block": block, "density": density, "static_speedup": static, "dynamic_speedup": dynamic}
+
+
+def test_ipu_claims_on_known_speedups():
+    """The paper-table claim takes max(sim/paper, paper/sim) per cell; the headline takes the crossover sparsity
+    nearest 90% among b = 1, 4, 8, a crossover beyond the grid counting as the grid's edge."""
+    ipu = IpuConfig(m=256, k=256, blocks=[1, 16], densities=[1 / 16], crossover_blocks=[1, 4, 8])
+    cfg = SimpleNamespace(popsparse=Config(ipu=ipu, cpu=CpuConfig(enabled=False)))
+    scale = {(1, "float16"): (1.4, 0.5), (1, "float32"): (1.0, 1.0), (16, "float16"): (1.0, 1.0)}
+    rows = [
+        _ipu_row(t, b, 1 / 16, p_s * scale.get((b, t), (1.1, 1.1))[0], p_d * scale.get((b, t), (1.1, 1.1))[1])
+        for (b, t), (p_s, p_d) in PUBLISHED.items()
+    ]
+    dens = [1 / 4, 1 / 8, 1 / 16, 1 / 32]
+    speed = {1: [0.2, 0.3, 0.7, 1.3], 4: [0.5, 2.0, 3.0, 4.0], 8: [1.5, 2.5, 4.0, 6.0]}
+    cross = [
+        _ipu_row("float16", b, d, s, float("nan")) for b, ss in speed.items() for d, s in zip(dens, ss, strict=True)
+    ]
+    got = {c.id: c for c in measure(cfg, rows, [], cross)}
+    table = got["ipu-paper-table"]
+    assert table.ours is False and "7 of 8 cells within 1.5x" in table.detail  # b=1 FP16 dynamic: 1 / 0.5 = 2
+    assert (
+        "worst 2.00 (b=1 float16 dynamic)" in table.detail and "median factor 1.05" in table.detail
+    )  # 1, 1, 1, 1, 1.1, 1.1, 1.4, 2
+    # b=1 crosses between 1/16 and 1/32, b=4 between 1/4 and 1/8 at 1 - 2^-2.5 = 82.3%, b=8 below 75% (edge)
+    b4 = 1 - 2**-2.5
+    b1 = 1 - 2 ** (-4 - np.log(1 / 0.7) / np.log(1.3 / 0.7))
+    headline = got["ipu-headline-crossover"]
+    assert headline.ours == pytest.approx(b1 if abs(b1 - 0.9) < abs(b4 - 0.9) else b4)
+    assert "b=8: below 75.0%" in headline.detail
+    assert got["ipu-crossover-falls-with-block"].ours is True  # b1 > b4 > 0.75
 
 
 def test_crossover_density_interpolates_in_log_density():
@@ -148,6 +190,12 @@ def test_crossover_density_interpolates_in_log_density():
     assert crossover_density([1 / 16, 1 / 4, 1 / 8], [2.0, 0.5, 1.0]) == pytest.approx(1 / 8)  # any order
     assert crossover_density([1 / 4, 1 / 16], [0.5, 0.9]) is None  # never beats dense
     assert crossover_density([1 / 4, 1 / 16], [1.5, 3.0]) == 1 / 4  # beats it everywhere on the grid
+
+
+def test_crossover_sparsity_bounds_beyond_the_grid():
+    assert crossover_sparsity([1 / 4, 1 / 16], [0.5, 2.0]) == (pytest.approx(7 / 8), "87.5%")
+    assert crossover_sparsity([1 / 4, 1 / 16], [1.5, 3.0])[0] == 0.75  # faster everywhere: below 75%
+    assert crossover_sparsity([1 / 4, 1 / 16], [0.5, 0.9])[0] == 1 - 1 / 16  # never faster: above 93.75%
 
 
 def test_time_cell_checks_every_product_and_times_each_method_in_the_same_rounds():
