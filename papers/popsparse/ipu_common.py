@@ -1,15 +1,13 @@
 """What the static and dynamic block-sparse matmuls on the simulated IPU share: the block-product codelets' cost,
 near-equal and balanced splits, the cost of the cross-tile reduction, and cycles of a sub-program.
 
-Cost of a vertex multiplying blocks. The engine's default estimate counts each field's bytes once, which fits a
-dense vertex but not a sparse one: a worker multiplying a list of b x b blocks into a [rows, cols] output reads,
-for every block, the block (b*b values), its meta-information and the b x cols slice of X the block multiplies; it
-writes each output row it owns once (float32 partials accumulate in registers along a row's blocks). So the
-block-product codelets of b = 4, 8, 16 give the engine the same default formula (`cost.default_vertex_cycles`:
-launch overhead + the larger of arithmetic and memory time on one worker) with those bytes; at b = 16 it is
-arithmetic-bound. For b = 1 that formula would charge the memory rate (1 byte per FLOP in float16), far cheaper
-than the IPU's element-wise codelet is: b = 1 takes Graphcore's published cycle estimate for that codelet
-(`elementwise_cycles`), about 5 FLOP per tile cycle in half precision. Nothing is fitted to the paper.
+Cost of a vertex multiplying blocks: Graphcore's published cycle estimates for PopSparse's codelets, with the
+arguments its planners pass (papers/popsparse/REFERENCES.md, "Not from the paper"):
+- static, every b: `static_cycles` (poplibs StaticMatMulPartitioner.cpp, static_::matmulComputeCycles);
+- dynamic b = 1: `elementwise_cycles` (PerformanceEstimation.hpp, sparseDenseElementwiseMultiply);
+- dynamic b = 4, 8, 16: `dynamic_block_cycles` (PerformanceEstimation.hpp, sparseDenseBlockMultiply).
+The estimates are tile cycles: a worker's cycles times the six barrel-threaded contexts, plus the supervisor's.
+Nothing is fitted to the paper.
 """
 
 from __future__ import annotations
@@ -71,16 +69,6 @@ def elementwise_cycles(device: DeviceSpec, nonzeros, rows, cols, dtype: str):
         inner = np.where(z == 4, 3 * y, np.where(z == 2, 2 * y, general))
     worker = overhead + (x_overhead + inner) * x
     return np.ceil(worker * device.workers + ELEMENTWISE_SUPERVISOR_CYCLES)
-
-
-def block_product_cycles(device: DeviceSpec, blocks, block: int, rows, cols, dtype: str, out_bytes, meta=META_BYTES):
-    """Cycles of one worker multiplying `blocks` b x b blocks by their b x `cols` slices of X into `rows` output
-    rows (each element written once, `out_bytes` bytes): the engine's default vertex formula over the bytes read
-    (module docstring). Used where Graphcore publishes no estimate (the dynamic float32 16 x 16 codelet)."""
-    isz = np.dtype(dtype).itemsize
-    flops = 2 * blocks * block * block * cols
-    nbytes = blocks * (block * block * isz + meta + block * cols * isz) + rows * cols * out_bytes
-    return vertex_cycles(device, flops, nbytes, dtype)
 
 
 # poplibs lib/popsparse/StaticMatMulPartitioner.cpp, static_::matmulComputeCycles, block > 1 (per block size, per

@@ -28,6 +28,18 @@ def test_preset_matches_published_figures(name):
     assert d.total_memory == tiles * mem
 
 
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_conv_units_carry_the_published_flop_rates(name):
+    """Each conv unit does 4 half (2 float) multiply-accumulates a cycle, so the same-type unit counts are the FLOP
+    rates; float16 inputs with float32 partials (an assumption, see device.py) never have more units than half."""
+    d = get_device(name)
+    assert d.conv_units_per_tile("float16", "float16") * 4 * 2 == d.tile_flops_per_cycle("float16")
+    assert d.conv_units_per_tile("float32", "float32") * 2 * 2 == d.tile_flops_per_cycle("float32")
+    assert d.conv_units_per_tile("float16", "float32") <= d.conv_units_per_tile("float16", "float16")
+    with pytest.raises(ValueError, match="float32.float16"):
+        d.conv_units_per_tile("float32", "float16")
+
+
 def test_total_memory_in_megabytes():
     assert get_device("mk2").total_memory / 1e6 == pytest.approx(940.6, abs=0.1)  # 897 MiB: the brief's "~900 MB"
     assert get_device("mk1").total_memory / 1e6 == pytest.approx(318.8, abs=0.1)  # 304 MiB: the brief's "304 MB"
