@@ -36,7 +36,7 @@ def test_conv_units_carry_the_published_flop_rates(name):
     assert d.conv_units_per_tile("float16", "float16") * 4 * 2 == d.tile_flops_per_cycle("float16")
     assert d.conv_units_per_tile("float32", "float32") * 2 * 2 == d.tile_flops_per_cycle("float32")
     assert d.conv_units_per_tile("float16", "float32") <= d.conv_units_per_tile("float16", "float16")
-    with pytest.raises(ValueError, match="float32.float16"):
+    with pytest.raises(ValueError, match=r"float32\.float16"):
         d.conv_units_per_tile("float32", "float16")
 
 
