@@ -201,26 +201,30 @@ def speedups(
     cache: CellCache | None = None,
     workers: int = 1,
     kinds=("static", "dynamic"),
+    kind_ns: dict | None = None,
 ):
     """Best-over-n FLOP/s of dense and of the sparse `kinds` (static, dynamic), and the sparse speed-ups over dense,
-    for every (block, density, dtype). Dense is simulated once per dtype. Cells run in `workers` processes and are
-    kept in `cache` (resumable); `log(key, cell)` is called as cells complete."""
+    for every (block, density, dtype). Dense is simulated once per dtype; every kind over `ns` unless `kind_ns`
+    gives it its own batch sizes. Cells run in `workers` processes and are kept in `cache` (resumable);
+    `log(key, cell)` is called as cells complete."""
+    kind_ns = {kind: list(kind_ns.get(kind) or ns) if kind_ns else list(ns) for kind in ("dense", *kinds)}
     unknown = sorted(set(kinds) - {"static", "dynamic"})
     if unknown or not kinds:
         raise ValueError(f"kinds {list(kinds)} must be a non-empty subset of ('static', 'dynamic')")
-    tasks = [("dense", m, k, n, 1, 1.0, dtype) for dtype in dtypes for n in ns]
+    tasks = [("dense", m, k, n, 1, 1.0, dtype) for dtype in dtypes for n in kind_ns["dense"]]
     tasks += [
         (kind, m, k, n, block, density, dtype)
         for dtype in dtypes
         for block in blocks
         for density in densities
         for kind in kinds
-        for n in ns
+        for n in kind_ns[kind]
     ]
-    cache = simulate_cells(tasks, device, seed, cache, workers, log, chunk=len(kinds) * len(ns))
+    chunk = sum(len(kind_ns[kind]) for kind in kinds)
+    cache = simulate_cells(tasks, device, seed, cache, workers, log, chunk=chunk)
 
     def best(kind, block, density, dtype):
-        return _best([cache[_cell_key(kind, m, k, n, block, density, dtype)] for n in ns])
+        return _best([cache[_cell_key(kind, m, k, n, block, density, dtype)] for n in kind_ns[kind]])
 
     rows = []
     for dtype in dtypes:

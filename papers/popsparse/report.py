@@ -389,7 +389,8 @@ def tables(
         out.append(
             Table(
                 "ipu_grid",
-                f"Simulated {device_name}: speed-up over dense (best over n = {list(c.ipu.ns)}), m = k = {c.ipu.m}",
+                f"Simulated {device_name}: speed-up over dense (best over n = {list(c.ipu.ns)}; static: "
+                f"{list(c.ipu.static_ns) or list(c.ipu.ns)}), m = k = {c.ipu.m}",
                 [
                     "dtype",
                     "block",

@@ -395,6 +395,14 @@ def test_speedups_in_two_processes_and_resumed_equal_one_process(tmp_path):
     assert [k for k in resumed_calls if k in kept] and len(resumed_calls) == len(calls)
     # resume=False ignores the file
     assert not CellCache(path, resume=False).cells
+    # a kind with its own batch sizes: static at n = 32 only, from the cells already simulated; static alone
+    only = speedups(*grid, cache=CellCache(path), kind_ns={"static": [32]}, kinds=("static",))
+    assert [c["n"] for r in only for c in r["static"]["cells"]] == [32, 32] and "dynamic" not in only[0]
+    assert [r["static_speedup"] for r in only] == [
+        r["static"]["cells"][1]["tflops"] / r["dense"]["tflops"] for r in serial
+    ]
+    with pytest.raises(ValueError, match="non-empty subset"):
+        speedups(*grid, kinds=("sparse",))
 
 
 @pytest.mark.slow
