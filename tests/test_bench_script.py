@@ -26,6 +26,8 @@ SECTIONS = BENCH.discover()  # read from the bench modules' sources: nothing hea
 SLOW_AT_TINY = {
     # ~50 s on an idle 2-core machine, minutes under load, even at one layer
     "gps": "compiling GPS++'s init and training step, for the packed and the padded shapes",
+    # ~57 s in CI (2026-11-25): six jitted training steps; each arm's step is tested in tests/papers/unit_scaling
+    "unit_scaling": "compiling the unit-scaled and regular training steps of the FP32, FP16 and FP8 arms",
 }
 
 
