@@ -138,6 +138,8 @@ def reproduce(cfg) -> Report:
             if cell["fits"]:
                 log_metrics({f"ipu/{key}/tflops": cell["tflops"]})
 
+        # both sweeps share the cell cache: cells they have in common are simulated once
+        shared = {"seed": int(cfg.seed), "log": log, "cache": cache, "workers": c.ipu.workers or os.cpu_count() or 1}
         ipu_rows = speedups(
             c.ipu.m,
             c.ipu.k,
@@ -146,11 +148,8 @@ def reproduce(cfg) -> Report:
             [float(d) for d in c.ipu.densities],
             list(c.ipu.dtypes),
             device,
-            seed=int(cfg.seed),
-            log=log,
-            cache=cache,
-            workers=c.ipu.workers or os.cpu_count() or 1,
             kind_ns={"static": static_ns},
+            **shared,
         )
         if c.ipu.crossover_blocks:
             crossover_rows = speedups(
@@ -161,11 +160,8 @@ def reproduce(cfg) -> Report:
                 [float(d) for d in c.ipu.crossover_densities],
                 ["float16"],
                 device,
-                seed=int(cfg.seed),
-                log=log,
-                cache=cache,
-                workers=c.ipu.workers or os.cpu_count() or 1,
                 kinds=("static",),
+                **shared,
             )
         bar.close()
         log_metrics(

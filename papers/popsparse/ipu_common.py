@@ -170,6 +170,12 @@ def splits(n: int, parts: int) -> np.ndarray:
     return np.array([round(i * n / parts) for i in range(parts + 1)], np.int64)
 
 
+def busiest_piece(cost, n, parts):
+    """The costlier of the two piece sizes a near-equal cut of `n` into `parts` gives (ceil and floor, at least 1):
+    `cost(size)` for the busiest worker when the cost estimate is not monotonic in the size. Vectorised."""
+    return np.maximum(cost(-(-n // parts)), cost(np.maximum(n // parts, 1)))
+
+
 def balanced_cuts(counts: np.ndarray, parts: int) -> np.ndarray:
     """Boundaries (len parts + 1) cutting range(len(counts)) into `parts` contiguous pieces with near-equal sums of
     `counts` (work), each piece non-empty when len(counts) >= parts."""

@@ -40,6 +40,7 @@ from ipu_model.device import DeviceSpec
 from ipu_model.graph import Tensor
 from papers.popsparse.ipu_common import (
     PARTIAL_DTYPE,
+    busiest_piece,
     dynamic_block_cycles,
     elementwise_cycles,
     reduce_cycles,
@@ -136,13 +137,9 @@ def plan_dynamic(
     bucket = cap * (b * b * isz + META_BYTES)
     wc = np.minimum(w, cols)
     cw = -(-cols // wc)
-    cw_lo = np.maximum(cols // wc, 1)  # the program cuts the columns near-equally: workers get cw or cw_lo
 
-    def step_cycles(slots, init):  # the busiest worker's (the estimates are not monotonic in the columns)
-        return np.maximum(
-            _step_cycles(device, slots, b, mb * b, cw, dtype, init),
-            _step_cycles(device, slots, b, mb * b, cw_lo, dtype, init),
-        )
+    def step_cycles(slots, init):  # the program cuts the columns near-equally over the workers: the busiest's
+        return busiest_piece(lambda c: _step_cycles(device, slots, b, mb * b, c, dtype, init), cols, wc)
 
     first = step_cycles(cap, True)
     later = step_cycles(cap, False)

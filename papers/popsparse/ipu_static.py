@@ -33,6 +33,7 @@ from papers.popsparse.ipu_common import (
     META_BYTES,
     PARTIAL_DTYPE,
     balanced_cuts,
+    busiest_piece,
     reduce_cycles,
     reduce_memory,
     splits,
@@ -108,10 +109,7 @@ def _worker_estimate(device, nz, present, rows, cols, b, dtype) -> np.ndarray:
         wc = np.minimum(device.workers // wr, cols)
         blocks = -(-nz // wr_eff) + np.where(wr_eff > 1, -(-nz // rows), 0)
         per_row = -(-present // wr_eff)
-        cyc = np.maximum(  # the columns are cut near-equally: the estimate is not monotonic in them
-            static_cycles(device, blocks, b, per_row, -(-cols // wc), dtype),
-            static_cycles(device, blocks, b, per_row, np.maximum(cols // wc, 1), dtype),
-        )
+        cyc = busiest_piece(lambda c, nz=blocks, r=per_row: static_cycles(device, nz, b, r, c, dtype), cols, wc)
         best = cyc if best is None else np.minimum(best, cyc)
     return best
 
@@ -127,7 +125,8 @@ def _worker_split(device, counts: np.ndarray, cols: int, b: int, dtype: str) -> 
         blocks = np.add.reduceat(counts, cuts[:-1]) if len(counts) else np.zeros(1, np.int64)
         present = np.add.reduceat(counts > 0, cuts[:-1]) if len(counts) else np.zeros(1, np.int64)
         wc = max(1, min(device.workers // wr, cols))
-        cyc = max(static_cycles(device, blocks, b, present, c, dtype).max() for c in {-(-cols // wc), cols // wc or 1})
+        cyc = busiest_piece(lambda c, nz=blocks, r=present: static_cycles(device, nz, b, r, c, dtype), cols, wc)
+        cyc = cyc.max()
         if best is None or cyc < best[0]:
             best = (cyc, cuts, wc)
     return best[1], best[2]
