@@ -75,3 +75,78 @@ def host_transfer_cycles(nbytes: int, tile_bytes: np.ndarray, device: DeviceSpec
     link = nbytes / device.host_bytes_per_cycle
     tile = float(np.max(tile_bytes, initial=0)) / device.exchange_bytes_per_cycle
     return math.ceil(max(link, tile))
+
+
+# The AMP unit (Graphcore's "accumulating matrix product"), as poplibs' cost estimators describe it:
+WEIGHTS_PER_CONV_UNIT = 16  # inputs a conv unit takes per output: a chain of 4 x 4 half (8 x 2 float) loads
+# Bytes per cycle the supervisor loads coefficients into the conv units. Poplar's target value is closed source;
+# poplin halves it unless the option use128BitConvUnitLoad is set (off by default, lib/poplin/ConvOptions.hpp), so
+# with 128-bit loads in hardware the default is 64 bits a cycle. An assumption (ipu_model/README.md, [POPLIBS]).
+CONV_COEFF_LOAD_BYTES_PER_CYCLE = 8
+
+
+def amp_matmul_cycles(device: DeviceSpec, rows, inner, cols, in_dtype: str, partials_dtype: str = "float32"):
+    """Cycles of one tile multiplying [rows, inner] x [inner, cols] on the AMP unit: Graphcore's estimate for
+    poplin's 1x1 convolution vertex (`ConvPartial1x1Out`), which poplin's matmul uses (a matmul is a 1-D
+    convolution with batch = rows, input channels = inner, output channels = cols: lib/poplin/MatMul.cpp,
+    getConvParams). Published in poplibs lib/poplin/PerformanceEstimation.hpp: getConvPartial1x1SupervisorCycleEstimate
+    = ...OuterLoopCycleEstimateHalfFloat over ...InnerLoopCycleEstimateHalfFloat, with the arguments poplin's
+    planner passes (lib/poplin/ConvModel.cpp, Plan::Amp): input channels in groups of WEIGHTS_PER_CONV_UNIT (16),
+    output channels in groups of the conv units (`device.conv_units_per_tile(in_dtype, partials_dtype)`: 16 for
+    float16 with float16 partials, 8 otherwise on Mk2), one conv group, the rows split near-equally over the
+    workers; numLoads = conv units x 16 x bytes per input / CONV_COEFF_LOAD_BYTES_PER_CYCLE.
+
+    The worker loop takes 4 (half) or 8 (float) thread cycles per row and group pair, so with six workers a tile
+    does 16 x 16 half (16 x 8 float) MACs every 4 (8) tile cycles: Mk2's 128 (32) FLOP/cycle. On top: the per-pass
+    supervisor work (19 + 6 or 7 cycles, the coefficient loads) and each worker's fixed ~40 cycles per pass.
+    Vectorised over array arguments; rows, inner, cols >= 1."""
+    w = device.workers
+    units = device.conv_units_per_tile(in_dtype, partials_dtype)
+    float_acts = np.dtype(in_dtype) == np.float32
+    float_partials = np.dtype(partials_dtype) == np.float32
+    rows = np.asarray(rows, np.int64)
+    n_in = -(-np.asarray(inner, np.int64) // WEIGHTS_PER_CONV_UNIT)
+    n_out = -(-np.asarray(cols, np.int64) // units)
+    retention = (7, 3) if not float_acts and (float_partials or units == 16) else (0, 0)
+    common = (not float_acts and units == 16) or float_partials  # the half/16-unit and float-partials code path
+    core = 8 if float_acts else 4
+    zero_per_group = 8 if float_acts and units == 16 else 4 if float_partials else 2
+
+    def worker(e, zeroing: bool):  # one worker's thread cycles for e >= 1 rows (InnerLoopCycleEstimateHalfFloat)
+        z = int(zeroing)
+        if float_acts:
+            cyc = np.where(
+                e == 1, 47 + (2 + zero_per_group) * z, 46 + (2 + zero_per_group * e) * z + np.maximum(e - 3, 0) * core
+            )
+        elif common:
+            z2 = 1 if zeroing else 2
+            cyc = np.where(e == 1, 31 + z2, np.where(e == 2, 40 + z2, 36 + z2 + np.maximum(e - 3, 0) * core))
+        else:
+            cyc = np.where(
+                e == 1,
+                39 + (2 + zero_per_group) * z,
+                np.where(
+                    e == 2,
+                    40 + (2 + zero_per_group * 2) * z,
+                    41 + (2 + zero_per_group * e) * z + np.maximum(e - 3, 0) * core,
+                ),
+            )
+        return cyc - retention[0]
+
+    def inner_loop(zeroing: bool):  # the slowest worker x contexts, at least the fastest's + 14 (tagging it)
+        more, fewer = -(-rows // w), rows // w  # a near-equal split gives workers one of two counts
+        a = w * worker(more, zeroing)
+        b = np.where(fewer > 0, w * worker(np.maximum(fewer, 1), zeroing), 0)  # no rows: no work list entry
+        return np.maximum(np.maximum(a, b), np.minimum(a, b) + 14)  # not monotonic: 2 rows cost more than 3
+
+    loads = units * WEIGHTS_PER_CONV_UNIT * np.dtype(in_dtype).itemsize // CONV_COEFF_LOAD_BYTES_PER_CYCLE
+    with_zeroing, without = inner_loop(True), inner_loop(False)
+    cycles = (
+        50
+        + w * (retention[0] + retention[1] * (n_in - 1))
+        + 12
+        + common
+        + (n_in - 1) * (15 - common + 1 + n_out * (19 + 6 + loads + without))
+        + (10 + 1 + n_out * (19 - common + 7 + loads + with_zeroing))
+    )
+    return cycles.astype(np.float64)

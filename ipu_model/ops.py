@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.random.ipu import uniform_float32
+from ipu_model.cost import amp_matmul_cycles
 from ipu_model.graph import Codelet, Graph, GraphError, Tensor
 from ipu_model.programs import Copy, DynamicCopy, Execute, Program, Repeat, Sequence
 
@@ -305,15 +306,30 @@ def _serial_candidates(size: int, limit: int = 64) -> list[int]:
     return [s for s in (2**e for e in range(7)) if s <= limit and size % s == 0]
 
 
-def plan_matmul(device, m: int, k: int, n: int, in_dtype: str = "float16", out_dtype: str | None = None) -> MatmulPlan:
+def plan_matmul(
+    device,
+    m: int,
+    k: int,
+    n: int,
+    in_dtype: str = "float16",
+    out_dtype: str | None = None,
+    partials: str = "float32",
+) -> MatmulPlan:
     """Choose the tile grid and serial steps minimising the cost model's cycles among plans that fit in tile memory.
 
     Per serial step: one exchange (one sync, the busiest tile's A and B blocks at the exchange rate) and the busiest
-    worker's product (`cost.default_vertex_cycles`); per column chunk, the reduction of the k-split partials, or the
-    cast of float32 partials, and an on-tile copy into C. Memory: A and B where they start (spread over the tiles),
-    the tile's blocks and partials of one step, C and the reduction's buffers: all live during the steps."""
+    tile's product on the AMP unit (`cost.amp_matmul_cycles`, Graphcore's estimate for poplin's matmul vertex, with
+    `partials` the accumulator type: float32 is poplin's default); per column chunk, the reduction of the k-split
+    partials, or the cast of the partials, and an on-tile copy into C. Memory: A and B where they start (spread over
+    the tiles), the tile's blocks and partials of one step, C and the reduction's buffers: all live during the
+    steps."""
     out_dtype = out_dtype or in_dtype
-    isz, osz = np.dtype(in_dtype).itemsize, np.dtype(out_dtype).itemsize
+    if np.dtype(partials).name not in ("float16", "float32") or (np.dtype(in_dtype) == np.float32 and np.dtype(partials) != np.float32):
+        raise GraphError(
+            f"matmul partials {partials!r} with {in_dtype} inputs: the AMP accumulates float16 inputs in float16 or "
+            "float32, float32 inputs in float32"
+        )
+    isz, osz, psz = (np.dtype(t).itemsize for t in (in_dtype, out_dtype, partials))
     w, sync, xrate = device.workers, device.sync_cycles, device.exchange_bytes_per_cycle
     per_worker_flops = device.tile_flops_per_cycle(in_dtype) / w
     per_worker_bytes = device.memory_bytes_per_cycle / w
@@ -329,16 +345,10 @@ def plan_matmul(device, m: int, k: int, n: int, in_dtype: str = "float16", out_d
             ok = pm * pk * pn <= device.tiles
             pm, pk, pn = pm[ok], pk[ok], pn[ok]
             mb, kb, nb = -(-m // pm), -(-kc // pk), -(-nc // pn)
-            by_rows = mb >= w
-            rows = np.where(by_rows, -(-mb // w), mb)
-            cols = np.where(by_rows, nb, -(-nb // w))
             split_k = pk > 1
-            partial_sz = np.where(split_k | (sk > 1), 4, osz)
-            # the same estimate the engine will charge (cost.default_vertex_cycles), vectorised over candidate grids
-            nbytes = (rows * kb + kb * cols) * isz + rows * cols * partial_sz
-            compute = device.vertex_overhead_cycles + np.maximum(
-                2 * rows * kb * cols / per_worker_flops, nbytes / per_worker_bytes
-            )
+            partial_sz = np.where(split_k | (sk > 1), psz, osz)
+            # the same estimate the engine will charge (the codelet's cycles), vectorised over candidate grids
+            compute = amp_matmul_cycles(device, mb, kb, nb, in_dtype, partials)
             blocks = (mb * kb + kb * nb) * isz
             # a tile sends its share of the step's A chunk and, B's rows being cut into chunks, of B's rows times
             # the chunk's columns (a contiguous chunk of k lives on a 1/sk share of the tiles)
@@ -349,12 +359,12 @@ def plan_matmul(device, m: int, k: int, n: int, in_dtype: str = "float16", out_d
             per_tile = -(-m * nc // device.tiles)  # results of one column chunk per tile (mapped linearly)
             reduce = split_k * (
                 sync
-                + per_tile * pk * 4 / xrate
+                + per_tile * pk * psz / xrate
                 + device.vertex_overhead_cycles
-                + np.maximum(per_tile * pk / w / per_worker_flops, 8 * per_tile * pk / w / per_worker_bytes)
+                + np.maximum(per_tile * pk / w / per_worker_flops, 2 * psz * per_tile * pk / w / per_worker_bytes)
             )
-            casting = (~split_k) & (sk > 1) & (osz != 4)
-            cast_cycles = casting * (sync + device.vertex_overhead_cycles + mb * nb * (4 + osz) / w / per_worker_bytes)
+            casting = (~split_k) & (sk > 1) & (osz != psz)
+            cast_cycles = casting * (sync + device.vertex_overhead_cycles + mb * nb * (psz + osz) / w / per_worker_bytes)
             separate_c = split_k | casting | (sn > 1)  # C is not the partials buffer itself
             copy_cycles = (sn > 1) * np.ceil(
                 2 * np.where(split_k, per_tile, mb * nb) * osz / device.memory_bytes_per_cycle
@@ -365,7 +375,7 @@ def plan_matmul(device, m: int, k: int, n: int, in_dtype: str = "float16", out_d
                 + mb * nb * partial_sz
                 + (m * k + k * n) * isz / device.tiles
                 + separate_c * m * n * osz / device.tiles
-                + split_k * per_tile * (pk * 4 + osz)
+                + split_k * per_tile * (pk * psz + osz)
                 + casting * mb * nb * osz
             )
             fits = memory <= 0.85 * device.memory_per_tile
@@ -379,10 +389,12 @@ def plan_matmul(device, m: int, k: int, n: int, in_dtype: str = "float16", out_d
     return best
 
 
-def _matmul_codelet(out_dtype: str, in_dtype: str, accumulate: bool = False) -> Codelet:
-    key = ("matmul", out_dtype, in_dtype, accumulate)
+def _matmul_codelet(out_dtype: str, in_dtype: str, partials: str, accumulate: bool = False) -> Codelet:
+    """One tile's block product on the AMP unit, accumulating in float32 and storing `out_dtype`. Cycles: Graphcore's
+    estimate for poplin's 1x1 convolution vertex (`cost.amp_matmul_cycles`) with `partials` accumulators."""
+    key = ("matmul", out_dtype, in_dtype, partials, accumulate)
     if key not in _CODELETS:
-        if accumulate:  # c += a @ b: the partials of earlier serial steps (float32)
+        if accumulate:  # c += a @ b: the partials of earlier serial steps
 
             def fn(a, b, c):
                 return {"c": (c + np.matmul(a.astype(np.float32), b.astype(np.float32))).astype(out_dtype)}
@@ -399,6 +411,7 @@ def _matmul_codelet(out_dtype: str, in_dtype: str, accumulate: bool = False) -> 
             fn,
             **fields,
             flops=lambda a, b, c: 2 * a[0] * a[1] * b[1],
+            cycles=lambda device, a, b, c: float(amp_matmul_cycles(device, a[0], a[1], b[1], in_dtype, partials)),
             compute_dtype=in_dtype,
         )
     return _CODELETS[key]
@@ -411,14 +424,16 @@ def matmul(
     out_dtype: str | None = None,
     plan: MatmulPlan | None = None,
     name: str = "matmul",
+    partials: str = "float32",
 ) -> tuple[Program, Tensor, MatmulPlan]:
     """C = A @ B for A [m, k], B [k, n] mapped anyhow. Returns (program, C, plan).
 
     The plan (`plan_matmul` unless given) splits m, k and n over a tile grid, and k and n into serial steps. Each
     step is one exchange bringing each tile its A and B blocks of the step's chunks and one compute set where each
-    tile's workers multiply their rows (float32 accumulation); steps over k add into float32 partials (the same
-    vertices run again, the exchange refills the same buffers). With k split over tiles the partials are then
-    reduced onto C's tiles (`reduce`); float32 partials of a float16 C are cast where they are. With one step over
+    tile multiplies its blocks on the AMP unit (one vertex per tile, costed as poplin's matmul vertex with `partials`
+    accumulators, poplin's default float32; the values are accumulated in float32); steps over k add into the
+    partials (the same vertices run again, the exchange refills the same buffers). With k split over tiles the
+    partials are then reduced onto C's tiles (`reduce`); partials of another type than C are cast where they are. With one step over
     n, C is mapped by blocks when k is not split over tiles, linearly else; with several, each column chunk of C is
     mapped like the buffer that assembles it and filled by an on-tile copy.
     """
@@ -429,7 +444,7 @@ def matmul(
     (m, k), n = a.shape, b.shape[1]
     in_dtype = a.dtype.name
     out_dtype = out_dtype or in_dtype
-    plan = plan or plan_matmul(graph.device, m, k, n, in_dtype, out_dtype)
+    plan = plan or plan_matmul(graph.device, m, k, n, in_dtype, out_dtype, partials)
     if plan.tiles > graph.num_tiles:
         raise GraphError(f"matmul plan {plan} needs {plan.tiles} tiles, the graph has {graph.num_tiles}")
     pm, pk, pn, sk, sn = plan.pm, plan.pk, plan.pn, plan.sk, plan.sn
@@ -448,7 +463,7 @@ def matmul(
     graph.map_blocks(a_rep, [range(pn + 1), ms, ks], lambda q, i, j: tile(i, j, q))
     graph.map_blocks(b_rep, [range(pm + 1), ks, ns], lambda i, j, q: tile(i, j, q))
     direct = pk == 1 and sk == 1 and sn == 1  # the workers write C itself
-    target_dtype = out_dtype if pk == 1 and sk == 1 else "float32"
+    target_dtype = out_dtype if pk == 1 and sk == 1 else partials
     if direct:
         c = graph.add_variable((m, n), out_dtype, f"{name}/C")
         graph.map_blocks(c, [ms, ns], lambda i, q: tile(i, 0, q))
@@ -456,26 +471,15 @@ def matmul(
     else:
         target = graph.add_variable((pk, m, nc), target_dtype, f"{name}/partials")
         graph.map_blocks(target, [range(pk + 1), ms, ns], lambda j, i, q: tile(i, j, q))
-    w = graph.device.workers
     executes = []
     for accumulate in (False, True) if sk > 1 else (False,):
         cs = graph.add_compute_set(f"{name}/multiply" + ("_accumulate" if accumulate else ""))
-        code = _matmul_codelet(target_dtype, in_dtype, accumulate)
+        code = _matmul_codelet(target_dtype, in_dtype, partials, accumulate)
         for i, j, q in itertools.product(range(pm), range(pk), range(pn)):
             r0, r1, k0, k1, c0, c1 = ms[i], ms[i + 1], ks[j], ks[j + 1], ns[q], ns[q + 1]
-            by_rows = r1 - r0 >= w
-            parts = _splits(r1 - r0 if by_rows else c1 - c0, min(w, (r1 - r0) if by_rows else (c1 - c0)))
-            for p0, p1 in itertools.pairwise(parts):
-                rows = slice(r0 + p0, r0 + p1) if by_rows else slice(r0, r1)
-                cols = slice(c0, c1) if by_rows else slice(c0 + p0, c0 + p1)
-                graph.add_vertex(
-                    cs,
-                    code,
-                    tile(i, j, q),
-                    a=a_rep[q, rows, k0:k1],
-                    b=b_rep[i, k0:k1, cols],
-                    c=target[j, rows, cols],
-                )
+            graph.add_vertex(
+                cs, code, tile(i, j, q), a=a_rep[q, r0:r1, k0:k1], b=b_rep[i, k0:k1, c0:c1], c=target[j, r0:r1, c0:c1]
+            )
         executes.append(Execute(cs))
     # what turns one column chunk's partials into C's values (built once, run per chunk)
     finish: list[Program] = []

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ipu_model import Program
+from ipu_model.cost import CONV_COEFF_LOAD_BYTES_PER_CYCLE
 from ipu_model.device import DeviceSpec
 from ipu_model.programs import walk
 
@@ -81,7 +82,6 @@ _STATIC_BLOCK = {
     (16, "float16"): (13, 1, lambda n: 19 + (n - 1) * 4),
     (16, "float32"): (16, 4, lambda n: np.where(n == 1, 29 * 2, (37 + (n - 1) * 8) * 2)),
 }
-WEIGHT_LOAD_BYTES_PER_CYCLE = 8  # the supervisor loads a block's coefficients into the AMP 64 bits at a time
 
 
 def static_cycles(device: DeviceSpec, blocks, block: int, rows, cols, dtype: str):
@@ -114,7 +114,7 @@ def static_cycles(device: DeviceSpec, blocks, block: int, rows, cols, dtype: str
         return np.where(blocks > 0, cyc * w, 33 * w).astype(np.float64)
     header, x_retained, y_cycles = _STATIC_BLOCK[(block, np.dtype(dtype).name)]
     nw = np.maximum(-(-n // w), 1)
-    coeff = block * block * np.dtype(dtype).itemsize // WEIGHT_LOAD_BYTES_PER_CYCLE
+    coeff = block * block * np.dtype(dtype).itemsize // CONV_COEFF_LOAD_BYTES_PER_CYCLE
     cyc = 30 + header * w + m * (x_retained * w + 17 + k * (16 + coeff + y_cycles(nw) * w))
     if not half and block in (8, 16):  # the float32 partials are zeroed first
         cyc = cyc + (12 + -(-(m * block * n * 4 * 8 // 64) // w)) * w  # 64-bit stores

@@ -20,7 +20,7 @@ from ipu_model import (
     get_device,
     ops,
 )
-from ipu_model.cost import schedule_workers
+from ipu_model.cost import amp_matmul_cycles, schedule_workers
 
 DEV = get_device("mk2", tiles=8)
 SYNC, XRATE, MEMRATE, OVERHEAD, W = (
@@ -327,6 +327,119 @@ def test_more_rows_never_fewer_cycles(dtype):
         assert compute >= previous, rows
         previous = compute
     assert previous > vertices_compute(1)
+
+
+# ---------------------------------------------------------------------------------------- AMP matmul vertex
+def _amp_reference(rows, inner, cols, acts, partials, units, workers=6, load_bytes=8):
+    """poplin's ConvPartial1x1Out estimate (lib/poplin/PerformanceEstimation.hpp), transcribed here case by case
+    from the published functions, with the worker list as poplin builds it: the rows split near-equally over the
+    contexts, a worker with no rows having no work list entry."""
+    fa, fp = acts == "float32", partials == "float32"
+    retention = (7, 3) if not fa and (fp or units == 16) else (0, 0)
+    common = (not fa and units == 16) or fp
+    core = 8 if fa else 4
+    zpg = 8 if fa and units == 16 else 4 if fp else 2
+    bounds = [round(i * rows / workers) for i in range(workers + 1)]
+    parts = [b - a for a, b in zip(bounds, bounds[1:])]
+
+    def inner_loop(zeroing):
+        z = 1 if zeroing else 0
+        most, least = 0, None
+        for e in parts:
+            if e == 0:
+                this = 0
+            elif fa:
+                this = {1: 47 + (2 + zpg) * z, 2: 46 + (2 + zpg * 2) * z}.get(
+                    e, 46 + (2 + zpg * e) * z + (e - 3) * core
+                )
+            elif common:
+                this = {1: 31 + (1 if z else 2), 2: 40 + (1 if z else 2)}.get(e, (37 if z else 38) + (e - 3) * core)
+            else:
+                this = {1: 39 + (2 + zpg) * z, 2: 40 + (2 + zpg * 2) * z}.get(
+                    e, 41 + (2 + zpg * e) * z + (e - 3) * core
+                )
+            if e:
+                this -= retention[0]
+            most = max(most, workers * this)
+            least = workers * this if least is None else min(least, workers * this)
+        return max(most, least + 14)
+
+    n_in, n_out = -(-inner // 16), -(-cols // units)
+    loads = units * 16 * (4 if fa else 2) // load_bytes
+    return (
+        50
+        + workers * (retention[0] + retention[1] * (n_in - 1))
+        + 12
+        + common
+        + (n_in - 1) * (15 - common + 1 + n_out * (19 + 6 + loads + inner_loop(False)))
+        + 10
+        + 1
+        + n_out * (19 - common + 7 + loads + inner_loop(True))
+    )
+
+
+def test_amp_matmul_cycles_hand_computed():
+    """float16 with float16 partials (16 units), 12 x 32 x 16: two input groups, one output group, two rows per
+    worker; half code path with retention savings (7, 3); 64 cycles of coefficient loads per pass.
+    Worker: 40 + 1 - 7 = 34 (zeroing), 35 (not) thread cycles, x 6 = 204 / 210, + 14 for the tag = 218 / 224.
+    50 + 6 (7 + 3) + 12 + 1 + (15 - 1 + 1 + (19 + 6 + 64 + 224)) + (10 + 1 + (19 - 1 + 7 + 64 + 218)) = 769.
+    float32, 7 x 16 x 8 (8 units): 2 and 1 rows per worker: 6 (46 + 2 + 8) = 336 against 6 (47 + 6) + 14 = 332;
+    50 + 12 + 1 + (10 + 1 + (19 - 1 + 7 + 64 + 336)) = 499."""
+    assert amp_matmul_cycles(DEV, 12, 32, 16, "float16", "float16") == 769
+    assert amp_matmul_cycles(DEV, 7, 16, 8, "float32", "float32") == 499
+
+
+@pytest.mark.parametrize(("acts", "partials"), [("float16", "float16"), ("float16", "float32"), ("float32", "float32")])
+def test_amp_matmul_cycles_match_the_published_estimate(acts, partials):
+    """The vectorised estimate against the case-by-case transcription above, over shapes that hit every branch
+    (1, 2, 3+ rows per worker, idle workers, partial groups), and the Mk1 device (8 half/half units: the non-common
+    half path)."""
+    rows = np.array([1, 2, 5, 6, 7, 12, 13, 100, 587])
+    inner = np.array([1, 16, 17, 64, 300])
+    cols = np.array([1, 8, 9, 16, 33, 256])
+    r, i, c = (x.ravel() for x in np.meshgrid(rows, inner, cols, indexing="ij"))
+    for dev in (DEV, get_device("mk1")):
+        units = dev.conv_units_per_tile(acts, partials)
+        got = amp_matmul_cycles(dev, r, i, c, acts, partials)
+        want = [_amp_reference(int(a), int(b), int(d), acts, partials, units) for a, b, d in zip(r, i, c)]
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(("acts", "partials", "peak"), [("float16", "float16", 128), ("float32", "float32", 32)])
+def test_amp_matmul_approaches_the_tile_peak(acts, partials, peak):
+    """A large block runs near the tile's peak FLOP/cycle (the worker loop's 4 / 8 cycles per row and group pair),
+    thin ones far below it (an output group of 16 half or 8 float channels a quarter or half filled)."""
+    big = 2 * 1200 * 512 * 256 / amp_matmul_cycles(DEV, 1200, 512, 256, acts, partials)
+    assert 0.9 * peak < big <= peak
+    thin = 2 * 1200 * 512 * 4 / amp_matmul_cycles(DEV, 1200, 512, 4, acts, partials)
+    assert thin <= peak * 4 / DEV.conv_units_per_tile(acts, partials)  # 4 columns of an output group of 16 (8)
+    # float16 inputs with float32 partials run on half the conv units (an assumption for Mk2: device.py)
+    half_units = 2 * 1200 * 512 * 256 / amp_matmul_cycles(DEV, 1200, 512, 256, "float16", "float32")
+    assert 0.45 * 128 < half_units <= 0.5 * 128
+
+
+def test_engine_charges_each_tile_the_amp_estimate():
+    """The matmul's multiply step costs its busiest tile's AMP estimate, the same figure the planner used."""
+    g = Graph(DEV)
+    a, b = g.add_variable((50, 40), "float16", "a"), g.add_variable((40, 70), "float16", "b")
+    g.map_linearly(a)
+    g.map_linearly(b)
+    prog, _, plan = ops.matmul(g, a, b, plan=ops.MatmulPlan(2, 1, 3), partials="float16")
+    engine = run(g, prog)
+    multiply = next(s for s in engine.profile.steps.values() if s.name.endswith("multiply"))
+    assert multiply.compute == amp_matmul_cycles(DEV, 25, 40, 24, "float16", "float16")
+    assert multiply.tiles_used == 6
+
+
+def test_matmul_partials_are_checked():
+    g = Graph(DEV)
+    a, b = g.add_variable((8, 8), "float32", "a"), g.add_variable((8, 8), "float32", "b")
+    g.map_linearly(a)
+    g.map_linearly(b)
+    with pytest.raises(Exception, match="partials 'float16' with float32 inputs"):
+        ops.matmul(g, a, b, partials="float16")
+    with pytest.raises(Exception, match="partials 'int32'"):
+        ops.matmul(g, a, b, partials="int32")
 
 
 # -------------------------------------------------------------------------------------------------------- sync
