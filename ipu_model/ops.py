@@ -324,7 +324,9 @@ def plan_matmul(
     the tiles), the tile's blocks and partials of one step, C and the reduction's buffers: all live during the
     steps."""
     out_dtype = out_dtype or in_dtype
-    if np.dtype(partials).name not in ("float16", "float32") or (np.dtype(in_dtype) == np.float32 and np.dtype(partials) != np.float32):
+    if np.dtype(partials).name not in ("float16", "float32") or (
+        np.dtype(in_dtype) == np.float32 and np.dtype(partials) != np.float32
+    ):
         raise GraphError(
             f"matmul partials {partials!r} with {in_dtype} inputs: the AMP accumulates float16 inputs in float16 or "
             "float32, float32 inputs in float32"
@@ -364,7 +366,9 @@ def plan_matmul(
                 + np.maximum(per_tile * pk / w / per_worker_flops, 2 * psz * per_tile * pk / w / per_worker_bytes)
             )
             casting = (~split_k) & (sk > 1) & (osz != psz)
-            cast_cycles = casting * (sync + device.vertex_overhead_cycles + mb * nb * (psz + osz) / w / per_worker_bytes)
+            cast_cycles = casting * (
+                sync + device.vertex_overhead_cycles + mb * nb * (psz + osz) / w / per_worker_bytes
+            )
             separate_c = split_k | casting | (sn > 1)  # C is not the partials buffer itself
             copy_cycles = (sn > 1) * np.ceil(
                 2 * np.where(split_k, per_tile, mb * nb) * osz / device.memory_bytes_per_cycle
