@@ -89,8 +89,9 @@ def amp_matmul_cycles(device: DeviceSpec, rows, inner, cols, in_dtype: str, part
     """Cycles of one tile multiplying [rows, inner] x [inner, cols] on the AMP unit: Graphcore's estimate for
     poplin's 1x1 convolution vertex (`ConvPartial1x1Out`), which poplin's matmul uses (a matmul is a 1-D
     convolution with batch = rows, input channels = inner, output channels = cols: lib/poplin/MatMul.cpp,
-    getConvParams). Published in poplibs lib/poplin/PerformanceEstimation.hpp: getConvPartial1x1SupervisorCycleEstimate
-    = ...OuterLoopCycleEstimateHalfFloat over ...InnerLoopCycleEstimateHalfFloat, with the arguments poplin's
+    getConvParams). Published in poplibs lib/poplin/PerformanceEstimation.hpp:
+    getConvPartial1x1SupervisorCycleEstimate = ...OuterLoopCycleEstimateHalfFloat over
+    ...InnerLoopCycleEstimateHalfFloat, with the arguments poplin's
     planner passes (lib/poplin/ConvModel.cpp, Plan::Amp): input channels in groups of WEIGHTS_PER_CONV_UNIT (16),
     output channels in groups of the conv units (`device.conv_units_per_tile(in_dtype, partials_dtype)`: 16 for
     float16 with float16 partials, 8 otherwise on Mk2), one conv group, the rows split near-equally over the

@@ -437,9 +437,9 @@ def matmul(
     tile multiplies its blocks on the AMP unit (one vertex per tile, costed as poplin's matmul vertex with `partials`
     accumulators, poplin's default float32; the values are accumulated in float32); steps over k add into the
     partials (the same vertices run again, the exchange refills the same buffers). With k split over tiles the
-    partials are then reduced onto C's tiles (`reduce`); partials of another type than C are cast where they are. With one step over
-    n, C is mapped by blocks when k is not split over tiles, linearly else; with several, each column chunk of C is
-    mapped like the buffer that assembles it and filled by an on-tile copy.
+    partials are then reduced onto C's tiles (`reduce`); partials of another type than C are cast where they are.
+    With one step over n, C is mapped by blocks when k is not split over tiles, linearly else; with several, each
+    column chunk of C is mapped like the buffer that assembles it and filled by an on-tile copy.
     """
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise GraphError(f"matmul needs A [m, k] and B [k, n], got {a.shape} and {b.shape}")

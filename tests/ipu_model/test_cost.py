@@ -1,6 +1,7 @@
 """The BSP cost model: exchange, broadcast, compute, worker scheduling, sync and host transfers, each checked
 against hand computations or brute-force references written here."""
 
+import itertools
 import math
 
 import numpy as np
@@ -340,7 +341,7 @@ def _amp_reference(rows, inner, cols, acts, partials, units, workers=6, load_byt
     core = 8 if fa else 4
     zpg = 8 if fa and units == 16 else 4 if fp else 2
     bounds = [round(i * rows / workers) for i in range(workers + 1)]
-    parts = [b - a for a, b in zip(bounds, bounds[1:])]
+    parts = [b - a for a, b in itertools.pairwise(bounds)]
 
     def inner_loop(zeroing):
         z = 1 if zeroing else 0
@@ -401,7 +402,7 @@ def test_amp_matmul_cycles_match_the_published_estimate(acts, partials):
     for dev in (DEV, get_device("mk1")):
         units = dev.conv_units_per_tile(acts, partials)
         got = amp_matmul_cycles(dev, r, i, c, acts, partials)
-        want = [_amp_reference(int(a), int(b), int(d), acts, partials, units) for a, b, d in zip(r, i, c)]
+        want = [_amp_reference(int(a), int(b), int(d), acts, partials, units) for a, b, d in zip(r, i, c, strict=True)]
         np.testing.assert_array_equal(got, want)
 
 
@@ -424,7 +425,7 @@ def test_engine_charges_each_tile_the_amp_estimate():
     a, b = g.add_variable((50, 40), "float16", "a"), g.add_variable((40, 70), "float16", "b")
     g.map_linearly(a)
     g.map_linearly(b)
-    prog, _, plan = ops.matmul(g, a, b, plan=ops.MatmulPlan(2, 1, 3), partials="float16")
+    prog, _, _ = ops.matmul(g, a, b, plan=ops.MatmulPlan(2, 1, 3), partials="float16")
     engine = run(g, prog)
     multiply = next(s for s in engine.profile.steps.values() if s.name.endswith("multiply"))
     assert multiply.compute == amp_matmul_cycles(DEV, 25, 40, 24, "float16", "float16")
