@@ -8,7 +8,14 @@ The paper's benchmark measures Y[m, n] = W[m, k] X[k, n] with W block-sparse (b 
 blocks) and reports the best FLOP/s over the batch n, as a speed-up over the dense matmul of the same m, k, n.
 `simulate_cell` builds one such matmul on a simulated IPU and runs it cost-only (the engine charges the cycles
 without computing values): W and X start spread linearly over the tiles, as `ipu_model.ops.matmul`'s operands do,
-and only the matmul program is timed (not host transfers, including the dynamic case's upload of buckets).
+and only the matmul program is timed (not host transfers, including the dynamic case's upload of buckets). A cell
+also reports its compute cycles alone (the paper's benchmark script prints both "Compute TFLOPS" and "Compute and
+exchange TFLOPS"; which one the paper plots is not stated, so the report shows both for dense).
+
+The dense matmul accumulates FP16 in FP16 partials (DENSE_PARTIALS), like the static sparse one: at the FP16
+rate the paper measured for dense (~230 TFLOP/s at m = k = 4096, its dense figure) the AMP must use its 16
+half-partials conv units, since float partials get 8 on Mk2 (at most 125 TFLOP/s; papers/popsparse/REFERENCES.md,
+"dense baseline").
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from papers.popsparse.ipu_dynamic import (
 from papers.popsparse.ipu_static import StaticPlan, plan_static, static_sparse_matmul
 
 KINDS = ("dense", "static", "dynamic")
+DENSE_PARTIALS = {"float16": "float16", "float32": "float32"}  # the dense matmul's accumulator type per dtype
 
 
 @lru_cache(maxsize=2)
@@ -52,7 +60,7 @@ def _build(kind: str, graph: Graph, m: int, k: int, n: int, block: int, density:
     if kind == "dense":
         w = graph.add_variable((m, k), dtype, "W")
         graph.map_linearly(w)
-        prog, _, plan = ops.matmul(graph, w, x)
+        prog, _, plan = ops.matmul(graph, w, x, partials=DENSE_PARTIALS[dtype])
         return prog, prog, {}, plan, (m // block) * (k // block)
     pattern = _pattern(m, k, block, density, seed)
     if kind == "static":
@@ -71,7 +79,8 @@ def simulate_cell(
     """Simulate one benchmark matmul: `kind` dense, static or dynamic (W at `density`, blocks of `block`).
 
     Returns cycles, seconds, `tflops` (dense-equivalent: 2 m k n / time, the paper's effective rate), `tflops_actual`
-    (2 nnz-elements n / time, what the tiles computed), the plan and its estimate, and the wall time of the
+    (2 nnz-elements n / time, what the tiles computed), `tflops_compute` (dense-equivalent over the compute cycles
+    alone, without exchange and sync), the plan and its estimate, and the wall time of the
     simulation (build, compile, run). A matmul with no plan fitting in tile memory returns `fits: False` and the
     reason."""
     if kind not in KINDS:
@@ -90,6 +99,7 @@ def simulate_cell(
     engine.run(inputs, evaluate=False)
     t3 = perf_counter()
     cycles = program_cycles(engine, timed)
+    compute = program_cycles(engine, timed, part="compute")
     seconds = device.seconds(cycles)
     nnz_elements = nnz_blocks * block * block
     return {
@@ -100,6 +110,8 @@ def simulate_cell(
         "seconds": seconds,
         "tflops": 2 * m * k * n / seconds / 1e12,
         "tflops_actual": 2 * nnz_elements * n / seconds / 1e12,
+        "compute_cycles": compute,
+        "tflops_compute": 2 * m * k * n / device.seconds(compute) / 1e12,
         "plan": plan.describe() if hasattr(plan, "describe") else f"{plan.pm}x{plan.pk}x{plan.pn}",
         "estimate": float(plan.estimate),
         "wall": {"build": t1 - t0, "compile": t2 - t1, "run": t3 - t2, "total": t3 - t0},

@@ -213,6 +213,10 @@ def reduce_memory(device: DeviceSpec, parts: int, elements: int, out_dtype: str)
     return per_tile * (parts * 4 + np.dtype(out_dtype).itemsize)
 
 
-def program_cycles(engine, program: Program) -> float:
-    """Cycles the engine's profile charged to `program` and everything under it (all runs so far)."""
-    return float(sum(engine.profile.steps[p.id].cycles for p in walk(program) if p.id in engine.profile.steps))
+def program_cycles(engine, program: Program, part: str = "cycles") -> float:
+    """Cycles the engine's profile charged to `program` and everything under it (all runs so far): all of them, or
+    one `part` of them ("sync", "exchange", "compute" or "host")."""
+    if part not in ("cycles", "sync", "exchange", "compute", "host"):
+        raise ValueError(f"part {part!r} is not known: choose cycles, sync, exchange, compute or host")
+    steps = engine.profile.steps
+    return float(sum(getattr(steps[p.id], part) for p in walk(program) if p.id in steps))

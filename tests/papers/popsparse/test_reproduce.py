@@ -11,7 +11,14 @@ from core.sparsity import BlockPattern
 from papers import popsparse
 from papers.popsparse import Config, CpuConfig, IpuConfig
 from papers.popsparse.cpu import crossover_density, speedup_interval, time_cell
-from papers.popsparse.report import PUBLISHED, crossover_sparsity, measure, planned_cells
+from papers.popsparse.report import (
+    PAPER_DENSE,
+    PAPER_FIGURE_SPEEDUPS,
+    PUBLISHED,
+    crossover_sparsity,
+    measure,
+    planned_cells,
+)
 
 
 def test_smoke_run_writes_claims_tables_and_figures(cli, tmp_path):
@@ -182,6 +189,49 @@ def test_ipu_claims_on_known_speedups():
     assert headline.ours == pytest.approx(b1 if abs(b1 - 0.9) < abs(b4 - 0.9) else b4)
     assert "b=8: below 75.0%" in headline.detail
     assert got["ipu-crossover-falls-with-block"].ours is True  # b1 > b4 > 0.75
+
+
+def test_dense_and_figure_claims_on_known_rates():
+    """At m = k = 4096 the dense rate is checked against the paper's dense figure at every n both have (the factor
+    either way), and the FP16 speed-ups against its figures in the cells outside the table: the grid's first, the
+    crossover sweep's static cells where the grid has none."""
+    ipu = IpuConfig(blocks=[1, 16], densities=[1 / 4, 1 / 16], ns=[1024, 4096], crossover_blocks=[1, 4])
+    cfg = SimpleNamespace(popsparse=Config(ipu=ipu, cpu=CpuConfig(enabled=False)))
+    declared = [c.id for c in popsparse.claims(cfg)]
+    assert "ipu-dense-rate" in declared and "ipu-paper-figures" in declared
+    scale = {("float16", 1024): 0.7, ("float16", 4096): 1.0, ("float32", 1024): 1.6, ("float32", 4096): 1.0}
+    rows = []
+    for t in ("float16", "float32"):
+        cells = [{"n": n, "fits": True, "tflops": PAPER_DENSE[t][n] * scale[(t, n)]} for n in (1024, 4096)]
+        dense = {**cells[1], "cells": cells}
+        for b in (1, 16):
+            for d in (1 / 4, 1 / 16):
+                s = PAPER_FIGURE_SPEEDUPS.get(("static", b, d), 1.0) * (1.3 if (b, d) == (16, 1 / 4) else 1.0)
+                y = PAPER_FIGURE_SPEEDUPS.get(("dynamic", b, d), 1.0)
+                rows.append({**_ipu_row(t, b, d, s, y), "dense": dense})
+    # the sweep's b=1 at 1/8 is off by 2x; its b=1 at 1/4 is ignored (the grid has that cell)
+    cross = [_ipu_row("float16", 1, 1 / 8, 2 * 0.41, float("nan")), _ipu_row("float16", 1, 1 / 4, 9.0, 9.0)]
+    cross.append(_ipu_row("float16", 4, 1 / 16, 1.52, float("nan")))
+    got = {c.id: c for c in measure(cfg, rows, [], cross)}
+    dense = got["ipu-dense-rate"]
+    assert dense.ours is False and "worst 1.60" in dense.detail  # FP32 n=1024 at 1.6x; FP16 n=1024 1/0.7 = 1.43
+    assert "float16 n=1024: 0.70" in dense.detail
+    figures = got["ipu-paper-figures"]
+    # cells: static b1 1/4 (1.0), static b16 1/4 (1.3), dynamic b1 1/4, dynamic b16 1/4 (1.0), static b1 1/8 (2.0),
+    # static b4 1/16 (1.0): median 1.0, worst 2.0
+    assert figures.ours is False and "5 of 6 cells within 1.5x" in figures.detail
+    assert "median factor 1.00, worst 2.00 (static b=1 at 1/8)" in figures.detail
+    for t, n in scale:
+        scale[(t, n)] = 1.2
+    rows_ok = [
+        {**r, "static_speedup": r["static_speedup"] / (1.3 if (r["block"], r["density"]) == (16, 1 / 4) else 1.0)}
+        for r in rows
+    ]
+    for r in rows_ok:
+        cells = [{"n": n, "fits": True, "tflops": PAPER_DENSE[r["dtype"]][n] * 1.2} for n in (1024, 4096)]
+        r["dense"] = {**cells[1], "cells": cells}
+    got = {c.id: c for c in measure(cfg, rows_ok, [], cross[1:])}
+    assert got["ipu-dense-rate"].ours is True and got["ipu-paper-figures"].ours is True
 
 
 def test_crossover_density_interpolates_in_log_density():
