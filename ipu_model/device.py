@@ -13,10 +13,11 @@ Mk2 GC200 (Graphcore IPU-M2000 / GC200 product brief, [GC200] in ipu_model/READM
     PCIe Gen4 x16 host link, 64 GB/s (both directions together).
 AMP conv units per tile (Poplar's Target::getFp16InFp16OutConvUnitsPerTile and its siblings, closed source): each
     unit does 4 half (2 float) multiply-accumulates per cycle, so Mk2's 128 / 32 FLOP/cycle are 16 float16.float16
-    and 8 float32.float32 units. float16 inputs with float32 partials: 8 units, an assumption from public poplibs
-    code: the 16x16 block-sparse assembler codelets have a two-AMP-set variant for half partials only
-    (lib/popsparse/codelets/asm/Block16x16SparseDenseMatMul_half_half_2ampsets.S, none for half_float), and
-    poplin's cycle estimator treats "half activations, half partials and 16 conv units" and "half activations,
+    and 8 float32.float32 units. float16 inputs with float32 partials: 8 units, inferred from public poplibs code:
+    tools/single_conv_layer.cpp derives them as min(half units, fp16 pipeline depth 4 x data path width / 32),
+    8 on the IPU's 64-bit path; the 16x16 block-sparse assembler codelets have a two-AMP-set variant for half
+    partials only (lib/popsparse/codelets/asm/Block16x16SparseDenseMatMul_half_half_2ampsets.S, none for half_float);
+    and poplin's cycle estimator treats "half activations, half partials and 16 conv units" and "half activations,
     float partials and 8 conv units" as one code path (lib/poplin/PerformanceEstimation.hpp,
     getConvPartial1x1SupervisorInnerLoopCycleEstimateHalfFloat). Mk1: 8 / 8 / 4 (124.5 TFLOP/s "mixed precision").
 Bow (Bow IPU product brief): the Mk2 tile at 1.85 GHz (wafer-on-wafer power delivery), hence 350 TFLOP/s FP16;
