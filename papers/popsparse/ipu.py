@@ -13,9 +13,9 @@ also reports its compute cycles alone (the paper's benchmark script prints both 
 exchange TFLOPS"; which one the paper plots is not stated, so the report shows both for dense).
 
 The dense matmul accumulates FP16 in FP16 partials (DENSE_PARTIALS), like the static sparse one: at the FP16
-rate the paper measured for dense (~230 TFLOP/s at m = k = 4096, its dense figure) the AMP must use its 16
-half-partials conv units, since float partials get 8 on Mk2 (at most 125 TFLOP/s; papers/popsparse/REFERENCES.md,
-"dense baseline").
+rate the paper measured for dense (232 TFLOP/s at m = k = 4096 on its Bow, its dense figure) the AMP must use its 16
+half-partials conv units, since float partials get 8 (at most 174 TFLOP/s on a Bow; papers/popsparse/REFERENCES.md,
+"the dense baseline's partials").
 """
 
 from __future__ import annotations
