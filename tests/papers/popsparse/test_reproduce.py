@@ -199,8 +199,8 @@ def _mk2_cell(n, tflops_at_bow_clock):
 
 def test_dense_and_figure_claims_on_known_rates():
     """At m = k = 4096 the dense rate is checked against the paper's dense figure at every n both have (the factor
-    either way, the simulated cycles taken to the paper's Bow clock), and the FP16 speed-ups against its figures in the cells outside the table: the grid's first, the
-    crossover sweep's static cells where the grid has none."""
+    either way, the simulated cycles taken to the paper's Bow clock), and the FP16 speed-ups against its figures in
+    the cells outside the table: the grid's first, the crossover sweep's static cells where the grid has none."""
     ipu = IpuConfig(blocks=[1, 16], densities=[1 / 4, 1 / 16], ns=[1024, 4096], crossover_blocks=[1, 4])
     cfg = SimpleNamespace(popsparse=Config(ipu=ipu, cpu=CpuConfig(enabled=False)))
     declared = [c.id for c in popsparse.claims(cfg)]
