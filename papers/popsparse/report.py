@@ -1,9 +1,10 @@
 """The PopSparse report: the claims (declared from the config alone, before any run: the simulated speed-ups match
-the paper's table and its figures; the simulated dense rate matches its dense figure; static beats dynamic; speed-up grows with block size; static FP16 beats dense from about 90%
-sparsity at a small block size, and its crossover falls as blocks grow), the tables (the paper's speed-up table
-beside the simulated IPU's, the dense rate and the figures' cells beside the paper's, the IPU grid, the crossover sparsity per block size, the CPU sweep against its peers and
-its crossovers) and the figures (the sim/paper ratio of every cell of the paper's table, speed-up over dense against
-density on the simulated IPU and on the CPU)."""
+the paper's table and its figures; the simulated dense rate matches its dense figure; static beats dynamic;
+speed-up grows with block size; static FP16 beats dense from about 90% sparsity at a small block size, and its
+crossover falls as blocks grow), the tables (the paper's speed-up table beside the simulated IPU's, the dense rate
+and the figures' cells beside the paper's, the IPU grid, the crossover sparsity per block size, the CPU sweep
+against its peers and its crossovers) and the figures (the sim/paper ratio of every cell of the paper's table,
+speed-up over dense against density on the simulated IPU and on the CPU)."""
 
 from __future__ import annotations
 
