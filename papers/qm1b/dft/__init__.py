@@ -5,7 +5,9 @@ from PySCF on the host (papers.qm1b.dft.molecule), a fixed number of SCF iterati
 `run_dft(atom)` labels one conformer; `run_dft_batch(atoms)` labels conformers of one molecule at once (vmap over
 one compiled SCF, reused for every batch of the same shapes). Results follow QM1B: the energy is the mean of the
 last 5 iterations' energies, `energy_std` their standard deviation (eV; QM1B drops rows above 0.01 eV), HOMO and
-LUMO come from the last Fock matrix diagonalised in float64.
+LUMO come from the last Fock matrix diagonalised in float64. In float32 the SCF runs in float32 and those 5
+energies are recomputed in float64 on the host from the iterations' densities (`energies_float64`, as PySCFIPU
+does): a float32 sum of ~1e2 Hartree terms carries ~1e-5 relative error, several meV.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import scipy.linalg
 
 from core.data.molecules import HARTREE_EV
 from papers.qm1b.dft.molecule import Problem, build_problem, parse_molecule
-from papers.qm1b.dft.scf import packed_eri_size, scf_batch
+from papers.qm1b.dft.scf import ENERGY_TAIL, packed_eri_size, scf_batch, xc_energy
+from papers.qm1b.dft.xc import HF_EXCHANGE
 
 XCS = ("b3lyp5",)
 DTYPES = ("float32", "float64")
@@ -69,9 +72,42 @@ def _stack(problems: list[Problem], dtype, n_ao: int | None = None, n_grid: int 
     return H, S, eri8, ao, weights, e_nuc, D0, np.array([p.n_occ for p in problems], np.int32)
 
 
-def _result(p: Problem, energies: np.ndarray, F: np.ndarray) -> dict:
+PURIFY_STEPS = 2
+_XC_ENERGIES = jax.jit(jax.vmap(xc_energy, in_axes=(0, None, None)))
+
+
+def energies_float64(p: Problem, densities, n_ao: int | None = None, n_grid: int | None = None) -> np.ndarray:
+    """E(D) in float64 for each density [k, n, n] (n >= the molecule's AOs; ghost rows and columns are ignored):
+    tr(D H) + 1/2 tr(D (J - a/2 K)) + E_xc + E_nuc, the SCF's terms (papers.qm1b.dft.scf), with J and K from the
+    unpacked ERIs and E_xc from our functional in float64. The grid is padded to `n_grid` zero-weight points and
+    the AOs to `n_ao` ghosts (zero values), so molecules sharing the SCF's padded shapes share one compiled E_xc."""
+    from pyscf import ao2mo
+
+    n = p.n_ao
+    P = 0.5 * np.asarray(densities, np.float64)[:, :n, :n]
+    for _ in range(PURIFY_STEPS):  # McWeeny: the float32 density's non-idempotency is a first-order energy error
+        PS = P @ p.S
+        P = 3 * PS @ P - 2 * PS @ PS @ P
+    D = 2 * P
+    eri = ao2mo.restore(1, p.eri8, n)  # (ij|kl), [n, n, n, n]
+    J = np.tensordot(D, eri, axes=([1, 2], [2, 3]))  # sum_kl (ij|kl) D_kl
+    K = np.tensordot(D, eri, axes=([1, 2], [1, 3]))  # sum_kl (ik|jl) D_kl
+    G = J - 0.5 * HF_EXCHANGE * K
+    N, Gp = n_ao or n, n_grid or p.n_grid
+    ao = np.zeros((4, Gp, N))
+    ao[:, : p.n_grid, :n] = p.ao
+    weights = np.pad(p.weights, (0, Gp - p.n_grid))
+    Dp = np.zeros((len(D), N, N))
+    Dp[:, :n, :n] = D
+    with jax.enable_x64(True):
+        e_xc = np.asarray(_XC_ENERGIES(Dp, ao, weights))
+    return np.einsum("xij,ij->x", D, p.H) + 0.5 * np.einsum("xij,xij->x", D, G) + e_xc + p.e_nuc
+
+
+def _result(p: Problem, energies: np.ndarray, F: np.ndarray, last: np.ndarray | None = None) -> dict:
+    """`last`: the last ENERGY_TAIL energies in float64 (default: those of `energies`)."""
     energies = np.asarray(energies, np.float64)
-    last = energies[-5:]
+    last = energies[-ENERGY_TAIL:] if last is None else np.asarray(last, np.float64)
     n = p.n_ao
     eps = scipy.linalg.eigh(np.asarray(F, np.float64)[:n, :n], p.S, eigvals_only=True) * HARTREE_EV
     homo, lumo = float(eps[p.n_occ - 1]), float(eps[p.n_occ]) if p.n_occ < p.n_ao else float("nan")
@@ -111,10 +147,13 @@ def run_dft_batch(
         with jax.enable_x64(True):
             energies, _, F = scf_batch(*_stack(problems, np.float64, n_ao, n_grid), iterations=iterations)
             energies, F = np.asarray(energies), np.asarray(F)
-    else:
-        energies, _, F = scf_batch(*_stack(problems, np.float32, n_ao, n_grid), iterations=iterations)
-        energies, F = np.asarray(energies), np.asarray(F)
-    return [_result(p, e, f) for p, e, f in zip(problems, energies, F, strict=True)]
+        return [_result(p, e, f) for p, e, f in zip(problems, energies, F, strict=True)]
+    energies, densities, F = scf_batch(*_stack(problems, np.float32, n_ao, n_grid), iterations=iterations)
+    energies, densities, F = np.asarray(energies), np.asarray(densities), np.asarray(F)
+    return [
+        _result(p, e, f, energies_float64(p, d, n_ao, n_grid))
+        for p, e, d, f in zip(problems, energies, densities, F, strict=True)
+    ]
 
 
 def run_dft(

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from papers.qm1b.dft.xc import HF_EXCHANGE, b3lyp5
 
 DIIS_SPACE = 9  # QM1B's: papers/qm1b/REFERENCES.md [6]
+ENERGY_TAIL = 5  # QM1B's energy is the mean of the last 5 iterations' (std: the convergence filter)
 
 
 def _density(D, ao):
@@ -123,7 +124,8 @@ def scf_batch(H, S, eri8, ao, weights, e_nuc, D0, n_occ, *, iterations: int):
 
 def run_scf(H, S, eri8, ao, weights, e_nuc, D0, n_occ, *, iterations: int):
     """Run `iterations` SCF steps from D0. Returns (energies [iterations]: E of the density entering each step,
-    D: the last density, F: the Fock matrix of that density)."""
+    densities [ENERGY_TAIL, n, n]: the densities entering the last ENERGY_TAIL steps (their energies are recomputed
+    in float64 on the host), F: the Fock matrix of the last density)."""
     X = orthonormaliser(S)
     n = S.shape[0]
     occupied = jnp.arange(n) < n_occ  # eigh sorts orbitals by energy: the lowest n_occ are occupied
@@ -140,8 +142,8 @@ def run_scf(H, S, eri8, ao, weights, e_nuc, D0, n_occ, *, iterations: int):
         F_bar = diis(Fs, errs, jnp.minimum(i + 1, DIIS_SPACE))
         _, C = jnp.linalg.eigh(X.T @ F_bar @ X)
         C_occ = (X @ C) * occupied
-        return (2 * C_occ @ C_occ.T, Fs, errs), E
+        return (2 * C_occ @ C_occ.T, Fs, errs), (E, D)
 
-    (D, _, _), energies = jax.lax.scan(step, (D0, Fs, errs), jnp.arange(iterations))
+    (D, _, _), (energies, densities) = jax.lax.scan(step, (D0, Fs, errs), jnp.arange(iterations))
     _, F = fock(D, H, W, ao, weights, e_nuc)
-    return energies, D, F
+    return energies, densities[-ENERGY_TAIL:], F

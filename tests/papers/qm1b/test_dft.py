@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from core.data.molecules import embed_conformers
-from papers.qm1b.dft import HARTREE_EV, _stack, build_problem, run_dft, run_dft_batch
+from papers.qm1b.dft import HARTREE_EV, _stack, build_problem, energies_float64, run_dft, run_dft_batch
 from papers.qm1b.dft.scf import scf_batch, xc_energy, xc_potential
 from papers.qm1b.generate import atom_string
 
@@ -81,6 +81,20 @@ def test_float32_gaps_and_energies_within_the_stated_accuracy(small_molecules):
         assert abs(r["gap"] - gap) < F32_GAP_EV, (name, r["gap"] - gap)
         assert abs(r["energy"] - energy) < F32_ENERGY_SMALL_HA, (name, r["energy"] - energy)
         assert r["converged"], name
+
+
+def test_host_float64_energies_equal_the_scfs_own():
+    """The float64 recomputation of the last iterations' energies (used for float32 runs) equals the SCF's own
+    float64 energies of the same densities: the same terms, unpacked ERIs instead of the device's W matrix; ghost
+    AOs and zero-weight grid points change nothing."""
+    p = build_problem(conformer("CC(N)=O")[0])
+    with jax.enable_x64(True):
+        energies, densities, _ = scf_batch(
+            *_stack([p], np.float64, n_ao=p.n_ao + 3, n_grid=p.n_grid + 50), iterations=8
+        )
+    got = energies_float64(p, np.asarray(densities)[0], n_ao=p.n_ao + 3, n_grid=p.n_grid + 50)
+    np.testing.assert_allclose(got, np.asarray(energies)[0, -5:], rtol=0, atol=1e-10)
+    assert np.ptp(got) > 1e-6  # five different densities, not one repeated
 
 
 def test_padding_grid_points_and_ghost_aos_changes_nothing():
