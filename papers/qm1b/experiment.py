@@ -17,7 +17,7 @@ import numpy as np
 from core.config import ConfigError, check_choice, check_range
 from core.progress import progress
 from core.report import Report
-from papers.qm1b.generate import SOURCES, Selection, atom_string, dataset_key, generate_shard, read_shard
+from papers.qm1b.generate import SOURCES, Selection, atom_string, dataset_key, generate_shard, read_dataset
 from papers.qm1b.schnet import PRESETS, TrainConfig, molecules_from_rows, split_by_smiles, train_schnet
 
 STAGES = ("all", "generate")
@@ -230,7 +230,7 @@ def reproduce(cfg) -> Report:
     manifests = [
         generate_shard(sel, dft, directory, shard=k, num_shards=cfg.num_shards, **common) for k in range(cfg.num_shards)
     ]
-    table = read_shard(directory)
+    table = read_dataset(directory, cfg.num_shards)
     validation = validate_rows(table, c.validate.rows, dft, int(cfg.seed))
     run = current_run()
     checkpoints = run.checkpoint_dir / "schnet" if run is not None else None

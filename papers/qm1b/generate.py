@@ -5,10 +5,15 @@ QM1B (Mathiasen et al. 2023) took GDB-11 SMILES of 9-11 heavy atoms (C, N, O, F 
 Offline we draw SMILES from QM9 (qm9pack; 9 heavy atoms) or RDKit's NCI sample (9-11), with QM1B's filters.
 
 Work is split into shards by molecule (molecule i of the selection goes to shard i mod num_shards), so many
-processes or SLURM jobs can each take one. A shard writes Parquet parts atomically (temporary file, then rename) and
-after each part a manifest (also atomic) that lists the molecules done, the parts and the counts of dropped rows by
-reason. A killed shard restarts after its last listed part: parts not in the manifest are deleted and redone, so
-nothing is lost or written twice.
+processes or SLURM jobs can each take one. The sharding is part of the dataset: a dataset directory holds one
+sharding (`shard_k_of_N` folders with one N), a run asking for another N is refused before it starts, and
+`read_dataset` reads exactly shards 0..N-1, refusing a missing or unfinished one. A shard writes Parquet parts
+atomically (temporary file, then rename) and after each part a manifest (also atomic) that lists the molecules done,
+the parts and the counts of dropped rows by reason. A killed shard restarts after its last listed part: parts not in
+the manifest are deleted and redone, so nothing is lost or written twice. One process writes a shard at a time (an
+exclusive `flock` on the shard's `.lock`; a second writer fails at once). A molecule whose labelling raises is a
+counted drop (reason `error:<exception type>`, its SMILES and the exception's last line in the manifest's `errors`),
+so one bad molecule cannot stop a shard on every resume.
 
 Rows follow QM1B's columns: smile, atoms, z, energy (eV), homo, lumo (eV), N (number of AOs), std (eV), y (gap, eV),
 pos (Bohr, flattened), plus the molecule's source index and its conformer seed. Rows with std > 0.01 eV or a zero
@@ -17,10 +22,14 @@ gap are dropped and counted, as QM1B did.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import re
+import traceback
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -180,19 +189,86 @@ def _write_parquet(path: Path, rows: list[dict], metadata: dict) -> None:
     atomic_write(path, lambda f: pq.write_table(table, f))
 
 
+def shard_name(shard: int, num_shards: int) -> str:
+    return f"shard_{shard:05d}_of_{num_shards:05d}"
+
+
+def shardings(directory: Path) -> dict[int, list[str]]:
+    """num_shards -> the shard folders of that sharding under a dataset directory."""
+    out: dict[int, list[str]] = {}
+    for d in sorted(Path(directory).glob("shard_*_of_*")):
+        match = re.fullmatch(r"shard_(\d+)_of_(\d+)", d.name)
+        if match and d.is_dir():
+            out.setdefault(int(match[2]), []).append(d.name)
+    return out
+
+
+def check_sharding(directory: Path, num_shards: int) -> None:
+    """Refuse a dataset directory that holds another sharding than `num_shards` (its molecules would be labelled
+    twice, and read twice)."""
+    other = {n: names for n, names in shardings(directory).items() if n != num_shards}
+    if other:
+        held = "; ".join(f"num_shards={n}: {', '.join(names)}" for n, names in sorted(other.items()))
+        raise ValueError(
+            f"{directory} holds another sharding of this dataset ({held}); this run asks for num_shards={num_shards}. "
+            f"Run with num_shards={min(other)} to finish or read it, or choose another output_root"
+        )
+
+
 def read_shard(directory: Path):
-    """All rows of a shard (or of every shard under a dataset directory) as one pyarrow Table, in manifest order."""
+    """The rows of one shard folder as a pyarrow Table, in manifest order."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    manifests = sorted(Path(directory).glob("**/manifest.json"))
-    tables = []
-    for m in manifests:
-        for part in json.loads(m.read_text())["parts"]:
-            tables.append(pq.read_table(m.parent / part["file"]))
+    manifest = Path(directory) / "manifest.json"
+    if not manifest.exists():
+        raise FileNotFoundError(f"no manifest in {directory}: the shard was never started")
+    parts = json.loads(manifest.read_text())["parts"]
+    if not parts:
+        raise FileNotFoundError(f"{directory} has no generated parts yet")
+    return pa.concat_tables([pq.read_table(Path(directory) / part["file"]) for part in parts])
+
+
+def read_dataset(directory: Path, num_shards: int):
+    """The rows of shards 0 .. num_shards-1 under a dataset directory, in shard and manifest order. Refuses another
+    sharding in the directory, a missing shard and an unfinished one (naming them)."""
+    import pyarrow as pa
+
+    check_sharding(directory, num_shards)
+    problems, tables = [], []
+    for k in range(num_shards):
+        folder = Path(directory) / shard_name(k, num_shards)
+        if not (folder / "manifest.json").exists():
+            problems.append(f"{folder.name} missing")
+            continue
+        manifest = json.loads((folder / "manifest.json").read_text())
+        total = manifest.get("molecules", len(manifest["done"]))
+        if len(manifest["done"]) < total:
+            problems.append(f"{folder.name} unfinished ({len(manifest['done'])} of {total} molecules)")
+        elif manifest["parts"]:
+            tables.append(read_shard(folder))
+    if problems:
+        raise ValueError(f"{directory}: the {num_shards}-shard dataset is incomplete: {'; '.join(problems)}")
     if not tables:
-        raise FileNotFoundError(f"no generated parts under {directory}")
+        raise FileNotFoundError(f"no generated rows under {directory}")
     return pa.concat_tables(tables)
+
+
+@contextmanager
+def shard_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on a shard folder while writing it; a second writer fails at once, naming the lock."""
+    path = Path(folder) / ".lock"
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError(
+                f"{folder} is being written by another process (it holds {path}): wait for it to finish or stop it"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def generate_shard(
@@ -217,10 +293,19 @@ def generate_shard(
         raise ValueError(f"molecules_per_part={molecules_per_part} must be at least 1")
     if run_batch is None:
         from papers.qm1b.dft import run_dft_batch as run_batch
+    check_sharding(directory, num_shards)
     chosen, skipped = select_molecules(sel)
     mine = [m for i, m in enumerate(chosen) if i % num_shards == shard]
-    out = Path(directory) / f"shard_{shard:05d}_of_{num_shards:05d}"
+    out = Path(directory) / shard_name(shard, num_shards)
     out.mkdir(parents=True, exist_ok=True)
+    with shard_lock(out):
+        return _generate_locked(sel, dft, out, shard, num_shards, mine, skipped, molecules_per_part, run_batch,
+                                versions, show_progress)  # fmt: skip
+
+
+def _generate_locked(
+    sel, dft, out, shard, num_shards, mine, skipped, molecules_per_part, run_batch, versions, show_progress
+) -> dict:
     manifest_path = out / "manifest.json"
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text())
@@ -231,17 +316,19 @@ def generate_shard(
             "dft": dft,
             "shard": shard,
             "num_shards": num_shards,
+            "molecules": len(mine),
             "skipped_smiles": dict(skipped),
             "done": [],
             "parts": [],
             "rows": 0,
             "dropped": {},
+            "errors": [],
             "seconds": 0.0,
         }
     if manifest["key"] != dataset_key(sel, dft) or manifest["num_shards"] != num_shards:
         raise ValueError(f"{out} holds another dataset (key {manifest['key']}): choose another directory")
     listed = {p["file"] for p in manifest["parts"]}
-    for stray in out.glob("part_*.parquet*"):  # written after the last manifest update: redone below
+    for stray in [*out.glob("part_*.parquet*"), *out.glob(".*.tmp")]:  # after the last manifest, or half written
         if stray.name not in listed:
             stray.unlink()
     done = set(manifest["done"])
@@ -256,7 +343,7 @@ def generate_shard(
     )
     import time
 
-    rows, ids, dropped, t0 = [], [], Counter(), time.perf_counter()
+    rows, ids, dropped, errors, t0 = [], [], Counter(), [], time.perf_counter()
     for n, (index, smiles) in enumerate(todo):
         seed = conformer_seed(sel, index)
         try:
@@ -265,6 +352,10 @@ def generate_shard(
             new, drops = conformer_rows(smiles, index, seed, elements, positions, results)
         except MoleculeError as e:
             new, drops = [], Counter({e.reason: sel.conformers})
+        except Exception as e:  # any other failure of one molecule: a counted drop, not a crash on every resume
+            new, drops = [], Counter({f"error:{type(e).__name__}": sel.conformers})
+            last = traceback.format_exception_only(type(e), e)[-1].strip()
+            errors.append({"molecule": index, "smiles": smiles, "error": last})
         rows += new
         dropped.update(drops)
         ids.append(index)
@@ -276,8 +367,9 @@ def generate_shard(
             manifest["done"] += ids
             manifest["rows"] += len(rows)
             manifest["dropped"] = dict(Counter(manifest["dropped"]) + dropped)
+            manifest["errors"] = manifest.get("errors", []) + errors
             manifest["seconds"] += time.perf_counter() - t0
             atomic_write_json(manifest_path, manifest)
-            rows, ids, dropped, t0 = [], [], Counter(), time.perf_counter()
+            rows, ids, dropped, errors, t0 = [], [], Counter(), [], time.perf_counter()
     bar.close()
     return manifest

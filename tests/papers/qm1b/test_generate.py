@@ -1,9 +1,17 @@
-"""The dataset generator: QM1B's filters, seeded conformers, sharding, atomic parts and resumption.
+"""The dataset generator: QM1B's filters, seeded conformers, sharding (one sharding per dataset, read exactly), a
+lock per shard, failures as counted drops, atomic parts and resumption, SIGKILL at random points included.
 
 The DFT is replaced by a cheap deterministic stand-in (a function of the geometry), so these tests check the
 pipeline, not the physics (tests/papers/qm1b/test_dft.py does that)."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +25,9 @@ from papers.qm1b.generate import (
     check_molecule,
     conformer_rows,
     generate_shard,
-    read_shard,
+    read_dataset,
     select_molecules,
+    shard_lock,
 )
 
 DFT = {"basis": "sto-3g", "iterations": 20}
@@ -44,7 +53,7 @@ def fake_dft(atoms, **kwargs):
     return out
 
 
-class Interrupted(Exception):
+class Interrupted(BaseException):  # like a KeyboardInterrupt: not a failure of one molecule
     pass
 
 
@@ -128,12 +137,12 @@ def _rows(table):
 def test_shards_partition_the_dataset_and_a_killed_shard_resumes_without_loss(tmp_path):
     whole = generate_shard(SEL, DFT, tmp_path / "one", run_batch=fake_dft, molecules_per_part=2, show_progress=False)
     assert len(whole["done"]) == 6 and whole["rows"] + sum(whole["dropped"].values()) == 12
-    reference = _rows(read_shard(tmp_path / "one"))
+    reference = _rows(read_dataset(tmp_path / "one", 1))
     assert len(reference) == whole["rows"]
 
     for k in range(3):
         generate_shard(SEL, DFT, tmp_path / "three", shard=k, num_shards=3, run_batch=fake_dft, show_progress=False)
-    assert _rows(read_shard(tmp_path / "three")) == reference
+    assert _rows(read_dataset(tmp_path / "three", 3)) == reference
 
     # killed while computing its 4th molecule: the first part (2 molecules) is kept, the 3rd molecule is redone
     with pytest.raises(Interrupted):
@@ -148,7 +157,7 @@ def test_shards_partition_the_dataset_and_a_killed_shard_resumes_without_loss(tm
         SEL, DFT, tmp_path / "killed", run_batch=fake_dft, molecules_per_part=2, show_progress=False
     )
     assert len(resumed["done"]) == 6 and len(set(resumed["done"])) == 6
-    assert _rows(read_shard(tmp_path / "killed")) == reference
+    assert _rows(read_dataset(tmp_path / "killed", 1)) == reference
     assert resumed["dropped"] == whole["dropped"]
 
 
@@ -158,6 +167,176 @@ def test_a_shard_directory_refuses_another_dataset(tmp_path):
         generate_shard(SEL, {**DFT, "iterations": 10}, tmp_path, run_batch=fake_dft, show_progress=False)
     with pytest.raises(ValueError, match=r"shard=3 must be in \[0, num_shards=3\)"):
         generate_shard(SEL, DFT, tmp_path, shard=3, num_shards=3, run_batch=fake_dft)
+
+
+def test_a_dataset_holds_one_sharding_and_is_read_exactly(tmp_path):
+    """The README's SLURM recipe, then `stage=all` without num_shards: the second sharding is refused before it
+    labels anything, and reading takes exactly the N shards asked for (6 molecules, no row twice); a missing or
+    unfinished shard is named."""
+    for k in range(3):
+        generate_shard(SEL, DFT, tmp_path, shard=k, num_shards=3, run_batch=fake_dft, show_progress=False)
+    rows = read_dataset(tmp_path, 3)
+    assert sorted(set(rows.column("molecule").to_pylist())) == sorted(m for m, _ in select_molecules(SEL)[0])
+    assert len(_rows(rows)) == len(set(_rows(rows)))  # no row twice
+    with pytest.raises(
+        ValueError, match=r"holds another sharding of this dataset \(num_shards=3: shard_00000_of_00003"
+    ):
+        generate_shard(SEL, DFT, tmp_path, shard=0, num_shards=1, run_batch=fake_dft, show_progress=False)
+    assert not (tmp_path / "shard_00000_of_00001").exists()  # refused before it started
+    with pytest.raises(ValueError, match="Run with num_shards=3 to finish or read it"):
+        read_dataset(tmp_path, 1)
+
+    partial = tmp_path / "partial"
+    generate_shard(SEL, DFT, partial, shard=0, num_shards=3, run_batch=fake_dft, show_progress=False)
+    with pytest.raises(Interrupted):
+        generate_shard(
+            SEL, DFT, partial, shard=1, num_shards=3, run_batch=interrupting(1), molecules_per_part=1,
+            show_progress=False,
+        )  # fmt: skip
+    with pytest.raises(
+        ValueError, match=r"shard_00001_of_00003 unfinished \(1 of 2 molecules\); shard_00002_of_00003 missing"
+    ):
+        read_dataset(partial, 3)
+
+
+def test_a_second_writer_of_a_shard_fails_at_once(tmp_path):
+    """Another process holding the shard's lock (a stage=all started while a SLURM job still runs): this one
+    stops before touching the shard, naming the lock; once the lock is free it runs."""
+    folder = tmp_path / "shard_00000_of_00001"
+    folder.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+         "print('locked', flush=True); time.sleep(60)", str(folder / ".lock")],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(RuntimeError, match=r"being written by another process \(it holds .*\.lock\)"):
+            generate_shard(SEL, DFT, tmp_path, run_batch=fake_dft, show_progress=False)
+        assert not (folder / "manifest.json").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert len(generate_shard(SEL, DFT, tmp_path, run_batch=fake_dft, show_progress=False)["done"]) == 6
+    with shard_lock(folder):  # the lock is taken per writer, in this process too
+        with pytest.raises(RuntimeError, match="being written by another process"):
+            generate_shard(SEL, DFT, tmp_path, run_batch=fake_dft, show_progress=False)
+
+
+def test_a_failing_molecule_is_a_counted_drop_not_a_crash(tmp_path):
+    """A labelling error of one molecule (here the DFT raising on the third molecule's conformers) drops its rows
+    with the reason and the exception's last line; the other molecules are labelled, and a resume does not retry
+    it."""
+    bad = select_molecules(SEL)[0][2][1]
+    calls = {"n": 0}
+
+    def run(atoms, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise np.linalg.LinAlgError("SCF matrix is singular")
+        return fake_dft(atoms, **kwargs)
+
+    manifest = generate_shard(SEL, DFT, tmp_path, run_batch=run, molecules_per_part=2, show_progress=False)
+    assert manifest["dropped"]["error:LinAlgError"] == SEL.conformers and len(manifest["done"]) == 6
+    (error,) = manifest["errors"]
+    assert error["smiles"] == bad and error["error"].endswith("LinAlgError: SCF matrix is singular")
+    assert bad not in read_dataset(tmp_path, 1).column("smile").to_pylist()
+    assert len(read_dataset(tmp_path, 1)) == manifest["rows"] > 0
+    again = generate_shard(SEL, DFT, tmp_path, run_batch=fake_dft, show_progress=False)
+    assert again == manifest and calls["n"] == 6  # nothing left to do: the drop is final
+
+
+CHILD = """
+import json, os, signal, sys, time
+from pathlib import Path
+import numpy as np
+import papers.qm1b.generate as g
+
+stage, at = os.environ.get("KILL_STAGE", ""), int(os.environ.get("KILL_AT", "0"))
+calls = {"part": 0, "manifest": 0}
+real_write, real_json = g.atomic_write, g.atomic_write_json
+
+
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def atomic_write(path, write):  # the Parquet parts
+    calls["part"] += 1
+    if stage == "part-mid" and calls["part"] == at:  # killed while writing: a half temporary file is left
+        (path.parent / f".{path.name}.x.tmp").write_bytes(b"PAR1 half")
+        die()
+    real_write(path, write)
+    if stage == "part-done" and calls["part"] == at:  # killed after the part, before the manifest lists it
+        die()
+
+
+def atomic_write_json(path, obj):  # the manifest
+    calls["manifest"] += 1
+    if stage == "manifest-mid" and calls["manifest"] == at:
+        (path.parent / f".{path.name}.x.tmp").write_text(json.dumps(obj)[:40])
+        die()
+    real_json(path, obj)
+
+
+def fake_dft(atoms, **kwargs):
+    time.sleep(0.03)
+    out = []
+    for a in atoms:
+        xyz = np.array([[float(v) for v in part.split()[1:]] for part in a.split(";")])
+        spread = float(np.linalg.norm(xyz - xyz.mean(0), axis=1).sum())
+        out.append({"energy": -10.0 * len(xyz) - spread, "homo": -7.0, "lumo": -1.0, "gap": 6.0 + spread % 1,
+                    "n_ao": 5 * len(xyz), "energy_std": 0.5 if int(spread * 1000) % 7 == 0 else 1e-4})
+    return out
+
+
+g.atomic_write, g.atomic_write_json = atomic_write, atomic_write_json
+sel = g.Selection(**json.loads(sys.argv[2]))
+print("ready", flush=True)
+g.generate_shard(sel, {"basis": "sto-3g"}, Path(sys.argv[1]), run_batch=fake_dft, molecules_per_part=1,
+                 show_progress=False)
+"""
+
+
+def _child(directory, env, timed_kill=None):
+    """Run the generator in a process; `timed_kill` seconds after it is ready, SIGKILL it. Its exit code."""
+    root = Path(__file__).resolve().parents[3]
+    sel = {"source": "qm9", "min_heavy": 9, "max_heavy": 9, "molecules": 6, "conformers": 2, "seed": 3}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(CHILD), str(directory), json.dumps(sel)],
+        env={**os.environ, **env, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE, text=True, cwd=root,
+    )  # fmt: skip
+    assert proc.stdout.readline().strip() == "ready"
+    if timed_kill is not None:
+        time.sleep(timed_kill)
+        proc.send_signal(signal.SIGKILL)
+    return proc.wait(timeout=120)
+
+
+def _table_rows(table):
+    return [tuple(map(repr, row.values())) for row in table.to_pylist()]
+
+
+def test_sigkill_at_random_points_loses_and_repeats_nothing(tmp_path):
+    """SIGKILL the generating process (6 molecules, a part each) while it writes a part (a half temporary file
+    left), after a part before the manifest lists it, while it writes the manifest, after one more part, and at
+    random moments; resume after each kill. The final rows equal an uninterrupted run's, row for row and column for
+    column, and nothing half-written is left."""
+    assert _child(tmp_path / "reference", {}) == 0
+    reference = _table_rows(read_dataset(tmp_path / "reference", 1))
+    killed = tmp_path / "killed"
+    staged = [("part-mid", 1), ("part-done", 1), ("manifest-mid", 1), ("manifest-mid", 2)]  # the last: +1 part
+    plan = [({"KILL_STAGE": stage, "KILL_AT": str(at)}, None) for _ in range(3) for stage, at in staged]
+    plan += [({}, float(t)) for t in np.random.default_rng(26).uniform(0.0, 0.4, 6)]
+    codes = [_child(killed, env, delay) for env, delay in plan]
+    assert set(codes) <= {0, -signal.SIGKILL}
+    assert codes[:12] == [-signal.SIGKILL] * 12  # every staged kill fired (each cycle leaves work for the next)
+    while _child(killed, {}) != 0:
+        pass
+    assert _table_rows(read_dataset(killed, 1)) == reference
+    left = sorted(p.name for p in (killed / "shard_00000_of_00001").iterdir())
+    assert left == [".lock", "manifest.json", *(f"part_{i:05d}.parquet" for i in range(6))]
+    print(f"{codes.count(-signal.SIGKILL)} kills, rows equal the uninterrupted run's")
 
 
 def test_bad_selection_values_are_named():
