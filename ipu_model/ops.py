@@ -306,6 +306,16 @@ def _serial_candidates(size: int, limit: int = 64) -> list[int]:
     return [s for s in (2**e for e in range(7)) if s <= limit and size % s == 0]
 
 
+def _check_partials(in_dtype: str, partials: str) -> None:
+    if np.dtype(partials).name not in ("float16", "float32") or (
+        np.dtype(in_dtype) == np.float32 and np.dtype(partials) != np.float32
+    ):
+        raise GraphError(
+            f"matmul partials {partials!r} with {in_dtype} inputs: the AMP accumulates float16 inputs in float16 or "
+            "float32, float32 inputs in float32"
+        )
+
+
 def plan_matmul(
     device,
     m: int,
@@ -324,13 +334,7 @@ def plan_matmul(
     the tiles), the tile's blocks and partials of one step, C and the reduction's buffers: all live during the
     steps."""
     out_dtype = out_dtype or in_dtype
-    if np.dtype(partials).name not in ("float16", "float32") or (
-        np.dtype(in_dtype) == np.float32 and np.dtype(partials) != np.float32
-    ):
-        raise GraphError(
-            f"matmul partials {partials!r} with {in_dtype} inputs: the AMP accumulates float16 inputs in float16 or "
-            "float32, float32 inputs in float32"
-        )
+    _check_partials(in_dtype, partials)
     isz, osz, psz = (np.dtype(t).itemsize for t in (in_dtype, out_dtype, partials))
     w, sync, xrate = device.workers, device.sync_cycles, device.exchange_bytes_per_cycle
     per_worker_flops = device.tile_flops_per_cycle(in_dtype) / w
@@ -448,6 +452,7 @@ def matmul(
     (m, k), n = a.shape, b.shape[1]
     in_dtype = a.dtype.name
     out_dtype = out_dtype or in_dtype
+    _check_partials(in_dtype, partials)  # also when the plan is given
     plan = plan or plan_matmul(graph.device, m, k, n, in_dtype, out_dtype, partials)
     if plan.tiles > graph.num_tiles:
         raise GraphError(f"matmul plan {plan} needs {plan.tiles} tiles, the graph has {graph.num_tiles}")
@@ -466,7 +471,7 @@ def matmul(
     b_rep = graph.add_variable((pm, kc, nc), in_dtype, f"{name}/B_tiles")
     graph.map_blocks(a_rep, [range(pn + 1), ms, ks], lambda q, i, j: tile(i, j, q))
     graph.map_blocks(b_rep, [range(pm + 1), ks, ns], lambda i, j, q: tile(i, j, q))
-    direct = pk == 1 and sk == 1 and sn == 1  # the workers write C itself
+    direct = pk == 1 and sk == 1 and sn == 1  # the vertices write C itself
     target_dtype = out_dtype if pk == 1 and sk == 1 else partials
     if direct:
         c = graph.add_variable((m, n), out_dtype, f"{name}/C")
