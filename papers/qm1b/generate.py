@@ -298,78 +298,71 @@ def generate_shard(
     mine = [m for i, m in enumerate(chosen) if i % num_shards == shard]
     out = Path(directory) / shard_name(shard, num_shards)
     out.mkdir(parents=True, exist_ok=True)
-    with shard_lock(out):
-        return _generate_locked(sel, dft, out, shard, num_shards, mine, skipped, molecules_per_part, run_batch,
-                                versions, show_progress)  # fmt: skip
+    with shard_lock(out):  # the stray clean-up, the work and the manifest belong to one writer
+        manifest_path = out / "manifest.json"
+        if manifest_path.exists():
+            manifest = json.loads(manifest_path.read_text())
+        else:
+            manifest = {
+                "key": dataset_key(sel, dft),
+                "selection": asdict(sel),
+                "dft": dft,
+                "shard": shard,
+                "num_shards": num_shards,
+                "molecules": len(mine),
+                "skipped_smiles": dict(skipped),
+                "done": [],
+                "parts": [],
+                "rows": 0,
+                "dropped": {},
+                "errors": [],
+                "seconds": 0.0,
+            }
+        if manifest["key"] != dataset_key(sel, dft) or manifest["num_shards"] != num_shards:
+            raise ValueError(f"{out} holds another dataset (key {manifest['key']}): choose another directory")
+        listed = {p["file"] for p in manifest["parts"]}
+        for stray in [*out.glob("part_*.parquet*"), *out.glob(".*.tmp")]:  # after the last manifest, or half written
+            if stray.name not in listed:
+                stray.unlink()
+        done = set(manifest["done"])
+        todo = [m for m in mine if m[0] not in done]
+        metadata = {"selection": asdict(sel), "dft": dft, "versions": versions or {}}
+        bar = progress(
+            total=len(mine) * sel.conformers,
+            initial=len(done) * sel.conformers,
+            desc=f"shard {shard}/{num_shards}",
+            unit="conf",
+            disable=not show_progress,
+        )
+        import time
 
-
-def _generate_locked(
-    sel, dft, out, shard, num_shards, mine, skipped, molecules_per_part, run_batch, versions, show_progress
-) -> dict:
-    manifest_path = out / "manifest.json"
-    if manifest_path.exists():
-        manifest = json.loads(manifest_path.read_text())
-    else:
-        manifest = {
-            "key": dataset_key(sel, dft),
-            "selection": asdict(sel),
-            "dft": dft,
-            "shard": shard,
-            "num_shards": num_shards,
-            "molecules": len(mine),
-            "skipped_smiles": dict(skipped),
-            "done": [],
-            "parts": [],
-            "rows": 0,
-            "dropped": {},
-            "errors": [],
-            "seconds": 0.0,
-        }
-    if manifest["key"] != dataset_key(sel, dft) or manifest["num_shards"] != num_shards:
-        raise ValueError(f"{out} holds another dataset (key {manifest['key']}): choose another directory")
-    listed = {p["file"] for p in manifest["parts"]}
-    for stray in [*out.glob("part_*.parquet*"), *out.glob(".*.tmp")]:  # after the last manifest, or half written
-        if stray.name not in listed:
-            stray.unlink()
-    done = set(manifest["done"])
-    todo = [m for m in mine if m[0] not in done]
-    metadata = {"selection": asdict(sel), "dft": dft, "versions": versions or {}}
-    bar = progress(
-        total=len(mine) * sel.conformers,
-        initial=len(done) * sel.conformers,
-        desc=f"shard {shard}/{num_shards}",
-        unit="conf",
-        disable=not show_progress,
-    )
-    import time
-
-    rows, ids, dropped, errors, t0 = [], [], Counter(), [], time.perf_counter()
-    for n, (index, smiles) in enumerate(todo):
-        seed = conformer_seed(sel, index)
-        try:
-            elements, positions = embed_conformers(smiles, sel.conformers, seed)
-            results = run_batch([atom_string(elements, p) for p in positions], **dft)
-            new, drops = conformer_rows(smiles, index, seed, elements, positions, results)
-        except MoleculeError as e:
-            new, drops = [], Counter({e.reason: sel.conformers})
-        except Exception as e:  # any other failure of one molecule: a counted drop, not a crash on every resume
-            new, drops = [], Counter({f"error:{type(e).__name__}": sel.conformers})
-            last = traceback.format_exception_only(type(e), e)[-1].strip()
-            errors.append({"molecule": index, "smiles": smiles, "error": last})
-        rows += new
-        dropped.update(drops)
-        ids.append(index)
-        bar.update(sel.conformers)
-        if len(ids) == molecules_per_part or n + 1 == len(todo):
-            name = f"part_{len(manifest['parts']):05d}.parquet"
-            _write_parquet(out / name, rows, metadata)
-            manifest["parts"].append({"file": name, "molecules": len(ids), "rows": len(rows)})
-            manifest["done"] += ids
-            manifest["rows"] += len(rows)
-            manifest["dropped"] = dict(Counter(manifest["dropped"]) + dropped)
-            manifest["errors"] = manifest.get("errors", []) + errors
-            manifest["seconds"] += time.perf_counter() - t0
-            atomic_write_json(manifest_path, manifest)
-            rows, ids, dropped, errors, t0 = [], [], Counter(), [], time.perf_counter()
-    bar.close()
-    return manifest
+        rows, ids, dropped, errors, t0 = [], [], Counter(), [], time.perf_counter()
+        for n, (index, smiles) in enumerate(todo):
+            seed = conformer_seed(sel, index)
+            try:
+                elements, positions = embed_conformers(smiles, sel.conformers, seed)
+                results = run_batch([atom_string(elements, p) for p in positions], **dft)
+                new, drops = conformer_rows(smiles, index, seed, elements, positions, results)
+            except MoleculeError as e:
+                new, drops = [], Counter({e.reason: sel.conformers})
+            except Exception as e:  # any other failure of one molecule: a counted drop, not a crash on every resume
+                new, drops = [], Counter({f"error:{type(e).__name__}": sel.conformers})
+                last = traceback.format_exception_only(type(e), e)[-1].strip()
+                errors.append({"molecule": index, "smiles": smiles, "error": last})
+            rows += new
+            dropped.update(drops)
+            ids.append(index)
+            bar.update(sel.conformers)
+            if len(ids) == molecules_per_part or n + 1 == len(todo):
+                name = f"part_{len(manifest['parts']):05d}.parquet"
+                _write_parquet(out / name, rows, metadata)
+                manifest["parts"].append({"file": name, "molecules": len(ids), "rows": len(rows)})
+                manifest["done"] += ids
+                manifest["rows"] += len(rows)
+                manifest["dropped"] = dict(Counter(manifest["dropped"]) + dropped)
+                manifest["errors"] = manifest.get("errors", []) + errors
+                manifest["seconds"] += time.perf_counter() - t0
+                atomic_write_json(manifest_path, manifest)
+                rows, ids, dropped, errors, t0 = [], [], Counter(), [], time.perf_counter()
+        bar.close()
+        return manifest
