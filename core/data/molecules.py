@@ -134,18 +134,24 @@ def molecule_from_smiles(smiles: str):
     return Chem.AddHs(mol)
 
 
+ZERO_SEED = 0x7FFFFFFF  # RDKit's ETKDG seed used for seed 0 (embed_conformers)
+
+
 def embed_conformers(smiles: str, count: int, seed: int) -> tuple[list[str], np.ndarray]:
     """`count` ETKDG (v3) conformers of a SMILES, hydrogens included, seeded (same seed, same geometries).
 
     Returns (element symbols, positions [count, atoms, 3] in Angstrom). Raises MoleculeError('invalid_smiles') or
-    ('embedding_failed') when RDKit returns fewer conformers than asked for."""
+    ('embedding_failed') when RDKit returns fewer conformers than asked for. RDKit seeded with 0 returns `count`
+    copies of one conformer (and -1 means unseeded), so seed 0 is passed to RDKit as ZERO_SEED."""
     from rdkit.Chem import AllChem
 
     if count < 1:
         raise ValueError(f"count={count} must be at least 1")
+    if seed < 0:
+        raise ValueError(f"seed={seed} must be >= 0 (RDKit treats negative seeds as unseeded)")
     mol = molecule_from_smiles(smiles)
     params = AllChem.ETKDGv3()
-    params.randomSeed = int(seed)
+    params.randomSeed = int(seed) or ZERO_SEED
     params.numThreads = 1
     ids = list(AllChem.EmbedMultipleConfs(mol, numConfs=count, params=params))
     if len(ids) < count:

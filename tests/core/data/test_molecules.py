@@ -65,6 +65,14 @@ def test_conformers_are_seeded_and_chemically_sensible():
     assert np.all(np.abs(cc - 1.51) < 0.05) and np.all(np.abs(co - 1.42) < 0.05)
 
 
+def test_seed_zero_gives_distinct_conformers():
+    # RDKit's ETKDG seeded with 0 returns copies of one conformer; embed_conformers must not
+    _, pos = embed_conformers("CC(C)C(=O)OC(C)C", 4, seed=0)
+    assert min(np.abs(pos[i] - pos[j]).max() for i in range(4) for j in range(i)) > 0.1
+    with pytest.raises(ValueError, match="seed=-1 must be >= 0"):
+        embed_conformers("CCO", 2, seed=-1)
+
+
 def test_bad_molecules_raise_a_counted_reason():
     with pytest.raises(MoleculeError, match="cannot parse") as e:
         molecule_from_smiles("C1CC(")
