@@ -134,15 +134,17 @@ def molecule_from_smiles(smiles: str):
     return Chem.AddHs(mol)
 
 
-ZERO_SEED = 0x7FFFFFFF  # RDKit's ETKDG seed used for seed 0 (embed_conformers)
+RDKIT_SEED_MODULUS = 0x7FFFFFFF  # RDKit's ETKDG seeded with a multiple of this returns copies of one conformer
+ZERO_SEED = 0x7FFFFFFE  # the seed RDKit gets instead (embed_conformers)
 
 
 def embed_conformers(smiles: str, count: int, seed: int) -> tuple[list[str], np.ndarray]:
     """`count` ETKDG (v3) conformers of a SMILES, hydrogens included, seeded (same seed, same geometries).
 
     Returns (element symbols, positions [count, atoms, 3] in Angstrom). Raises MoleculeError('invalid_smiles') or
-    ('embedding_failed') when RDKit returns fewer conformers than asked for. RDKit seeded with 0 returns `count`
-    copies of one conformer (and -1 means unseeded), so seed 0 is passed to RDKit as ZERO_SEED."""
+    ('embedding_failed') when RDKit returns fewer conformers than asked for. RDKit seeded with 0 or another multiple
+    of 2^31 - 1 returns `count` copies of one conformer (and -1 means unseeded), so such seeds are passed to RDKit
+    as ZERO_SEED."""
     from rdkit.Chem import AllChem
 
     if count < 1:
@@ -151,7 +153,7 @@ def embed_conformers(smiles: str, count: int, seed: int) -> tuple[list[str], np.
         raise ValueError(f"seed={seed} must be >= 0 (RDKit treats negative seeds as unseeded)")
     mol = molecule_from_smiles(smiles)
     params = AllChem.ETKDGv3()
-    params.randomSeed = int(seed) or ZERO_SEED
+    params.randomSeed = int(seed) if int(seed) % RDKIT_SEED_MODULUS else ZERO_SEED
     params.numThreads = 1
     ids = list(AllChem.EmbedMultipleConfs(mol, numConfs=count, params=params))
     if len(ids) < count:

@@ -66,9 +66,10 @@ def test_conformers_are_seeded_and_chemically_sensible():
 
 
 def test_seed_zero_gives_distinct_conformers():
-    # RDKit's ETKDG seeded with 0 returns copies of one conformer; embed_conformers must not
-    _, pos = embed_conformers("CC(C)C(=O)OC(C)C", 4, seed=0)
-    assert min(np.abs(pos[i] - pos[j]).max() for i in range(4) for j in range(i)) > 0.1
+    # RDKit's ETKDG seeded with 0 or 2^31 - 1 returns copies of one conformer; embed_conformers must not
+    for seed in (0, 2**31 - 1):
+        _, pos = embed_conformers("CC(C)C(=O)OC(C)C", 4, seed=seed)
+        assert min(np.abs(pos[i] - pos[j]).max() for i in range(4) for j in range(i)) > 0.1
     with pytest.raises(ValueError, match="seed=-1 must be >= 0"):
         embed_conformers("CCO", 2, seed=-1)
 
