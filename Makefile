@@ -12,7 +12,7 @@ PAPERS := $(sort $(basename $(notdir $(wildcard configs/paper/*.yaml))))
 PAPER_LIST := $(if $(PAPERS),$(PAPERS),(none yet))
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all reproduce results bench lint format clean
+.PHONY: help install test test-all reproduce results bench label lint format clean
 
 help: ## list the targets
 	@echo "usage: make <target> [PAPER=<name>] [ARGS=\"key=value ...\"]"
@@ -53,6 +53,9 @@ results: install ## print the README's table of papers from outputs/: make resul
 
 bench: install ## run the benchmarks (ratios against peer libraries): make bench [ARGS="--section name"]
 	$(PY) scripts/bench.py $(ARGS)
+
+label: install ## label your own molecules with QM1B's DFT: make label ARGS="mols.smi -o out.parquet [--conformers N]"
+	$(PY) -m papers.qm1b.label $(ARGS)
 
 lint: install ## check formatting and lint with ruff
 	$(PY) -m ruff format --check .

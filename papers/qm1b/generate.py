@@ -26,11 +26,12 @@ import fcntl
 import hashlib
 import json
 import re
+import time
 import traceback
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -47,8 +48,16 @@ from core.data.molecules import (
 from core.io import atomic_write, atomic_write_json
 from core.progress import progress
 
-ELEMENTS = ("H", "C", "N", "O", "F")
-Z = {"H": 1, "C": 6, "N": 7, "O": 8, "F": 9}
+ELEMENTS = ("H", "C", "N", "O", "F")  # QM1B's
+
+
+def atomic_number(symbol: str) -> int:
+    """The atomic number of an element symbol ("C" -> 6), any element (rows of user molecules, papers.qm1b.label)."""
+    from rdkit import Chem
+
+    return Chem.GetPeriodicTable().GetAtomicNumber(symbol)
+
+
 SOURCES = ("qm9", "nci")
 MAX_STD_EV = 0.01  # QM1B's row filter: papers/qm1b/REFERENCES.md [3]
 COLUMNS = ("smile", "atoms", "z", "energy", "homo", "lumo", "N", "std", "y", "pos", "molecule", "conformer_seed")
@@ -89,7 +98,7 @@ def check_molecule(smiles: str, sel: Selection) -> None:
         raise MoleculeError("hydrogens", f"{smiles}: {symbols.count('H')} H > {sel.max_hydrogens}")
     if any(a.GetFormalCharge() for a in mol.GetAtoms()):
         raise MoleculeError("charged", f"{smiles}: charged atoms (restricted Kohn-Sham of neutral closed shells only)")
-    if any(a.GetNumRadicalElectrons() for a in mol.GetAtoms()) or sum(Z[s] for s in symbols) % 2:
+    if any(a.GetNumRadicalElectrons() for a in mol.GetAtoms()) or sum(atomic_number(s) for s in symbols) % 2:
         raise MoleculeError("open_shell", f"{smiles}: open shell (restricted Kohn-Sham needs paired electrons)")
 
 
@@ -144,7 +153,7 @@ def conformer_rows(smiles: str, molecule: int, seed: int, elements, positions, r
             {
                 "smile": smiles,
                 "atoms": "".join(elements),
-                "z": [Z[e] for e in elements],
+                "z": [atomic_number(e) for e in elements],
                 "energy": float(r["energy"]) * HARTREE_EV,
                 "homo": float(r["homo"]),
                 "lumo": float(r["lumo"]),
@@ -271,6 +280,100 @@ def shard_lock(folder: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+@dataclass
+class Part:
+    """Molecules labelled together and written as one unit. `molecules`: dicts with index, smiles, seed and either
+    elements and positions [conformers, atoms, 3] (Angstrom) or the reason (and error) it was dropped before the
+    DFT; `conformers`: (molecule slot, atom string) for each conformer; `batches`: conformer slots per DFT batch."""
+
+    molecules: list[dict]
+    conformers: list[tuple[int, str]] = field(default_factory=list)
+    batches: list[list[int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for slot, m in enumerate(self.molecules):
+            if "reason" not in m:
+                self.conformers += [(slot, atom_string(m["elements"], p)) for p in m["positions"]]
+
+    def batch(self, size: int) -> Part:
+        """Batch the conformers across molecules, sorted by atom count (stable): a batch holds conformers of similar
+        size (the SCF pads a batch to its largest). The batches depend only on the part's molecules, so a resumed
+        run batches (and, in float32, rounds) as an uninterrupted one."""
+        order = sorted(
+            range(len(self.conformers)), key=lambda j: len(self.molecules[self.conformers[j][0]]["elements"])
+        )
+        self.batches = [order[i : i + size] for i in range(0, len(order), size)] or [[]]
+        return self
+
+
+def _embed_part(chunk: list[tuple[int, str]], sel: Selection) -> list[dict]:
+    """A generator part's molecules with their seeded ETKDG conformers, or why they could not be embedded."""
+    molecules = []
+    for index, smiles in chunk:
+        seed = conformer_seed(sel, index)
+        m = {"index": index, "smiles": smiles, "seed": seed}
+        try:
+            m["elements"], m["positions"] = embed_conformers(smiles, sel.conformers, seed)
+        except MoleculeError as e:
+            m["reason"] = e.reason
+        except Exception as e:  # a counted drop, as for the DFT
+            m["reason"], m["error"] = f"error:{type(e).__name__}", _last_line(e)
+        molecules.append(m)
+    return molecules
+
+
+def _last_line(e: BaseException) -> str:
+    return traceback.format_exception_only(type(e), e)[-1].strip()
+
+
+def _run_batches(run_batch: Callable, dft: dict, batches: Iterator[list[str]]) -> Iterator[list]:
+    """The Labeller's contract (a result or an exception per conformer) for a plain `run_batch(atoms, **dft)`: a
+    batch that raises is rerun one conformer at a time, so the exception lands on the conformer that caused it."""
+    for atoms in batches:
+        try:
+            yield list(run_batch(atoms, **dft)) if atoms else []
+            continue
+        except Exception:
+            pass
+        results = []
+        for a in atoms:
+            try:
+                results.append(run_batch([a], **dft)[0])
+            except Exception as e:
+                results.append(e)
+        yield results
+
+
+def label_parts(
+    parts: Iterable[Part], dft: dict, *, workers: int | None = None, run_batch: Callable | None = None
+) -> Iterator[tuple[Part, dict]]:
+    """(part, {conformer slot: result dict or exception}) for each part, in order. The parts' batches are labelled by
+    papers.qm1b.dft.pipeline.Labeller (`dft`: its DFT options), which reads ahead into the next part, so its
+    integrals are being prepared while this part's last SCF runs; `run_batch(atoms, **dft)` replaces it (tests)."""
+    pending: deque[Part] = deque()
+
+    def batches() -> Iterator[list[str]]:
+        for part in parts:  # planned lazily, as the labeller reads ahead
+            pending.append(part)
+            for b in part.batches:
+                yield [part.conformers[j][1] for j in b]
+
+    if run_batch is not None:
+        labeller, stream = nullcontext(), _run_batches(run_batch, dft, batches())
+    else:
+        from papers.qm1b.dft.pipeline import Labeller
+
+        labeller, stream = Labeller(**dft, workers=workers), None
+    with labeller:
+        if stream is None:
+            stream = labeller.map(batches())
+        for first in stream:
+            part = pending.popleft()  # planned before its first batch was read
+            labelled = [first] + [next(stream) for _ in part.batches[1:]]
+            pairs = zip(part.batches, labelled, strict=True)
+            yield part, {j: r for b, rs in pairs for j, r in zip(b, rs, strict=True)}
+
+
 def generate_shard(
     sel: Selection,
     dft: dict,
@@ -279,20 +382,25 @@ def generate_shard(
     shard: int = 0,
     num_shards: int = 1,
     molecules_per_part: int = 8,
+    batch_conformers: int = 16,
+    workers: int | None = None,
     run_batch: Callable | None = None,
     versions: dict | None = None,
     show_progress: bool = True,
 ) -> dict:
     """Generate (or finish) one shard under `directory`; returns its manifest.
 
-    `dft`: keyword arguments of papers.qm1b.dft.run_dft_batch (basis, xc, grid_level, iterations, dtype).
-    `run_batch(atoms: list[str], **dft) -> list[dict]` defaults to run_dft_batch (tests pass a stand-in)."""
+    `dft`: keyword arguments of papers.qm1b.dft.run_dft_batch (basis, xc, grid_level, iterations, dtype,
+    density_fit, early_stop). Conformers are labelled in batches of up to `batch_conformers` across a part's
+    molecules, by papers.qm1b.dft.pipeline.Labeller with `workers` processes preparing the next batches' integrals
+    while the SCF runs. `run_batch(atoms: list[str], **dft) -> list[dict]` replaces the Labeller (tests pass a
+    stand-in)."""
     if not 0 <= shard < num_shards:
         raise ValueError(f"shard={shard} must be in [0, num_shards={num_shards})")
     if molecules_per_part < 1:
         raise ValueError(f"molecules_per_part={molecules_per_part} must be at least 1")
-    if run_batch is None:
-        from papers.qm1b.dft import run_dft_batch as run_batch
+    if batch_conformers < 1:
+        raise ValueError(f"batch_conformers={batch_conformers} must be at least 1")
     check_sharding(directory, num_shards)
     chosen, skipped = select_molecules(sel)
     mine = [m for i, m in enumerate(chosen) if i % num_shards == shard]
@@ -326,6 +434,7 @@ def generate_shard(
                 stray.unlink()
         done = set(manifest["done"])
         todo = [m for m in mine if m[0] not in done]
+        chunks = [todo[i : i + molecules_per_part] for i in range(0, len(todo), molecules_per_part)]
         metadata = {"selection": asdict(sel), "dft": dft, "versions": versions or {}}
         bar = progress(
             total=len(mine) * sel.conformers,
@@ -334,35 +443,45 @@ def generate_shard(
             unit="conf",
             disable=not show_progress,
         )
-        import time
-
-        rows, ids, dropped, errors, t0 = [], [], Counter(), [], time.perf_counter()
-        for n, (index, smiles) in enumerate(todo):
-            seed = conformer_seed(sel, index)
-            try:
-                elements, positions = embed_conformers(smiles, sel.conformers, seed)
-                results = run_batch([atom_string(elements, p) for p in positions], **dft)
-                new, drops = conformer_rows(smiles, index, seed, elements, positions, results)
-            except MoleculeError as e:
-                new, drops = [], Counter({e.reason: sel.conformers})
-            except Exception as e:  # any other failure of one molecule: a counted drop, not a crash on every resume
-                new, drops = [], Counter({f"error:{type(e).__name__}": sel.conformers})
-                last = traceback.format_exception_only(type(e), e)[-1].strip()
-                errors.append({"molecule": index, "smiles": smiles, "error": last})
-            rows += new
-            dropped.update(drops)
-            ids.append(index)
-            bar.update(sel.conformers)
-            if len(ids) == molecules_per_part or n + 1 == len(todo):
-                name = f"part_{len(manifest['parts']):05d}.parquet"
-                _write_parquet(out / name, rows, metadata)
-                manifest["parts"].append({"file": name, "molecules": len(ids), "rows": len(rows)})
-                manifest["done"] += ids
-                manifest["rows"] += len(rows)
-                manifest["dropped"] = dict(Counter(manifest["dropped"]) + dropped)
-                manifest["errors"] = manifest.get("errors", []) + errors
-                manifest["seconds"] += time.perf_counter() - t0
-                atomic_write_json(manifest_path, manifest)
-                rows, ids, dropped, errors, t0 = [], [], Counter(), [], time.perf_counter()
+        parts = (Part(_embed_part(chunk, sel)).batch(batch_conformers) for chunk in chunks)
+        t0 = time.perf_counter()
+        for part, results in label_parts(parts, dft, workers=workers, run_batch=run_batch):
+            rows, ids, dropped, errors = part_rows(part, results, sel.conformers)
+            bar.update(len(ids) * sel.conformers)
+            name = f"part_{len(manifest['parts']):05d}.parquet"
+            _write_parquet(out / name, rows, metadata)
+            manifest["parts"].append({"file": name, "molecules": len(ids), "rows": len(rows)})
+            manifest["done"] += ids
+            manifest["rows"] += len(rows)
+            manifest["dropped"] = dict(Counter(manifest["dropped"]) + dropped)
+            manifest["errors"] = manifest.get("errors", []) + errors
+            manifest["seconds"] += time.perf_counter() - t0
+            atomic_write_json(manifest_path, manifest)
+            t0 = time.perf_counter()
         bar.close()
         return manifest
+
+
+def part_rows(part: Part, results: dict, conformers: int) -> tuple[list[dict], list[int], Counter, list[dict]]:
+    """A labelled part's rows (molecule by molecule, conformers in order), molecule indices, drops and errors. A
+    molecule dropped before the DFT (`conformers` drops), or with any conformer whose labelling raised (one per
+    conformer), is dropped whole (reason
+    `error:<type>` for an exception, with its last line in errors); the rest follow QM1B's rules (conformer_rows)."""
+    per_molecule: dict[int, list] = {}
+    for j, (slot, _) in enumerate(part.conformers):
+        per_molecule.setdefault(slot, []).append(results[j])
+    rows, ids, dropped, errors = [], [], Counter(), []
+    for slot, m in enumerate(part.molecules):
+        ids.append(m["index"])
+        labelled = per_molecule.get(slot, [])
+        failed = next((r for r in labelled if isinstance(r, BaseException)), None)
+        if "reason" in m or failed is not None:
+            dropped[m.get("reason") or f"error:{type(failed).__name__}"] += len(m.get("positions", range(conformers)))
+            if "error" in m or failed is not None:
+                error = m.get("error") or _last_line(failed)
+                errors.append({"molecule": m["index"], "smiles": m["smiles"], "error": error})
+            continue
+        new, drops = conformer_rows(m["smiles"], m["index"], m["seed"], m["elements"], m["positions"], labelled)
+        rows += new
+        dropped.update(drops)
+    return rows, ids, dropped, errors

@@ -16,7 +16,8 @@ class Problem:
 
     S: np.ndarray  # [n, n] overlap
     H: np.ndarray  # [n, n] core Hamiltonian T + V
-    eri8: np.ndarray  # (ij|kl) in PySCF's 8-fold packed layout ("s8"): [P (P + 1) / 2], P = n (n + 1) / 2
+    eri: np.ndarray  # exact: (ij|kl) in PySCF's 8-fold packed layout ("s8"), [P (P + 1) / 2], P = n (n + 1) / 2;
+    # density fitted: B = L^-1 (Q|ij), PySCF's cderi, [naux, P]
     ao: np.ndarray  # [4, G, n] AO values and their x, y, z derivatives on the grid
     weights: np.ndarray  # [G]
     D0: np.ndarray  # [n, n] initial density matrix (MINAO)
@@ -30,6 +31,14 @@ class Problem:
     @property
     def n_grid(self) -> int:
         return self.weights.shape[0]
+
+    @property
+    def density_fit(self) -> bool:
+        return self.eri.ndim == 2
+
+    @property
+    def n_aux(self) -> int:
+        return self.eri.shape[0] if self.density_fit else 0
 
 
 def parse_molecule(atom: str, basis: str):
@@ -52,8 +61,19 @@ def parse_molecule(atom: str, basis: str):
     return mol
 
 
-def build_problem(atom: str, basis: str = "sto-3g", grid_level: int = 0) -> Problem:
-    """Integrals (libcint), the grid PySCF's RKS would use at `grid_level`, AO values, MINAO guess."""
+def fitted_eri(mol, xc: str = "b3lyp5") -> np.ndarray:
+    """The density-fitted ERIs PySCF's `dft.RKS(mol, xc).density_fit()` uses: its default auxiliary basis for the
+    orbital basis and functional (`df.make_auxbasis`; def2-svp-jkfit for STO-3G and B3LYP) and its Cholesky
+    factorisation of the 3-centre integrals (`df.incore.cholesky_eri`), [naux, n (n + 1) / 2]."""
+    from pyscf import df
+
+    auxmol = df.addons.make_auxmol(mol, df.make_auxbasis(mol, xc=xc))
+    return df.incore.cholesky_eri(mol, auxmol=auxmol)
+
+
+def build_problem(atom: str, basis: str = "sto-3g", grid_level: int = 0, density_fit: bool = False) -> Problem:
+    """Integrals (libcint; exact or density fitted), the grid PySCF's RKS would use at `grid_level`, AO values,
+    MINAO guess."""
     from pyscf import dft, scf
 
     mol = parse_molecule(atom, basis)
@@ -63,7 +83,8 @@ def build_problem(atom: str, basis: str = "sto-3g", grid_level: int = 0) -> Prob
     return Problem(
         S=mol.intor("int1e_ovlp"),
         H=mol.intor("int1e_kin") + mol.intor("int1e_nuc"),
-        eri8=mol.intor("int2e", aosym="s8"),  # 8-fold symmetric: ~7x faster than the full tensor, 8x smaller
+        # 8-fold symmetric: ~7x faster than the full tensor, 8x smaller
+        eri=fitted_eri(mol) if density_fit else mol.intor("int2e", aosym="s8"),
         ao=mol.eval_gto("GTOval_sph_deriv1", grids.coords),
         weights=np.asarray(grids.weights),
         D0=scf.hf.init_guess_by_minao(mol),

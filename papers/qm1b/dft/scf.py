@@ -1,4 +1,5 @@
-"""Restricted Kohn-Sham SCF in JAX: a fixed number of iterations with Pulay DIIS, as QM1B ran it on the IPU.
+"""Restricted Kohn-Sham SCF in JAX with Pulay DIIS, as QM1B ran it on the IPU: at most `iterations` steps (QM1B ran
+20 fixed ones), stopping earlier once converged (`stop_rule`).
 
 The total energy of a density matrix D (closed shell, D = 2 C_occ C_occ^T) is
 
@@ -10,6 +11,13 @@ with a = 0.2 for B3LYP. The Kohn-Sham (Fock) matrix is its gradient, F = dE/dD =
 differentiates only the functional at each grid point (the chain rule to D is written out in xc_potential). Each
 iteration: F from D, DIIS over the last 9 (F, error FDS - SDF) pairs, diagonalisation in the orthonormal basis
 X = S^(-1/2), the next D from the lowest n_occ orbitals.
+
+Two-electron integrals come in one of two forms (`eri`):
+- exact: the 8-fold packed (ij|kl), unpacked on the device into one [n^2, n^2] matrix W = (ij|kl) - a/2 (ik|jl), so
+  J - a/2 K is one matrix-vector product (n^4 memory: fine for STO-3G's ~60 AOs, not for 6-31G(d)'s ~150);
+- density fitted: (ij|kl) ~ sum_P B_Pij B_Pkl with B = L^-1 (P|ij), (P|Q) = L L^T (PySCF's `cderi`, packed over
+  ij), so J = sum_P B_P tr(B_P D) and K = sum_P B_P D B_P (naux n^2 memory, naux ~ 15 n; K from the occupied
+  orbitals after the first step).
 """
 
 from __future__ import annotations
@@ -23,6 +31,17 @@ from papers.qm1b.dft.xc import HF_EXCHANGE, b3lyp5
 
 DIIS_SPACE = 9  # QM1B's: papers/qm1b/REFERENCES.md [6]
 ENERGY_TAIL = 5  # QM1B's energy is the mean of the last 5 iterations' (std: the convergence filter)
+# The stopping rule (stop_rule): the orbital gradient g = max |X^T (F D S - S D F) X| (Hartree) of the density
+# entering each step. Converged after a step when (1) the gradient ENERGY_TAIL - 1 steps back was below
+# WINDOW_GRADIENT, so all 5 energies QM1B averages are converged (the energy error is second order in g: measured
+# < 0.05 meV below 1e-3; float64 runs, a reference, ask for 1e-5, ~1e-10 Hartree), and (2) this step's gradient is
+# below FINAL_GRADIENT and either below TIGHT_GRADIENT or no longer falling (above STALL x the previous one): float32
+# stalls at its rounding floor, ~2e-5 for QM1B's molecules, where the gap (first order in g) is as good as float32
+# gets; float64 goes on to TIGHT_GRADIENT.
+WINDOW_GRADIENT = {"float32": 1e-3, "float64": 1e-5}
+FINAL_GRADIENT = 1e-4
+TIGHT_GRADIENT = 1e-9
+STALL = 0.5
 
 
 def _density(D, ao):
@@ -56,11 +75,23 @@ def xc_potential(D, ao, weights):
     return jnp.sum(weights * e), M + M.T
 
 
-def fock(D, H, W, ao, weights, e_nuc):
-    """(E(D), F = dE/dD). J and K enter both only as J - a/2 K = W D, with the ERIs laid out as one [n^2, n^2]
-    matrix W = (ij|kl) - a/2 (ik|jl) (one matrix-vector product per iteration)."""
+def coulomb_exchange(ints, D, L):
+    """J - a/2 K of D from the prepared integrals: W [n^2, n^2] (exact) or B laid out [n, naux, n] (density fitted,
+    B[i, P, k] = B_P,ik), where K = sum_P (B_P L)(B_P L)^T from a factor D = L L^T (L [n, w]; after the first step
+    w >= the occupied orbitals, so this costs naux n^2 w, not naux n^3). (The [n, naux, n] layout makes both products
+    plain matrix products without a transpose of an [naux, n, n] array: ~1.6x faster under XLA on a CPU.)"""
     n = D.shape[0]
-    G = (W @ D.reshape(-1)).reshape(n, n)  # J - a/2 K
+    if ints.ndim == 2:
+        return (ints @ D.reshape(-1)).reshape(n, n)
+    naux = ints.shape[1]
+    J = jnp.einsum("iPk,P->ik", ints, jnp.einsum("iPk,ik->P", ints, D))
+    M = (ints.reshape(n * naux, n) @ L).reshape(n, -1)  # [n, naux w]: (B_P L)_iw
+    return J - 0.5 * HF_EXCHANGE * (M @ M.T)
+
+
+def fock(D, H, ints, ao, weights, e_nuc, L):
+    """(E(D), F = dE/dD). J and K enter both only as G = J - a/2 K (coulomb_exchange)."""
+    G = coulomb_exchange(ints, D, L)
     E_xc, V = xc_potential(D, ao, weights)
     E = jnp.sum(D * H) + 0.5 * jnp.sum(D * G) + E_xc + e_nuc
     return E, H + G + V
@@ -92,6 +123,13 @@ def exchange_matrix(eri8, n: int):
     return coulomb - 0.5 * HF_EXCHANGE * exchange
 
 
+def fitted_integrals(cderi, n: int):
+    """B laid out [n, naux, n] (B[i, P, k] = B_P,ik) from the fitted integrals packed over pairs ([naux, n (n + 1)
+    / 2], PySCF's layout); as in exchange_matrix, ghost AOs index past the real pairs, where cderi is zero-padded."""
+    i = jnp.arange(n)
+    return cderi[:, _pair(i[:, None], i[None, :])].transpose(1, 0, 2)
+
+
 def orthonormaliser(S):
     """X = S^(-1/2), so that X^T S X = 1."""
     s, U = jnp.linalg.eigh(S)
@@ -114,36 +152,63 @@ def diis(Fs, errors, count):
     return jnp.einsum("i,iab->ab", c, Fs)
 
 
-@partial(jax.jit, static_argnames=("iterations",))
-def scf_batch(H, S, eri8, ao, weights, e_nuc, D0, n_occ, *, iterations: int):
+def stop_rule(gradients, i):
+    """Whether the SCF has converged after step i (0-based), from the gradients of steps 0..i (module constants)."""
+    g, previous = gradients[i], gradients[jnp.maximum(i - 1, 0)]
+    window = gradients[jnp.maximum(i - (ENERGY_TAIL - 1), 0)]
+    settled = (g < TIGHT_GRADIENT) | (g > STALL * previous)
+    converged = (window < WINDOW_GRADIENT[jnp.dtype(gradients.dtype).name]) & (g < FINAL_GRADIENT) & settled
+    return (i >= ENERGY_TAIL - 1) & converged
+
+
+@partial(jax.jit, static_argnames=("iterations", "early_stop", "width"))
+def scf_batch(H, S, eri, ao, weights, e_nuc, L0, n_occ, *, iterations: int, early_stop: bool = True, width=None):
     """Many conformers at once (every argument with a leading batch axis). Molecules of different sizes share one
     compiled program when padded to common shapes (papers.qm1b.dft pads AOs with decoupled ghost functions and
-    grids with zero-weight points); n_occ is data, not a compile-time constant, for the same reason."""
-    return jax.vmap(partial(run_scf, iterations=iterations))(H, S, eri8, ao, weights, e_nuc, D0, n_occ)
+    grids with zero-weight points); n_occ is data, not a compile-time constant, for the same reason. `eri`: the
+    8-fold packed ERIs [B, P] (1-D per conformer) or the fitted ones [B, naux, n (n + 1) / 2]. Under vmap the loop
+    runs until every conformer has stopped; each keeps the state of its own last step. `width`: at least the largest
+    n_occ of the batch (default: all AOs), the columns of the density's factor the fitted exchange uses."""
+    run = partial(run_scf, iterations=iterations, early_stop=early_stop, width=width)
+    return jax.vmap(run)(H, S, eri, ao, weights, e_nuc, L0, n_occ)
 
 
-def run_scf(H, S, eri8, ao, weights, e_nuc, D0, n_occ, *, iterations: int):
-    """Run `iterations` SCF steps from D0. Returns (energies [iterations]: E of the density entering each step,
-    densities [ENERGY_TAIL, n, n]: the densities entering the last ENERGY_TAIL steps (their energies are recomputed
-    in float64 on the host), F: the Fock matrix of the last density)."""
+def run_scf(H, S, eri, ao, weights, e_nuc, L0, n_occ, *, iterations: int, early_stop: bool = True, width=None):
+    """At most `iterations` SCF steps from the guess D0 = L0 L0^T, fewer when `early_stop` and stop_rule says
+    converged. Returns (energies [iterations]: E of the density entering each step, NaN after the last; densities
+    [ENERGY_TAIL, n, n]: the densities entering the last ENERGY_TAIL steps, oldest first; D: the density the last
+    step made; steps: how many ran; gradients [iterations]: the orbital gradient of each step, NaN after the last).
+    The host recomputes the last energies and the Fock matrix of D (for HOMO and LUMO) in float64
+    (papers.qm1b.dft.finish_float64). Every step's density comes with a factor D = L L^T for the fitted exchange:
+    L = sqrt(2) C_occ with `width` columns (zero past n_occ), and for the first step L0 (the MINAO guess is positive
+    semi-definite but not of rank n_occ: the host factors it, papers.qm1b.dft._stack)."""
     X = orthonormaliser(S)
     n = S.shape[0]
-    occupied = jnp.arange(n) < n_occ  # eigh sorts orbitals by energy: the lowest n_occ are occupied
-    W = exchange_matrix(eri8, n)
-    Fs = jnp.zeros((DIIS_SPACE, n, n), H.dtype)
-    errs = jnp.zeros((DIIS_SPACE, n, n), H.dtype)
+    width = width or n
+    occupied = jnp.arange(width) < n_occ  # eigh sorts orbitals by energy: the lowest n_occ are occupied
+    ints = exchange_matrix(eri, n) if eri.ndim == 1 else fitted_integrals(eri, n)
+    nan = jnp.full(iterations, jnp.nan, H.dtype)
+    zeros = jnp.zeros((DIIS_SPACE, n, n), H.dtype)
+    init = (jnp.asarray(0), L0 @ L0.T, jnp.zeros((n, width), H.dtype), zeros, zeros)
+    init += (jnp.zeros((ENERGY_TAIL, n, n), H.dtype), nan, nan, jnp.asarray(False))
 
-    def step(carry, i):
-        D, Fs, errs = carry
-        E, F = fock(D, H, W, ao, weights, e_nuc)
+    def step(carry, factored: bool):
+        i, D, L, Fs, errs, tail, energies, gradients, _ = carry
+        E, F = fock(D, H, ints, ao, weights, e_nuc, L if factored else L0)
         err = X.T @ (F @ D @ S - S @ D @ F) @ X
+        gradients = gradients.at[i].set(jnp.max(jnp.abs(err)))
         slot = i % DIIS_SPACE
         Fs, errs = Fs.at[slot].set(F), errs.at[slot].set(err)
         F_bar = diis(Fs, errs, jnp.minimum(i + 1, DIIS_SPACE))
         _, C = jnp.linalg.eigh(X.T @ F_bar @ X)
-        C_occ = (X @ C) * occupied
-        return (2 * C_occ @ C_occ.T, Fs, errs), (E, D)
+        L = jnp.sqrt(2.0).astype(H.dtype) * (X @ C[:, :width]) * occupied
+        tail = tail.at[i % ENERGY_TAIL].set(D)
+        done = stop_rule(gradients, i) if early_stop else jnp.asarray(False)
+        return i + 1, L @ L.T, L, Fs, errs, tail, energies.at[i].set(E), gradients, done
 
-    (D, _, _), (energies, densities) = jax.lax.scan(step, (D0, Fs, errs), jnp.arange(iterations))
-    _, F = fock(D, H, W, ao, weights, e_nuc)
-    return energies, densities[-ENERGY_TAIL:], F
+    def running(carry):
+        return (carry[0] < iterations) & ~carry[-1]
+
+    carry = jax.lax.while_loop(running, partial(step, factored=True), step(init, factored=False))
+    steps, D, _, _, _, tail, energies, gradients, _ = carry
+    return energies, jnp.roll(tail, -(steps % ENERGY_TAIL), axis=0), D, steps, gradients

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.data.molecules import MoleculeError
+from core.data.molecules import MoleculeError, embed_conformers
 from papers.qm1b.generate import (
     ANGSTROM_BOHR,
     HARTREE_EV,
@@ -24,6 +24,7 @@ from papers.qm1b.generate import (
     atom_string,
     check_molecule,
     conformer_rows,
+    conformer_seed,
     generate_shard,
     read_dataset,
     select_molecules,
@@ -144,10 +145,17 @@ def test_shards_partition_the_dataset_and_a_killed_shard_resumes_without_loss(tm
         generate_shard(SEL, DFT, tmp_path / "three", shard=k, num_shards=3, run_batch=fake_dft, show_progress=False)
     assert _rows(read_dataset(tmp_path / "three", 3)) == reference
 
-    # killed while computing its 4th molecule: the first part (2 molecules) is kept, the 3rd molecule is redone
+    # killed while computing its 4th batch of 2 conformers (the 2nd batch of the 2nd part): the first part (2
+    # molecules) is kept, the 3rd molecule's labels are lost and redone
     with pytest.raises(Interrupted):
         generate_shard(
-            SEL, DFT, tmp_path / "killed", run_batch=interrupting(3), molecules_per_part=2, show_progress=False
+            SEL,
+            DFT,
+            tmp_path / "killed",
+            run_batch=interrupting(3),
+            molecules_per_part=2,
+            batch_conformers=2,
+            show_progress=False,
         )
     shard_dir = tmp_path / "killed" / "shard_00000_of_00001"
     manifest = json.loads((shard_dir / "manifest.json").read_text())
@@ -224,15 +232,17 @@ def test_a_second_writer_of_a_shard_fails_at_once(tmp_path):
 
 
 def test_a_failing_molecule_is_a_counted_drop_not_a_crash(tmp_path):
-    """A labelling error of one molecule (here the DFT raising on the third molecule's conformers) drops its rows
-    with the reason and the exception's last line; the other molecules are labelled, and a resume does not retry
-    it."""
-    bad = select_molecules(SEL)[0][2][1]
+    """A labelling error of one molecule (here the DFT raising whenever the third molecule's first conformer is in
+    its batch, which holds conformers of several molecules) drops that molecule's rows with the reason and the
+    exception's last line; the other molecules of its batch and part are labelled, and a resume does not retry it."""
+    index, bad = select_molecules(SEL)[0][2]
+    elements, positions = embed_conformers(bad, SEL.conformers, conformer_seed(SEL, index))
+    poison = atom_string(elements, positions[0])
     calls = {"n": 0}
 
     def run(atoms, **kwargs):
         calls["n"] += 1
-        if calls["n"] == 3:
+        if poison in atoms:
             raise np.linalg.LinAlgError("SCF matrix is singular")
         return fake_dft(atoms, **kwargs)
 
@@ -240,10 +250,40 @@ def test_a_failing_molecule_is_a_counted_drop_not_a_crash(tmp_path):
     assert manifest["dropped"]["error:LinAlgError"] == SEL.conformers and len(manifest["done"]) == 6
     (error,) = manifest["errors"]
     assert error["smiles"] == bad and error["error"].endswith("LinAlgError: SCF matrix is singular")
-    assert bad not in read_dataset(tmp_path, 1).column("smile").to_pylist()
-    assert len(read_dataset(tmp_path, 1)) == manifest["rows"] > 0
+    table = read_dataset(tmp_path, 1)
+    assert bad not in table.column("smile").to_pylist()
+    assert (
+        len(table)
+        == manifest["rows"]
+        == 5 * SEL.conformers - sum(v for k, v in manifest["dropped"].items() if k != "error:LinAlgError")
+    )
+    calls["n"] = 0
     again = generate_shard(SEL, DFT, tmp_path, run_batch=fake_dft, show_progress=False)
-    assert again == manifest and calls["n"] == 6  # nothing left to do: the drop is final
+    assert again == manifest and calls["n"] == 0  # nothing left to do: the drop is final
+
+
+def test_batches_span_molecules_and_do_not_change_rows(tmp_path):
+    """Conformers of a part's molecules share batches (of batch_conformers, by size); the rows are the same
+    whatever the batch size."""
+    sizes = []
+
+    def run(atoms, **kwargs):
+        sizes.append(len(atoms))
+        return fake_dft(atoms, **kwargs)
+
+    one = generate_shard(
+        SEL, DFT, tmp_path / "a", run_batch=run, molecules_per_part=3, batch_conformers=1, show_progress=False
+    )
+    assert set(sizes) == {1}
+    sizes.clear()
+    many = generate_shard(
+        SEL, DFT, tmp_path / "b", run_batch=run, molecules_per_part=3, batch_conformers=5, show_progress=False
+    )
+    assert max(sizes) == 5 > SEL.conformers  # a batch holds conformers of two molecules
+    assert _rows(read_dataset(tmp_path / "a", 1)) == _rows(read_dataset(tmp_path / "b", 1))
+    assert one["dropped"] == many["dropped"]
+    with pytest.raises(ValueError, match="batch_conformers=0 must be at least 1"):
+        generate_shard(SEL, DFT, tmp_path / "c", run_batch=run, batch_conformers=0)
 
 
 CHILD = """
