@@ -253,7 +253,7 @@ def build_report(cfg, manifests, directory, table, validation, scaling) -> Repor
         f"Throughput: {s['per_hour']:.0f} conformers/hour on this machine including ETKDG, host integrals and "
         f"compilation (the PySCF reference rows took {per_row:.2f} s each at conv_tol 1e-12: context, not a "
         f"comparison). The paper reports at least {PAPER_CONFORMERS_PER_IPU_HOUR:,} conformers per IPU-hour. "
-        "scripts/bench.py section qm1b times our DFT against PySCF like for like: both warm, the same threads, "
+        "scripts/bench.py section qm1b times our DFT against PySCF like for like: both warm, "
         "median of repeated rounds, both on all the machine's cores, PySCF converged to the same accuracy.",
     ]
     metrics = {
