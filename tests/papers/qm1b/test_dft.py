@@ -282,3 +282,12 @@ def test_exact_integrals_refuse_a_basis_too_large_for_memory():
     big = replace(p, S=np.eye(200), H=np.eye(200))  # only the AO count matters to the check
     with pytest.raises(ValueError, match=r"exact ERIs of 200 AOs need .* GB .* density_fit=True"):
         dispatch([big])
+
+
+def test_validation_reference_follows_density_fitting():
+    from papers.qm1b.experiment import pyscf_reference
+
+    dft = {"basis": "sto-3g", "xc": "b3lyp5", "grid_level": 0}
+    fitted = pyscf_reference(WATER, {**dft, "density_fit": True})["energy"]
+    assert abs(fitted - pyscf_density_fitted(WATER)[0]) < 1e-9
+    assert abs(pyscf_reference(WATER, dft)["energy"] - reference(WATER)[0]) < 1e-9
