@@ -397,6 +397,8 @@ def label(
                 m["elements"], m["positions"] = embed_conformers(inp.smiles, conformers, m["seed"])
         except MoleculeError as e:  # ETKDG could not embed the conformers
             m["reason"], m["error"] = e.reason, str(e)
+        except Exception as e:  # any other failure of one input: a counted drop, the others are still labelled
+            m["reason"], m["error"] = f"error:{type(e).__name__}", f"{type(e).__name__}: {e}"
         molecules.append(m)
     ((part, results),) = label_parts(
         [Part(molecules).batch(batch_conformers)], dft, workers=workers, run_batch=run_batch
