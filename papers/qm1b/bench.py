@@ -24,17 +24,12 @@ PySCF stopping there is within 3.3 meV of its converged energy but its gaps are 
 from __future__ import annotations
 
 import multiprocessing
-import os
 
 from core.bench import Comparison, by_size, section
 
 HARTREE_EV = 27.211386245988
 QM1B_CONV_TOL = 0.01 / HARTREE_EV  # Hartree: QM1B's 0.01 eV convergence filter as PySCF's stopping rule
 PYSCF_DEFAULT_CONV_TOL = 1e-9  # pyscf.scf.hf.SCF.conv_tol
-
-
-def cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def pyscf_rks(atom: str, *, conv_tol: float, max_cycle: int = 100, density_fit: bool = False):
@@ -88,9 +83,9 @@ def measure(atoms: list[str], *, density_fit: bool, repeat: int, batch: int) -> 
     from pyscf import lib
 
     from core.bench import time_rounds
-    from papers.qm1b.dft.pipeline import Labeller
+    from papers.qm1b.dft.pipeline import Labeller, usable_cpus
 
-    n = cores()
+    n = usable_cpus()
     order = sorted(range(len(atoms)), key=lambda i: atoms[i].count(";"))  # by size, as the generator batches
     batches = [[atoms[i] for i in order[k : k + batch]] for k in range(0, len(order), batch)]
     context = multiprocessing.get_context("spawn")

@@ -1,13 +1,15 @@
-"""Restricted Kohn-Sham B3LYP in JAX, the way QM1B labelled its conformers (PySCFIPU): integrals, grid and guess
-from PySCF on the host (papers.qm1b.dft.molecule), a fixed number of SCF iterations with DIIS under jit
-(papers.qm1b.dft.scf), the B3LYP functional in JAX (papers.qm1b.dft.xc).
+"""Restricted Kohn-Sham B3LYP in JAX, the way QM1B labelled its conformers (PySCFIPU): integrals (exact or density
+fitted), grid and guess from PySCF on the host (papers.qm1b.dft.molecule), the SCF with DIIS under jit, at most
+`iterations` steps and stopping once converged (papers.qm1b.dft.scf), the B3LYP functional in JAX
+(papers.qm1b.dft.xc).
 
-`run_dft(atom)` labels one conformer; `run_dft_batch(atoms)` labels conformers of one molecule at once (vmap over
-one compiled SCF, reused for every batch of the same shapes). Results follow QM1B: the energy is the mean of the
-last 5 iterations' energies, `energy_std` their standard deviation (eV; QM1B drops rows above 0.01 eV), HOMO and
-LUMO come from the last Fock matrix diagonalised in float64. In float32 the SCF runs in float32 and those 5
-energies are recomputed in float64 on the host from the iterations' densities (`energies_float64`, as PySCFIPU
-does): a float32 sum of ~1e2 Hartree terms carries ~1e-5 relative error, several meV.
+`run_dft(atom)` labels one conformer; `run_dft_batch(atoms)` labels conformers together (vmap over one compiled SCF,
+reused for every batch of the same padded shapes); `dispatch` and `finish` split that in two for
+papers.qm1b.dft.pipeline. Results follow QM1B: the energy is the mean of the last 5 iterations' energies,
+`energy_std` their standard deviation (eV; QM1B drops rows above 0.01 eV), HOMO and LUMO come from the final Fock
+matrix. The SCF runs in `dtype`; those 5 energies and the final Fock matrix are recomputed in float64 on the host
+from the densities (`finish_float64`, as PySCFIPU recomputes its energies): a float32 sum of ~1e2 Hartree terms
+carries ~1e-5 relative error, several meV.
 """
 
 from __future__ import annotations
@@ -63,8 +65,8 @@ def _stack(problems: list[Problem], dtype, n_ao: int | None = None, n_grid: int 
         k = n - p.n_ao
         S = np.block([[p.S, np.zeros((p.n_ao, k))], [np.zeros((k, p.n_ao)), np.eye(k)]])
         H = np.block([[p.H, np.zeros((p.n_ao, k))], [np.zeros((k, p.n_ao)), GHOST_LEVEL * np.eye(k)]])
-        s, U = np.linalg.eigh(p.D0)  # the guess as a factor D0 = L0 L0^T (papers.qm1b.dft.scf.run_scf)
-        return H, S, np.pad(U * np.sqrt(np.clip(s, 0, None)), ((0, k), (0, k)))
+        L0 = _factor(p.D0)  # the guess as a factor D0 = L0 L0^T (papers.qm1b.dft.scf.run_scf)
+        return H, S, np.pad(L0, ((0, k), (0, k)))
 
     B = len(problems)
     ao = np.zeros((B, 4, G, n), dtype)  # written in place: np.pad and astype would copy ~100 MB per conformer
@@ -117,10 +119,12 @@ def _xc_float64(p: Problem, D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return e @ w, M + M.T
 
 
-def _factor(D: np.ndarray, n_occ: int) -> np.ndarray:
-    """L [n, n_occ] with D = L L^T, for a closed-shell density (positive semi-definite of rank n_occ)."""
+def _factor(D: np.ndarray, rank: int | None = None) -> np.ndarray:
+    """L [n, rank] with D = L L^T for a positive semi-definite D (rank: the eigenvectors kept, largest eigenvalues
+    first; a closed-shell density has rank n_occ; default all n)."""
     s, U = np.linalg.eigh(D)
-    return U[:, -n_occ:] * np.sqrt(np.clip(s[-n_occ:], 0, None))
+    rank = rank or len(s)
+    return U[:, -rank:] * np.sqrt(np.clip(s[-rank:], 0, None))
 
 
 def _two_electron_float64(p: Problem, D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -28,6 +28,11 @@ from papers.qm1b.dft import check_options, dispatch, finish, solve
 from papers.qm1b.dft.molecule import Problem, build_problem
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS reports one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def _single_threaded() -> None:
     """Worker initialiser: one thread each for libcint/numpy, so the workers and the SCF share the cores."""
     from pyscf import lib
@@ -66,7 +71,7 @@ class Labeller:
     ):
         check_options(xc, dtype, iterations, grid_level)
         if workers is None:
-            workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+            workers = usable_cpus()
         if not isinstance(workers, int) or workers < 0:
             raise ValueError(f"workers={workers!r} must be an integer >= 0 (0: prepare in this process)")
         if not isinstance(prefetch, int) or prefetch < 1:
