@@ -2,8 +2,13 @@
 
 A model written against `Ops` becomes its unit-scaled twin by `Ops(scaling="unit")`: the same parameters and
 graph, with the unit-scaling rules (core.unit_scaling) for scales and N(0, 1) initialisation instead of the
-regular GPT-2-style one. Casting: every op's inputs, weights and output pass through `quantise` (forward values to
-`fwd_fmt`, their gradients to `bwd_fmt`), so activations, weights *and* gradients live on the format's grid; the
+regular GPT-2-style one. The scalings "sp", "mup" and "umup" are the three parametrizations compared by u-muP
+(core.unit_scaling.umup): the standard one with fan-in initialisation, muP relative to a base width
+(`width_ratio` = width / base width; 1 is SP) and the unit-scaled muP with its hyperparameters `mults`; their
+per-tensor learning rates are core.unit_scaling.umup.lr_scales.
+
+Casting: every op's inputs, weights and output pass through `quantise` (forward values to `fwd_fmt`, their
+gradients to `bwd_fmt`), so activations, weights *and* gradients live on the format's grid; the
 arithmetic between casts is FP32, as on a chip with FP32 accumulation. In the unit-scaled ops the scales are applied
 before the casts, which is the point: the cast sees well-scaled values in both directions.
 """
@@ -21,8 +26,9 @@ import numpy as np
 from core import unit_scaling as us
 from core.numerics import FloatFormat, get_format, quantise
 from core.numerics.cast import ROUNDINGS
+from core.unit_scaling import umup
 
-SCALINGS = ("regular", "unit")
+SCALINGS = ("regular", "unit", "sp", "mup", "umup")
 
 
 def masked_softmax(scores: jax.Array, mask: jax.Array, axis: int = -1) -> jax.Array:
@@ -40,6 +46,7 @@ CAST_SCOPES = ("all", "matmul")
 # FP8 recipe of both FP8 papers (the FP8 LLM paper's head stays in higher precision; core.nn.fp8 and the unit-
 # scaling FP8 arms share this); "low" casts it like every other layer (pure FP16 training).
 HEAD_PRECISIONS = ("fp32", "low")
+DEFAULT_MULTS = umup.Mults()
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,10 @@ class Ops:
     # gradients; fp8_history: the delayed policy's amax window. Regular scaling and no other casts only.
     fp8: str | None = None
     fp8_history: int = 16
+    # muP (scaling "mup"): the model's width over its base width (readout multiplier 1/ratio, attention logits
+    # q.k / sqrt(head_dim ratio), hidden learning rates / ratio); u-muP (scaling "umup"): its hyperparameters
+    width_ratio: float = 1.0
+    mults: umup.Mults = DEFAULT_MULTS
 
     def __post_init__(self) -> None:
         if self.scaling not in SCALINGS:
@@ -80,6 +91,8 @@ class Ops:
             raise ValueError(
                 f"Ops: head_precision must be one of {', '.join(HEAD_PRECISIONS)}, got {self.head_precision!r}"
             )
+        if not self.width_ratio > 0:
+            raise ValueError(f"Ops: width_ratio must be > 0, got {self.width_ratio}")
         if self.residual not in RESIDUALS:
             raise ValueError(f"Ops: residual must be one of {', '.join(RESIDUALS)}, got {self.residual!r}")
         us.apply_constraint(self.constraint, 1.0, 1.0)  # validates the name
@@ -87,7 +100,7 @@ class Ops:
             from core.numerics.fp8 import check_policy
 
             check_policy(self.fp8)
-            if self.unit or self.fwd_fmt is not None or self.bwd_fmt is not None:
+            if self.scaling != "regular" or self.fwd_fmt is not None or self.bwd_fmt is not None:
                 raise ValueError(
                     f"Ops: fp8={self.fp8!r} scales each linear layer's tensors itself; it combines with "
                     "scaling='regular' and no fwd_fmt/bwd_fmt casts only"
@@ -102,6 +115,11 @@ class Ops:
     @property
     def unit(self) -> bool:
         return self.scaling == "unit"
+
+    @property
+    def parametrization(self) -> str | None:
+        """ "sp", "mup" or "umup" for the u-muP paper's parametrizations, else None."""
+        return self.scaling if self.scaling in umup.PARAMETRIZATIONS else None
 
     @cached_property
     def _casts(self) -> bool:
@@ -138,48 +156,80 @@ class Ops:
             return self._quantise(y, None, self.bwd_fmt)
         return self.q(y)
 
-    def init_std(self, *, residual_output: bool = False, depth: int = 1) -> float:
-        """N(0, std) for weights: 1 for unit scaling; 0.02 (and 0.02/sqrt(2 depth) for residual outputs) regular."""
+    def init_std(self, *, residual_output: bool = False, depth: int = 1) -> float | None:
+        """N(0, std) for weights: 1 for unit scaling; 0.02 (and 0.02/sqrt(2 depth) for residual outputs) regular;
+        None for the u-muP paper's parametrizations, whose std depends on the weight (weight_std)."""
+        if self.parametrization is not None:
+            return None
         if self.unit:
             return 1.0
         return self.regular_init_std / (math.sqrt(2 * depth) if residual_output else 1.0)
+
+    def weight_std(self, kind: str, fan_in: int) -> float:
+        """The init std of a weight of `kind` (core.unit_scaling.umup.KINDS) with `fan_in` inputs."""
+        if self.parametrization is not None:
+            return umup.init_std(self.parametrization, kind, fan_in)
+        if kind == "input":
+            return self.init_std() if self.unit else 0.02
+        return self.init_std()
 
     # ------------------------------------------------------------------ ops
     def linear(self, x: jax.Array, w: jax.Array, b: jax.Array | None = None) -> jax.Array:
         x, w = self.q_operand(x), self.q_operand(w)
         if self.unit:
             y = us.linear(x, w, b, constraint=self.constraint)
+        elif self.scaling == "umup":
+            y = umup.linear(x, w)
+            if b is not None:
+                y = y + us.scale_bwd(b, (x.size // x.shape[-1]) ** -0.5)
         else:
             y = jnp.matmul(x, w) + (0 if b is None else b)
         return self.q_product(y)
 
+    def readout(self, x: jax.Array, w: jax.Array) -> jax.Array:
+        """The output layer x @ w: a plain linear layer, except muP's 1/width_ratio multiplier and u-muP's
+        unit-scaled readout (1/fan_in)."""
+        if self.scaling == "umup":
+            return self.q_product(umup.linear_readout(self.q_operand(x), self.q_operand(w)))
+        y = self.linear(x, w)
+        return y / self.width_ratio if self.scaling == "mup" else y
+
     def gelu(self, x: jax.Array) -> jax.Array:
+        if self.scaling == "umup":
+            return self.q(umup.gelu(x, self.mults.ffn_act))
         y = us.gelu(x, constraint=self.constraint) if self.unit else jax.nn.gelu(x, approximate=False)
         return self.q(y)
 
     def embedding(self, ids: jax.Array, table: jax.Array) -> jax.Array:
         table = self.q(table)
-        return self.q(us.embedding(ids, table) if self.unit else jnp.take(table, ids, axis=0))
+        unit = self.unit or self.scaling == "umup"
+        return self.q(us.embedding(ids, table) if unit else jnp.take(table, ids, axis=0))
 
     def layer_norm(self, x: jax.Array, weight: jax.Array, bias: jax.Array | None = None) -> jax.Array:
         weight = self.q(weight)
         bias = None if bias is None else self.q(bias)
-        if self.unit:
+        if self.unit or self.scaling == "umup":
             return self.q(us.layer_norm(x, weight, bias))
         y = us.layer_norm(x) * weight  # without affine parameters the unit and regular layer norms coincide
         return self.q(y if bias is None else y + bias)
 
-    def tau(self, kind: str, layer: int) -> float:
-        """The residual weight of branch `layer` (1-based over all branches) of kind 'attention' or 'mlp'."""
+    def tau(self, kind: str, layer: int, branches: int | None = None) -> float:
+        """The residual weight of branch `layer` (1-based over all `branches`) of kind 'attention' or 'mlp'; u-muP
+        takes it from its depth rule (core.unit_scaling.umup.residual_tau), which needs `branches`."""
+        if self.scaling == "umup":
+            if branches is None:
+                raise ValueError("Ops.tau: u-muP's residual rule needs the number of branches")
+            return umup.tau_fraction(umup.residual_tau(layer - 1, branches, self.mults))
         if self.residual == "running_mean":
             return us.running_mean_tau(layer)
         return self.tau_attention if kind == "attention" else self.tau_mlp
 
     def residual_split(self, x: jax.Array, tau: float) -> tuple[jax.Array, jax.Array]:
-        return us.residual_split(x, tau) if self.unit else (x, x)
+        return us.residual_split(x, tau) if self.unit or self.scaling == "umup" else (x, x)
 
     def residual_add(self, branch: jax.Array, skip: jax.Array, tau: float) -> jax.Array:
-        return self.q(us.residual_add(branch, skip, tau) if self.unit else branch + skip)
+        unit = self.unit or self.scaling == "umup"
+        return self.q(us.residual_add(branch, skip, tau) if unit else branch + skip)
 
     def causal_attention(self, q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
         """softmax(q k^T / sqrt(d) + causal mask) v for q, k, v [..., S, d].
@@ -190,6 +240,15 @@ class Ops:
         reaching value j sums (1/(i+1))^2 over the rows i >= j that see it.
         """
         seq, d = q.shape[-2], q.shape[-1]
+        if self.scaling == "umup":
+            # u-muP's attention (muP's 1/head_dim temperature); like the u-muP paper's FP8 scheme, the casts are
+            # in the linear layers only
+            return umup.causal_attention(q, k, v, self.mults.attn_softmax)
+        if self.scaling in ("sp", "mup"):
+            # muP's logits are q.k / head_dim at the width's scale: 1/sqrt(head_dim) at the base width (SP's)
+            mask = jnp.tril(jnp.ones((seq, seq), bool))
+            probs = jax.nn.softmax(jnp.einsum("...qd,...kd->...qk", q, k) * self._temperature(d), -1, where=mask)
+            return jnp.einsum("...qk,...kd->...qd", probs, v)
         q, k, v = self.q_operand(q), self.q_operand(k), self.q_operand(v)
         mask = jnp.tril(jnp.ones((seq, seq), bool))
         scores = self.q_product(jnp.einsum("...qd,...kd->...qk", q, k) / math.sqrt(d))
@@ -214,13 +273,13 @@ class Ops:
         only: unit scaling's constant output scales assume a known attention pattern (causal_attention derives them
         for the causal one); under an arbitrary mask they would depend on the data.
         """
-        if self.unit:
+        if self.unit or self.scaling == "umup":
             raise NotImplementedError(
                 "Ops.masked_attention: unit scaling (scaling='unit') is not implemented for masked attention: its "
                 "scales depend on the mask, which is data; use scaling='regular'"
             )
         q, k, v = self.q_operand(q), self.q_operand(k), self.q_operand(v)
-        scores = self.q_product(jnp.einsum("...qd,...kd->...qk", q, k) / math.sqrt(q.shape[-1]))
+        scores = self.q_product(jnp.einsum("...qd,...kd->...qk", q, k) * self._temperature(q.shape[-1]))
         probs = masked_softmax(scores, mask)
         return self.q_product(jnp.einsum("...qk,...kd->...qd", self.q_operand(probs), v))
 
@@ -230,8 +289,15 @@ class Ops:
         logits = self.head_ops.q(logits)
         if self.unit:
             return us.cross_entropy(logits, labels)
+        if self.scaling == "umup":
+            return umup.cross_entropy(logits, labels, self.mults.loss_softmax)
         logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
         return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1))
+
+    def _temperature(self, head_dim: int) -> float:
+        """The attention logits' factor: 1/sqrt(head_dim), or muP's 1/sqrt(head_dim * width_ratio) (that is
+        sqrt(base head_dim) / head_dim)."""
+        return 1.0 / math.sqrt(head_dim * (self.width_ratio if self.scaling == "mup" else 1.0))
 
 
 def _causal_mixing_scales(seq: int) -> tuple[float, float]:

@@ -58,17 +58,17 @@ class Linear(nn.Module):
     features: int
     ops: Ops
     use_bias: bool = False  # bias-free, as nanoGPT recommends (and unit scaling has no rule-of-thumb for biases)
-    std: float | None = None  # default: ops.init_std()
+    std: float | None = None  # default: ops.weight_std of a hidden (or, with head, output) weight
     head: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         ops = self.ops.head_ops if self.head else self.ops
-        std = ops.init_std() if self.std is None else self.std
+        std = ops.weight_std("output" if self.head else "hidden", x.shape[-1]) if self.std is None else self.std
         w = self.param("kernel", _normal(std), (x.shape[-1], self.features))
         b = self.param("bias", nn.initializers.zeros, (self.features,)) if self.use_bias else None
         if ops.fp8 is None:
-            return ops.linear(x, w, b)
+            return ops.readout(x, w) if self.head and b is None else ops.linear(x, w, b)
         from core.numerics.fp8 import FP8Meta, empty_probe, fp8_dot
 
         meta = self.variable("fp8_meta", "state", FP8Meta.init, self.ops.fp8_history)
@@ -144,7 +144,7 @@ class Block(nn.Module):
                 ("mlp", MLP(ops, self.depth, name="mlp")),
             )
         ):
-            tau = ops.tau(kind, 2 * self.index + j + 1)
+            tau = ops.tau(kind, 2 * self.index + j + 1, 2 * self.depth)
             inp, skip = ops.residual_split(x, tau)
             if self.norm == "pre":
                 x = ops.residual_add(branch(LayerNorm(ops, name=f"norm_{kind}")(inp)), skip, tau)
@@ -170,14 +170,10 @@ class TransformerLM(nn.Module):
             raise ValueError(f"TransformerLM: position must be one of {POSITIONS}, got {self.position!r}")
         if self.d_model % self.heads:
             raise ValueError(f"TransformerLM: d_model {self.d_model} is not divisible by heads {self.heads}")
-        std = self.ops.init_std()
-        self.token_embedding = self.param(
-            "token_embedding", _normal(std if self.ops.unit else 0.02), (self.vocab, self.d_model)
-        )
+        std = self.ops.weight_std("input", self.d_model)
+        self.token_embedding = self.param("token_embedding", _normal(std), (self.vocab, self.d_model))
         if self.position == "learned":
-            self.position_embedding = self.param(
-                "position_embedding", _normal(std if self.ops.unit else 0.02), (self.seq_len, self.d_model)
-            )
+            self.position_embedding = self.param("position_embedding", _normal(std), (self.seq_len, self.d_model))
         self.blocks = [
             Block(self.heads, self.ops, self.depth, i, self.norm, name=f"block_{i}") for i in range(self.depth)
         ]
@@ -203,7 +199,8 @@ class TransformerLM(nn.Module):
         if self.position == "learned":
             # one lookup per token (not one per position), so the embedding's gradient scale counts every use
             pos = self.ops.embedding(positions, self.position_embedding)
-            x = self.ops.q(tok + pos) if not self.ops.unit else self.ops.q((tok + pos) * 2**-0.5)
+            unit = self.ops.unit or self.ops.scaling == "umup"
+            x = self.ops.q((tok + pos) * 2**-0.5) if unit else self.ops.q(tok + pos)
             rope_positions = None
         else:
             x, rope_positions = self.ops.q(tok), positions
@@ -212,6 +209,28 @@ class TransformerLM(nn.Module):
         if self.final_norm is not None:
             x = self.final_norm(x)
         return self.head(x)
+
+    def param_kinds(self, params) -> dict:
+        """For every parameter of `params` (this model's, as init returns them) the pair (kind, depth) that
+        core.unit_scaling.umup.lr_scales reads: its kind (input, hidden, output or norm) and, for the parameters
+        of the blocks, the number of blocks."""
+
+        def kind(path, leaf) -> tuple[str, int | None]:
+            names = [getattr(p, "key", str(p)) for p in path]
+            depth = self.depth if any(n.startswith("block_") for n in names) else None
+            if names[-1] in ("token_embedding", "position_embedding"):
+                return ("input", None)
+            if "head" in names:
+                return ("output", None)
+            if names[-1] == "scale":
+                return ("norm", depth)
+            if names[-1] == "bias":
+                return ("bias", depth)
+            if names[-1] == "kernel":
+                return ("hidden", depth)
+            raise ValueError(f"TransformerLM.param_kinds: no kind for parameter {'/'.join(names)}")
+
+        return jax.tree_util.tree_map_with_path(kind, params)
 
     def loss(self, ids: jax.Array, labels: jax.Array) -> jax.Array:
         """Mean next-token cross-entropy (nats) of `labels` given `ids`."""

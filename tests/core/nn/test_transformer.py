@@ -83,8 +83,8 @@ def test_fp8_regular_gradients_underflow_where_unit_scaled_ones_do_not():
 
 
 def test_bad_model_arguments():
-    with pytest.raises(ValueError, match="scaling must be one of regular, unit"):
-        Ops(scaling="mup")
+    with pytest.raises(ValueError, match="scaling must be one of regular, unit, sp, mup, umup"):
+        Ops(scaling="ntk")
     with pytest.raises(ValueError, match="unknown number format"):
         Ops(fwd_fmt="fp9")
     with pytest.raises(ValueError, match="not divisible by heads"):

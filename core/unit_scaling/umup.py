@@ -1,0 +1,286 @@
+"""u-muP, the unit-scaled maximal update parametrization (Blake, Eichenberg, Dean et al. 2024, arXiv 2407.17465),
+with the standard parametrization (SP) and muP (Yang et al. 2022, "Tensor Programs V") beside it as comparisons.
+
+A parametrization says, for every kind of parameter, three width-dependent factors (the paper's abc framing):
+A, a multiplier applied to the weight in the forward pass; B, the std of its initialisation; C, its Adam learning
+rate relative to the global one. Under Adam, (A/t, B t, C t) trains identically for any t > 0 (abc-symmetry), which
+is how u-muP moves every B to 1 (unit scale) and puts the width dependence into A and C. With w the fan-in of the
+weight, d = d_model and r = width / base_width (muP's base shapes):
+
+    kind     SP (B; C)            muP (A; B; C)                   u-muP (A; B; C)
+    input    1; 1                 1; 1; 1                         1; 1; 1/sqrt(d)   (the fan-out of the embedding)
+    hidden   1/sqrt(w); 1         1; 1/sqrt(w); 1/r               1/sqrt(w); 1; 1/sqrt(w)
+    output   1/sqrt(w); 1         1/r; 1/sqrt(w); 1               1/w; 1; 1
+    norm     1; 1                 1; 1; 1                         1; 1; 1
+
+u-muP also scales the learning rate of every parameter inside the residual stack by 1/sqrt(L) (L layers, depth-muP
+for Adam), and replaces the free scales of the model by hyperparameters with default 1 that are swept instead
+(`Mults`): the residual contribution and its attention/MLP ratio (`residual_tau`), the attention softmax's
+temperature (`attention`, logits alpha q.k/d_head), the MLP activation's input scale (`gelu`) and the loss softmax's
+(`cross_entropy`). Each op is unit-scaled for its multiplier by the reference library's empirical models of the
+output std, interpolated between a small-multiplier and a large-multiplier limit (`log_interpolate`).
+
+Our rules follow the paper and the reference PyTorch library graphcore-research/unit-scaling (read, not copied):
+`unit_scaling/optim.py` (lr_scale_func_adam, lr_scale_for_depth), `unit_scaling/functional.py` (linear_readout,
+gelu, softmax, scaled_dot_product_attention, cross_entropy, residual_split/residual_add), `unit_scaling/core/
+functional.py` (transformer_residual_scaling_rule, logarithmic_interpolation) and `unit_scaling/_modules.py` (the
+constraint each layer uses, DepthSequential's depth). The model code that uses them is core.nn (Ops with scaling
+"sp", "mup" or "umup"); the per-tensor learning rates are `adam_lr_scale` / `lr_scales`, applied by `scale_by_tree`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from core.unit_scaling.ops import apply_constraint, matmul, scale_bwd, scale_fwd
+from core.unit_scaling.ops import cross_entropy as unit_cross_entropy
+
+PARAMETRIZATIONS = ("sp", "mup", "umup")
+KINDS = ("input", "hidden", "output", "norm", "bias")
+
+# The constraint each u-muP layer ties its forward and input-gradient scales with (unit_scaling/_modules.py): hidden
+# linear layers and the elementwise ops give the input gradient the output's scale (the true gradient); the readout
+# is unconstrained, its gradient scaled for unit variance (only a constant factor off, harmless for Adam: nothing
+# but the readout feeds the loss)
+HIDDEN_CONSTRAINT = "to_output_scale"
+READOUT_CONSTRAINT = None
+
+
+@dataclass(frozen=True)
+class Mults:
+    """u-muP's hyperparameters besides the learning rate, each 1 by default (the paper's Table of HPs; the library's
+    `mult` arguments and transformer_residual_scaling_rule)."""
+
+    residual: float = 1.0  # alpha_res: the residual branches' contribution relative to the embedding's
+    residual_attn_ratio: float = 1.0  # alpha_res_attn_ratio: the attention branches' relative to the MLP branches'
+    attn_softmax: float = 1.0  # alpha_attn: attention logits are alpha q.k / d_head
+    ffn_act: float = 1.0  # alpha_ffn-act: the MLP computes gelu(alpha x) / alpha
+    loss_softmax: float = 1.0  # alpha_loss-softmax: the loss sees alpha * logits
+
+    def __post_init__(self) -> None:
+        for name, value in self.__dict__.items():
+            if not (isinstance(value, int | float) and value > 0 and math.isfinite(value)):
+                raise ValueError(f"Mults.{name} must be a positive finite number, got {value!r}")
+
+
+def check_parametrization(name: str) -> str:
+    if name not in PARAMETRIZATIONS:
+        raise ValueError(f"unknown parametrization {name!r}: choose one of {', '.join(PARAMETRIZATIONS)}")
+    return name
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"unknown parameter kind {kind!r}: choose one of {', '.join(KINDS)}")
+
+
+# ---------------------------------------------------------------------------------------------- abc rules
+
+
+def init_std(parametrization: str, kind: str, fan_in: int) -> float:
+    """B: the std of the parameter's N(0, B^2) initialisation (norm gains start at 1 and biases at 0 whatever
+    this says)."""
+    check_parametrization(parametrization)
+    _check_kind(kind)
+    if parametrization == "umup" or kind in ("input", "norm", "bias"):
+        return 1.0
+    return fan_in**-0.5  # SP and muP: hidden and output weights 1/sqrt(fan-in)
+
+
+def output_multiplier(parametrization: str, fan_in: int, base_fan_in: int | None = None) -> float:
+    """A of the readout (output) weights: SP 1, muP base_fan_in / fan_in (1 at the base width), u-muP 1 / fan_in."""
+    check_parametrization(parametrization)
+    if parametrization == "sp":
+        return 1.0
+    if parametrization == "umup":
+        return 1.0 / fan_in
+    if base_fan_in is None:
+        raise ValueError("output_multiplier: muP needs the base width's fan-in (base_fan_in)")
+    return base_fan_in / fan_in
+
+
+def adam_lr_scale(
+    parametrization: str,
+    kind: str,
+    shape: tuple[int, ...],
+    *,
+    width_ratio: float = 1.0,
+    depth: int | None = None,
+) -> float:
+    """C: the parameter's Adam learning rate as a multiple of the global one.
+
+    shape is the parameter's shape in this project's layout (a linear kernel is [fan_in, fan_out], an embedding
+    table [vocab, d_model]); width_ratio is muP's width / base width; depth is the number of layers of the residual
+    stack the parameter sits in (None: not in one). u-muP: hidden weights 1/sqrt(fan_in), embeddings 1/sqrt(d_model)
+    (their fan-out), everything else 1; times depth^-1/2 inside the stack (lr_scale_func_adam and
+    lr_scale_for_depth of the reference library). muP: hidden weights 1 / width_ratio. SP: 1.
+    """
+    check_parametrization(parametrization)
+    _check_kind(kind)
+    if depth is not None and depth < 1:
+        raise ValueError(f"adam_lr_scale: depth must be >= 1 or None, got {depth}")
+    if parametrization == "sp":
+        return 1.0
+    if parametrization == "mup":
+        if width_ratio <= 0:
+            raise ValueError(f"adam_lr_scale: width_ratio must be > 0, got {width_ratio}")
+        return 1.0 / width_ratio if kind == "hidden" else 1.0
+    scale = 1.0 if depth is None else depth**-0.5
+    if kind == "hidden":
+        if len(shape) != 2:
+            raise ValueError(f"adam_lr_scale: a hidden weight is [fan_in, fan_out], got shape {shape}")
+        return scale * shape[0] ** -0.5
+    if kind == "input":
+        return scale * shape[-1] ** -0.5
+    return scale
+
+
+def lr_scales(
+    params: Any,
+    kinds: Any,
+    parametrization: str,
+    *,
+    width_ratio: float = 1.0,
+) -> Any:
+    """The tree of adam_lr_scale for a parameter tree. `kinds` has the same structure, each leaf a pair
+    (kind, depth or None) saying what the parameter is and the depth of the residual stack holding it."""
+    return jax.tree_util.tree_map(
+        lambda p, k: adam_lr_scale(parametrization, k[0], tuple(p.shape), width_ratio=width_ratio, depth=k[1]),
+        params,
+        kinds,
+        is_leaf=lambda x: isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str),
+    )
+
+
+class ScaleByTreeState(NamedTuple):
+    pass
+
+
+def scale_by_tree(scales: Any) -> optax.GradientTransformation:
+    """Multiply every update by its own constant (a tree like the parameters'): per-tensor learning rates.
+
+    optax.chain(optax.scale_by_adam(), scale_by_tree(lr_scales(params, kinds, "umup")), optax.scale(-lr))
+    """
+
+    def init(params):
+        del params
+        return ScaleByTreeState()
+
+    def update(updates, state, params=None):
+        del params
+        return jax.tree_util.tree_map(lambda u, s: u * jnp.asarray(s, u.dtype), updates, scales), state
+
+    return optax.GradientTransformation(init, update)
+
+
+# ---------------------------------------------------------------------------------------------- residual rule
+
+
+def residual_tau(index: int, branches: int, mults: Mults = Mults()) -> float:
+    """tau of residual branch `index` (0-based; attention and MLP branches alternate, attention first) of
+    `branches` in all: the branch enters the stream as (tau b + skip) / sqrt(1 + tau^2).
+
+    Chosen so that every attention branch contributes the same variance to the final stream, every MLP branch the
+    same, the attention branches together and the MLP branches together mults.residual^2 times the embedding on
+    average, and the attention branches mults.residual_attn_ratio^2 times the MLP branches (the paper's Appendix G;
+    transformer_residual_scaling_rule).
+    """
+    if branches < 1 or not 0 <= index < branches:
+        raise ValueError(f"residual_tau: need 0 <= index < branches, got index {index} of {branches}")
+    alpha_mlp = mults.residual * (2 / (1 + mults.residual_attn_ratio**2)) ** 0.5
+    alpha_attn = mults.residual_attn_ratio * alpha_mlp
+    n_attn, n_mlp = (index + 1) // 2, index // 2  # branches of each kind before this one
+    alpha = alpha_attn if index % 2 == 0 else alpha_mlp
+    return alpha / (branches / 2 + n_attn * alpha_attn**2 + n_mlp * alpha_mlp**2) ** 0.5
+
+
+def tau_fraction(tau: float) -> float:
+    """The same weighting as core.unit_scaling.residual_split/residual_add's tau (the branch's share of the
+    variance, in (0, 1)): tau^2 / (1 + tau^2)."""
+    return tau**2 / (1 + tau**2)
+
+
+# ---------------------------------------------------------------------------------------------- ops
+
+
+def log_interpolate(alpha: float, lower: float, upper: float) -> float:
+    """exp(alpha log(upper) + (1 - alpha) log(lower)): from `lower` at alpha 0 to `upper` at 1, geometrically."""
+    if lower <= 0 or upper <= 0:
+        raise ValueError(f"log_interpolate: limits must be > 0, got {lower}, {upper}")
+    return math.exp(alpha * math.log(upper) + (1 - alpha) * math.log(lower))
+
+
+def _sigmoid_of_log(x: float) -> float:
+    """sigmoid(log x) = x / (1 + x): the interpolation weight of the library's empirical models."""
+    return x / (1 + x)
+
+
+def _scaled_elementwise(fn: Callable[[jax.Array], jax.Array], x, fwd: float, bwd: float, constraint):
+    fwd, bwd = apply_constraint(constraint, fwd, bwd)
+    return scale_fwd(fn(scale_bwd(x, bwd)), fwd)
+
+
+def linear(x: jax.Array, w: jax.Array) -> jax.Array:
+    """A hidden layer: x @ w / sqrt(fan_in), whose input gradient is the true one (to_output_scale) and weight
+    gradient is scaled by batch^-1/2."""
+    return matmul(x, w, constraint=HIDDEN_CONSTRAINT)
+
+
+def linear_readout(x: jax.Array, w: jax.Array) -> jax.Array:
+    """The readout: x @ w / fan_in (muP's output multiplier in unit-scaled form); the input gradient is scaled by
+    fan_out^-1/2 and the weight gradient by batch^-1/2, so both are unit at initialisation (unconstrained)."""
+    fan_in, fan_out = w.shape
+    batch = x.size // x.shape[-1]
+    fwd, bwd = apply_constraint(READOUT_CONSTRAINT, 1.0 / fan_in, fan_out**-0.5)
+    y = jnp.matmul(scale_bwd(x, bwd), scale_bwd(w, batch**-0.5))
+    return scale_fwd(y, fwd)
+
+
+def gelu_scales(mult: float) -> tuple[float, float]:
+    """(output scale, input-gradient scale) of gelu(mult x)/mult for unit x: 2 for small mult (gelu ~ x/2), and
+    the ReLU limits sqrt(2/(1 - 1/pi)) and sqrt(2) for large."""
+    alpha = _sigmoid_of_log(4 * mult**2)
+    return (
+        log_interpolate(alpha, 2.0, (2 / (1 - 1 / math.pi)) ** 0.5),
+        log_interpolate(alpha, 2.0, 2**0.5),
+    )
+
+
+def gelu(x: jax.Array, mult: float = 1.0) -> jax.Array:
+    def fn(v):
+        return jax.nn.gelu(v * mult, approximate=False) / mult
+
+    return _scaled_elementwise(fn, x, *gelu_scales(mult), HIDDEN_CONSTRAINT)
+
+
+def attention_scale(seq: int, head_dim: int, mult: float = 1.0, causal: bool = True) -> float:
+    """The scale of u-muP attention's values' path for logits mult q.k/head_dim: from sqrt(seq / log seq) (causal)
+    or sqrt(seq) at small mult (near-uniform attention averages many values) to 1 at large (one-hot)."""
+    alpha = _sigmoid_of_log(mult**2 / (4 * head_dim))
+    lower = ((math.log(seq) if causal else 1.0) / seq) ** 0.5
+    return 1.0 / log_interpolate(alpha, lower, 1.0)
+
+
+def causal_attention(q: jax.Array, k: jax.Array, v: jax.Array, mult: float = 1.0) -> jax.Array:
+    """softmax(mult q.k^T / head_dim + causal mask) v for q, k, v [..., S, d], with q, k, v's gradients and the
+    output scaled by attention_scale (muP's 1/head_dim temperature; the reference's scaled_dot_product_attention)."""
+    seq, d = q.shape[-2], q.shape[-1]
+    scale = attention_scale(seq, d, mult, causal=True)
+    q, k, v = (scale_bwd(t, scale) for t in (q, k, v))
+    mask = jnp.tril(jnp.ones((seq, seq), bool))
+    probs = jax.nn.softmax(jnp.einsum("...qd,...kd->...qk", q, k) * (mult / d), axis=-1, where=mask)
+    return scale_fwd(jnp.einsum("...qk,...kd->...qd", probs, v), scale)
+
+
+def cross_entropy(logits: jax.Array, labels: jax.Array, mult: float = 1.0) -> jax.Array:
+    """Mean cross-entropy of softmax(mult * logits): value the mean, gradient that of the sum with the logits'
+    gradient scaled by vocab / sqrt(vocab - 1) (core.unit_scaling.cross_entropy; the multiplier scales only the
+    value, so the gradient reaching the logits is the same whichever scale is applied first)."""
+    return unit_cross_entropy(scale_fwd(logits, mult), labels)
