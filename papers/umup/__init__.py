@@ -1,0 +1,140 @@
+"""u-muP: The Unit-Scaled Maximal Update Parametrization (Blake, Eichenberg, Dean et al. 2024, arXiv 2407.17465).
+
+The paper's central experiments at CPU scale on the character LM (Shakespeare's plays): learning-rate sweeps at
+several widths for the standard parametrization (SP), muP and u-muP (does the optimal learning rate move with
+width?); one-dimensional sweeps of u-muP's other hyperparameters at the proxy width (are their defaults near the
+optimum?); and u-muP and SP trained with plain FP8 casts (E4M3 forward, E5M2 gradients, no scaling) beside their
+FP32 runs. The parametrizations are core.unit_scaling.umup, the model core.nn.TransformerLM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.config import ConfigError, check_choice, check_range
+from core.data.shakespeare import load_shakespeare
+from core.report import Report
+from core.runner import current_run
+from core.unit_scaling.umup import PARAMETRIZATIONS, Mults
+from papers.umup.report import build_report, claims
+from papers.umup.train import Group, GroupResult, mean_curve, optimum, train_group
+
+__all__ = ["Config", "ModelConfig", "claims", "reproduce"]
+
+MULT_NAMES = tuple(Mults.__dataclass_fields__)
+
+
+@dataclass
+class ModelConfig:
+    depth: int = 2
+    heads: int = 2
+    seq_len: int = 32
+
+    def __post_init__(self) -> None:
+        check_range("model.depth", self.depth, ge=1)
+        check_range("model.heads", self.heads, ge=1)
+        check_range("model.seq_len", self.seq_len, ge=2)
+
+
+@dataclass
+class Config:
+    parametrizations: list[str] = field(default_factory=lambda: list(PARAMETRIZATIONS))
+    # at least 4 widths spanning 8x; muP's base width (where it equals SP) is the narrowest
+    widths: list[int] = field(default_factory=lambda: [16, 32, 64, 128])
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    # the learning-rate grid of each parametrization, as log2 of the global rate, one octave apart; wide enough to
+    # bracket every width's optimum (the report says when one is not)
+    log2_lrs: dict[str, list[float]] = field(
+        default_factory=lambda: {
+            "sp": [-11.0, -10.0, -9.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.0],
+            "mup": [-9.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.0],
+            "umup": [-6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 0.0],
+        }
+    )
+    model: ModelConfig = field(default_factory=ModelConfig)
+    steps: int = 300
+    batch_size: int = 8
+    warmup_steps: int = 30
+    log_every: int = 50
+    checkpoint_every: int = 100
+    valid_windows: int = 64
+    # u-muP's hyperparameters besides the learning rate, each swept alone over these multiples of its default 1
+    # at the narrowest width and u-muP's best learning rate there
+    mult_values: list[float] = field(default_factory=lambda: [0.25, 0.5, 2.0, 4.0])
+    mults: list[str] = field(default_factory=lambda: list(MULT_NAMES))
+    # plain FP8 casts of every linear layer's matmul at the widest width, at the FP32 sweep's best learning rate
+    fp8_parametrizations: list[str] = field(default_factory=lambda: ["umup", "sp"])
+    # "low": the readout's matmul is cast too (a plain cast of every matmul input, the paper's Fig. 1(c)); "fp32":
+    # the readout (and so the logits' gradient) stays FP32, the head policy of the FP8 LLM and unit-scaling papers
+    fp8_head: str = "low"
+
+    def __post_init__(self) -> None:
+        if not self.parametrizations:
+            raise ConfigError("parametrizations is empty: choose some of " + ", ".join(PARAMETRIZATIONS))
+        for p in [*self.parametrizations, *self.fp8_parametrizations]:
+            check_choice("parametrizations", p, PARAMETRIZATIONS)
+        missing = [p for p in self.fp8_parametrizations if p not in self.parametrizations]
+        if missing:
+            raise ConfigError(f"fp8_parametrizations {missing} need their FP32 sweep: add them to parametrizations")
+        if len(set(self.widths)) < 2:
+            raise ConfigError(f"widths={self.widths}: give at least two different widths")
+        for w in self.widths:
+            check_range("widths", w, ge=2)
+            if w % self.model.heads:
+                raise ConfigError(f"width {w} is not divisible by model.heads={self.model.heads}")
+        if not self.seeds:
+            raise ConfigError("seeds is empty: give at least one seed")
+        for p in self.parametrizations:
+            grid = self.log2_lrs.get(p)
+            if not grid or len(grid) < 3:
+                raise ConfigError(f"log2_lrs.{p}: give at least 3 learning rates (log2), got {grid}")
+            if sorted(set(grid)) != list(grid):
+                raise ConfigError(f"log2_lrs.{p}={grid}: must be strictly increasing")
+        check_choice("fp8_head", self.fp8_head, ["low", "fp32"])
+        for name in self.mults:
+            check_choice("mults", name, MULT_NAMES)
+        for v in self.mult_values:
+            check_range("mult_values", v, gt=0)
+            if v == 1:
+                raise ConfigError("mult_values: 1 is the default, already trained by the learning-rate sweep")
+        if self.mults and "umup" not in self.parametrizations:
+            raise ConfigError("mults sweeps u-muP's hyperparameters: add umup to parametrizations (or mults=[])")
+        check_range("steps", self.steps, ge=1)
+        check_range("batch_size", self.batch_size, ge=1)
+        check_range("warmup_steps", self.warmup_steps, ge=0)
+        for name in ("log_every", "checkpoint_every", "valid_windows"):
+            check_range(name, getattr(self, name), ge=1)
+
+
+def _lrs(c, parametrization: str) -> tuple[float, ...]:
+    return tuple(2.0 ** float(e) for e in c.log2_lrs[parametrization])
+
+
+def reproduce(cfg) -> Report:
+    c = cfg.umup
+    corpus = load_shakespeare()
+    run = current_run()
+    out_dir = run.checkpoint_dir if run is not None else None
+    resume = run.resume if run is not None else False
+    seeds = tuple(int(s) for s in c.seeds)
+    widths = sorted(int(w) for w in c.widths)
+
+    def train(group: Group) -> GroupResult:
+        return train_group(c, corpus, group, out_dir, resume)
+
+    sweeps = {(p, w): train(Group(p, w, _lrs(c, p), seeds)) for p in c.parametrizations for w in widths}
+
+    def best_lr(p: str, w: int) -> float:
+        return 2.0 ** optimum(*mean_curve(sweeps[(p, w)])).grid_log2_lr
+
+    fp8 = {
+        p: train(Group(p, widths[-1], (best_lr(p, widths[-1]),), seeds, fp8=True, fp8_head=c.fp8_head))
+        for p in c.fp8_parametrizations
+    }
+    proxy = widths[0]
+    mult_sweeps = {
+        (name, v): train(Group("umup", proxy, (best_lr("umup", proxy),), seeds, Mults(**{name: float(v)})))
+        for name in c.mults
+        for v in c.mult_values
+    }
+    return build_report(cfg, sweeps, fp8, mult_sweeps)
