@@ -117,6 +117,11 @@ class Ops:
         return self.scaling == "unit"
 
     @property
+    def unit_scaled(self) -> bool:
+        """The unit-scaled ops (embedding, layer norm, residual split/add) serve unit scaling and u-muP alike."""
+        return self.scaling in ("unit", "umup")
+
+    @property
     def parametrization(self) -> str | None:
         """ "sp", "mup" or "umup" for the u-muP paper's parametrizations, else None."""
         return self.scaling if self.scaling in umup.PARAMETRIZATIONS else None
@@ -192,7 +197,10 @@ class Ops:
         if self.scaling == "umup":
             return self.q_product(umup.linear_readout(self.q_operand(x), self.q_operand(w)))
         y = self.linear(x, w)
-        return y / self.width_ratio if self.scaling == "mup" else y
+        if self.scaling == "mup":
+            fan_in = w.shape[0]
+            return y * umup.output_multiplier("mup", fan_in, base_fan_in=fan_in / self.width_ratio)
+        return y
 
     def gelu(self, x: jax.Array) -> jax.Array:
         if self.scaling == "umup":
@@ -202,13 +210,12 @@ class Ops:
 
     def embedding(self, ids: jax.Array, table: jax.Array) -> jax.Array:
         table = self.q(table)
-        unit = self.unit or self.scaling == "umup"
-        return self.q(us.embedding(ids, table) if unit else jnp.take(table, ids, axis=0))
+        return self.q(us.embedding(ids, table) if self.unit_scaled else jnp.take(table, ids, axis=0))
 
     def layer_norm(self, x: jax.Array, weight: jax.Array, bias: jax.Array | None = None) -> jax.Array:
         weight = self.q(weight)
         bias = None if bias is None else self.q(bias)
-        if self.unit or self.scaling == "umup":
+        if self.unit_scaled:
             return self.q(us.layer_norm(x, weight, bias))
         y = us.layer_norm(x) * weight  # without affine parameters the unit and regular layer norms coincide
         return self.q(y if bias is None else y + bias)
@@ -225,11 +232,10 @@ class Ops:
         return self.tau_attention if kind == "attention" else self.tau_mlp
 
     def residual_split(self, x: jax.Array, tau: float) -> tuple[jax.Array, jax.Array]:
-        return us.residual_split(x, tau) if self.unit or self.scaling == "umup" else (x, x)
+        return us.residual_split(x, tau) if self.unit_scaled else (x, x)
 
     def residual_add(self, branch: jax.Array, skip: jax.Array, tau: float) -> jax.Array:
-        unit = self.unit or self.scaling == "umup"
-        return self.q(us.residual_add(branch, skip, tau) if unit else branch + skip)
+        return self.q(us.residual_add(branch, skip, tau) if self.unit_scaled else branch + skip)
 
     def causal_attention(self, q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
         """softmax(q k^T / sqrt(d) + causal mask) v for q, k, v [..., S, d].
@@ -273,7 +279,7 @@ class Ops:
         only: unit scaling's constant output scales assume a known attention pattern (causal_attention derives them
         for the causal one); under an arbitrary mask they would depend on the data.
         """
-        if self.unit or self.scaling == "umup":
+        if self.unit_scaled:
             raise NotImplementedError(
                 "Ops.masked_attention: unit scaling (scaling='unit') is not implemented for masked attention: its "
                 "scales depend on the mask, which is data; use scaling='regular'"

@@ -199,8 +199,7 @@ class TransformerLM(nn.Module):
         if self.position == "learned":
             # one lookup per token (not one per position), so the embedding's gradient scale counts every use
             pos = self.ops.embedding(positions, self.position_embedding)
-            unit = self.ops.unit or self.ops.scaling == "umup"
-            x = self.ops.q((tok + pos) * 2**-0.5) if unit else self.ops.q(tok + pos)
+            x = self.ops.q((tok + pos) * 2**-0.5) if self.ops.unit_scaled else self.ops.q(tok + pos)
             rope_positions = None
         else:
             x, rope_positions = self.ops.q(tok), positions

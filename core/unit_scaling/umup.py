@@ -94,7 +94,7 @@ def init_std(parametrization: str, kind: str, fan_in: int) -> float:
     return fan_in**-0.5  # SP and muP: hidden and output weights 1/sqrt(fan-in)
 
 
-def output_multiplier(parametrization: str, fan_in: int, base_fan_in: int | None = None) -> float:
+def output_multiplier(parametrization: str, fan_in: int, base_fan_in: float | None = None) -> float:
     """A of the readout (output) weights: SP 1, muP base_fan_in / fan_in (1 at the base width), u-muP 1 / fan_in."""
     check_parametrization(parametrization)
     if parametrization == "sp":
@@ -238,7 +238,7 @@ def linear_readout(x: jax.Array, w: jax.Array) -> jax.Array:
     fan_out^-1/2 and the weight gradient by batch^-1/2, so both are unit at initialisation (unconstrained)."""
     fan_in, fan_out = w.shape
     batch = x.size // x.shape[-1]
-    fwd, bwd = apply_constraint(READOUT_CONSTRAINT, 1.0 / fan_in, fan_out**-0.5)
+    fwd, bwd = apply_constraint(READOUT_CONSTRAINT, output_multiplier("umup", fan_in), fan_out**-0.5)
     y = jnp.matmul(scale_bwd(x, bwd), scale_bwd(w, batch**-0.5))
     return scale_fwd(y, fwd)
 

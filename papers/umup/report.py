@@ -12,7 +12,7 @@ import numpy as np
 from core import plots
 from core.report import Claim, Figure, Interval, Report, Rule, Table, at_most, interval_above, interval_below
 from core.stats import seed_difference, seed_mean
-from papers.umup.train import GroupResult, Optimum, optimum
+from papers.umup.train import GroupResult, Optimum, mean_curve, optimum
 
 NAMES = {"sp": "SP", "mup": "muP", "umup": "u-muP"}
 # how far (octaves of the learning rate over the swept width range) an optimum may move and still "stay put": one
@@ -112,15 +112,6 @@ def claims(cfg) -> list[Claim]:
 # ---------------------------------------------------------------------------------------------- analysis
 
 
-def _curve(result: GroupResult, sample: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(log2 lr, mean valid loss over the seeds of `sample`, repeats counted) sorted by lr; diverged: +inf."""
-    by_lr: dict[float, dict[int, float]] = {}
-    for lr, seed, loss in zip(result.lr, result.seed, result.valid_loss, strict=True):
-        by_lr.setdefault(lr, {})[seed] = loss if math.isfinite(loss) else math.inf
-    lrs = sorted(by_lr)
-    return np.log2(lrs), np.asarray([np.mean([by_lr[lr][s] for s in sample]) for lr in lrs])
-
-
 def _resamples(seeds: list[int], limit: int = 1000) -> list[list[int]]:
     """Every ordered resample of the seeds with replacement (or `limit` random ones when there are more)."""
     n = len(seeds)
@@ -135,11 +126,11 @@ def drift(results: dict[int, GroupResult], seeds: list[int]) -> tuple[Interval |
     resamples; "not bracketed" when either optimum sits at the edge of the grid."""
     widths = sorted(results)
     lo, hi = results[widths[0]], results[widths[-1]]
-    optima = {w: optimum(*_curve(results[w], seeds)) for w in widths}
+    optima = {w: optimum(*mean_curve(results[w], seeds)) for w in widths}
     if optima[widths[0]].at_edge or optima[widths[-1]].at_edge:
         return "not bracketed", optima
     estimate = optima[widths[-1]].log2_lr - optima[widths[0]].log2_lr
-    values = [optimum(*_curve(hi, s)).log2_lr - optimum(*_curve(lo, s)).log2_lr for s in _resamples(seeds)]
+    values = [optimum(*mean_curve(hi, s)).log2_lr - optimum(*mean_curve(lo, s)).log2_lr for s in _resamples(seeds)]
     q = (1 - BOOTSTRAP_CONFIDENCE) / 2
     low, high = np.nanquantile(values, [q, 1 - q])
     n = len(values)
@@ -155,15 +146,10 @@ def _slope(optima: dict[int, Optimum]) -> float:
     return float(np.polyfit(x, y, 1)[0]) if np.isfinite(y).all() else math.nan
 
 
-def _per_seed(result: GroupResult) -> dict[int, float]:
-    return dict(zip(result.seed, result.valid_loss, strict=True))
-
-
 def _rel_gaps(fp8: GroupResult, fp32: GroupResult) -> list[float]:
     """(FP8 - FP32) / FP32 per seed, the FP32 run at the FP8 run's learning rate."""
-    lr = fp8.lr[0]
-    ref = {s: v for s, v, r in zip(fp32.seed, fp32.valid_loss, fp32.lr, strict=True) if r == lr}
-    return [(v - ref[s]) / ref[s] if math.isfinite(v) else math.inf for s, v in _per_seed(fp8).items()]
+    ref = fp32.at_lr(fp8.lr[0])
+    return [(v - ref[s]) / ref[s] if math.isfinite(v) else math.inf for s, v in fp8.at_lr().items()]
 
 
 def _fmt(x: float, digits: int = 3) -> str:
@@ -194,7 +180,7 @@ def build_report(
     for p in c.parametrizations:
         for w in widths:
             r, o = sweeps[(p, w)], optima[p][w]
-            per_seed = [optimum(*_curve(r, [s])).log2_lr for s in seeds]
+            per_seed = [optimum(*mean_curve(r, [s])).log2_lr for s in seeds]
             rows.append(
                 [
                     NAMES[p],
@@ -254,14 +240,14 @@ def build_report(
         series = {}
         for w in widths:
             r = sweeps[(p, w)]
-            x, _ = _curve(r, seeds)
-            per = np.stack([_curve(r, [s])[1] for s in seeds], axis=1)
+            x, _ = mean_curve(r, seeds)
+            per = np.stack([mean_curve(r, [s])[1] for s in seeds], axis=1)
             series[f"width {w}"] = (x, per)
         plots.curves(ax, series, xlabel="log2 learning rate", ylabel="valid loss (nats/char)")
         for w in widths:
             o = optima[p][w]
             ax.axvline(o.log2_lr, color="grey", lw=0.5, ls=":")
-        finite = [v for w in widths for v in _curve(sweeps[(p, w)], seeds)[1] if math.isfinite(v)]
+        finite = [v for w in widths for v in mean_curve(sweeps[(p, w)], seeds)[1] if math.isfinite(v)]
         if finite:
             ax.set_ylim(min(finite) - 0.05, min(max(finite), min(finite) + 1.5))
         ax.set_title(NAMES[p])
@@ -288,11 +274,11 @@ def build_report(
         proxy = widths[0]
         base = sweeps[("umup", proxy)]
         lr = mult_sweeps[next(iter(mult_sweeps))].lr[0]
-        default = {s: v for s, v, r in zip(base.seed, base.valid_loss, base.lr, strict=True) if r == lr}
+        default = base.at_lr(lr)
         default_mean = float(np.mean([default[s] for s in seeds]))
         rows, best = [], (0.0, None)
         for (name, value), r in sorted(mult_sweeps.items()):
-            losses = _per_seed(r)
+            losses = r.at_lr()
             mean = float(np.mean([losses[s] if math.isfinite(losses[s]) else math.inf for s in seeds]))
             gain = (default_mean - mean) / default_mean
             rows.append([name, value, _fmt(mean), f"{100 * gain:+.2f}%"])
@@ -317,7 +303,7 @@ def build_report(
         for name in c.mults:
             pts = sorted(
                 [(1.0, default_mean)]
-                + [(v, float(np.mean(list(_per_seed(r).values())))) for (n, v), r in mult_sweeps.items() if n == name]
+                + [(v, float(np.mean(list(r.at_lr().values())))) for (n, v), r in mult_sweeps.items() if n == name]
             )
             ax.plot(np.log2([p[0] for p in pts]), [p[1] for p in pts], marker="o", label=name)
         ax.set_xlabel("log2 (hyperparameter / default)")
@@ -340,7 +326,7 @@ def build_report(
             fp32 = sweeps[(p, r.width)]
             g = _rel_gaps(r, fp32)
             gaps[p] = g
-            ref = [v for v, lr in zip(fp32.valid_loss, fp32.lr, strict=True) if lr == r.lr[0]]
+            ref = list(fp32.at_lr(r.lr[0]).values())
             finite = [x for x in g if math.isfinite(x)]
             rows.append(
                 [

@@ -70,12 +70,13 @@ class GroupResult:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def table(self) -> dict[float, list[float]]:
-        """lr -> the valid losses of its seeds (in seed order)."""
-        out: dict[float, list[float]] = {}
-        for lr, loss in zip(self.lr, self.valid_loss, strict=True):
-            out.setdefault(lr, []).append(loss)
-        return out
+    def at_lr(self, lr: float | None = None) -> dict[int, float]:
+        """seed -> valid loss of the runs at learning rate `lr` (default: the group's only one)."""
+        if lr is None:
+            if len(set(self.lr)) != 1:
+                raise ValueError(f"{self.group}: {len(set(self.lr))} learning rates; name the one to read")
+            lr = self.lr[0]
+        return {s: v for s, v, r in zip(self.seed, self.valid_loss, self.lr, strict=True) if r == lr}
 
 
 def build_model(cfg, corpus: CharCorpus, group: Group) -> TransformerLM:
@@ -116,7 +117,7 @@ def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, res
     dummy = jnp.zeros((1, seq), jnp.int32)
     template = model.init(jax.random.key(0), dummy)
     scales = umup.lr_scales(
-        template, model.param_kinds(template), group.parametrization, width_ratio=group.width / min(cfg.widths)
+        template, model.param_kinds(template), group.parametrization, width_ratio=model.ops.width_ratio
     )
     optimizer = optax.chain(optax.scale_by_adam(**ADAM), umup.scale_by_tree(scales))
     factor = schedule(cfg)
@@ -183,14 +184,13 @@ def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, res
 
 
 def mean_curve(result: GroupResult, seeds: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(log2 lr, mean valid loss over `seeds` (default: all)) sorted by lr; a diverged run makes its lr's mean
-    +inf."""
-    table: dict[float, list[float]] = {}
+    """(log2 lr, mean valid loss over `seeds`, repeats counted (a resample); default: every seed once) sorted by
+    lr; a diverged run makes its lr's mean +inf."""
+    by_lr: dict[float, dict[int, float]] = {}
     for lr, seed, loss in zip(result.lr, result.seed, result.valid_loss, strict=True):
-        if seeds is None or seed in seeds:
-            table.setdefault(lr, []).append(loss if math.isfinite(loss) else math.inf)
-    lrs = sorted(table)
-    return np.log2(lrs), np.asarray([np.mean(table[lr]) for lr in lrs])
+        by_lr.setdefault(lr, {})[seed] = loss if math.isfinite(loss) else math.inf
+    lrs = sorted(by_lr)
+    return np.log2(lrs), np.asarray([np.mean([by_lr[lr][s] for s in seeds or by_lr[lr]]) for lr in lrs])
 
 
 @dataclass(frozen=True)
