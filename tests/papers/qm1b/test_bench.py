@@ -39,8 +39,8 @@ def test_pyscf_peer_is_converged_and_density_fit_is_pyscfs():
     assert 1e-7 < abs(fitted - energy) < 1e-2  # a fit, not the exact integrals
 
 
-@pytest.mark.slow  # ~3.5 min on 2 cores (spawned PySCF pools and labelling workers); the fast suite still runs the
-# tiny section through tests/test_bench_script.py
+@pytest.mark.slow  # ~3.5 min on 2 cores (spawned PySCF pools and labelling workers); the tiny section's run in
+# tests/test_bench_script.py is slow too (SLOW_AT_TINY), so both run in `make test-all`
 def test_tiny_benchmark_reports_both_paths_with_their_accuracy():
     rows = bench_qm1b("tiny")
     assert len(rows) == 2 and "density fitted" in rows[1].name and "density fitted" not in rows[0].name
