@@ -40,7 +40,13 @@ def block(x: Any) -> Any:
 
 
 def time_call(
-    fn: Callable[[], Any], *, repeat: int = 5, min_seconds: float = 0.2, warmup: int = 1, stat: str = "median"
+    fn: Callable[[], Any],
+    *,
+    repeat: int = 5,
+    min_seconds: float = 0.2,
+    warmup: int = 1,
+    stat: str = "median",
+    clock: Callable[[], float] = time.perf_counter,
 ) -> float:
     """Seconds per call of `fn()`: the median (or, `stat="min"`, the fastest) of `repeat` rounds; each round runs
     enough calls to last `min_seconds`. The minimum suits sweeps of many short cells on a shared machine, where a
@@ -52,21 +58,26 @@ def time_call(
         raise ValueError(f"time_call: stat must be 'median' or 'min', got {stat!r}")
     for _ in range(warmup):
         block(fn())
-    t0 = time.perf_counter()
+    t0 = clock()
     block(fn())
-    once = max(time.perf_counter() - t0, 1e-9)
+    once = max(clock() - t0, 1e-9)
     number = max(1, int(min_seconds / once))
     rounds = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(number):
             block(fn())
-        rounds.append((time.perf_counter() - t0) / number)
+        rounds.append((clock() - t0) / number)
     return statistics.median(rounds) if stat == "median" else min(rounds)
 
 
 def time_rounds(
-    fns: dict[str, Callable[[], Any]], *, repeat: int = 5, min_seconds: float = 0.2, warmup: int = 1
+    fns: dict[str, Callable[[], Any]],
+    *,
+    repeat: int = 5,
+    min_seconds: float = 0.2,
+    warmup: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, list[float]]:
     """Seconds per call of every `fns[name]()` in each of `repeat` rounds, the rounds interleaved (round i of every
     function runs before round i + 1 of any), so that load from other work on a shared machine falls on all of
@@ -79,16 +90,16 @@ def time_rounds(
     for name, fn in fns.items():
         for _ in range(warmup):
             block(fn())
-        t0 = time.perf_counter()
+        t0 = clock()
         block(fn())
-        number[name] = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-9)))
+        number[name] = max(1, int(min_seconds / max(clock() - t0, 1e-9)))
     out: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(number[name]):
                 block(fn())
-            out[name].append((time.perf_counter() - t0) / number[name])
+            out[name].append((clock() - t0) / number[name])
     return out
 
 

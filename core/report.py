@@ -1,214 +1,48 @@
-"""The paper contract's run record: claims with fixed tolerance rules, tables, figures and the Report.
+"""The paper contract's run record: claims (core.claims) with their verdicts, facts, tables, figures, the ledger.
 
-A paper declares each claim *before* it runs, with the paper's figure and the rule that decides whether our
-figure agrees with it; running only supplies ``ours``. ``holds`` is always derived from the rule, never typed in,
-so a report cannot say a claim holds when its own numbers say otherwise.
+A paper declares each claim *before* it runs, in `papers/<name>/claims.py`, with the paper's figure and the rule
+that decides our figure against it; running only supplies ``ours``. The verdict (holds, fails, undecided) is always
+derived from the rule, never typed in, so a report cannot say a claim holds when its own numbers say otherwise.
 
-    CLAIM = Claim("fp16-matches-fp32", "Unit-scaled FP16 matches FP32 (test BPC)", paper=1.540,
-                  rule=within_rel(0.02))
-    report.claims.append(CLAIM.measured(1.551))
+    CLAIM = Claim("fp16-matches-fp32", "Unit-scaled FP16 matches FP32 (test BPC)", paper=printed(1.54),
+                  rule=within_rel(0.02), source="US-BPC", statistic="test BPC, mean of 3 seeds", unit="3 seeds")
+    report.claims.append(CLAIM.measured(Interval(1.551, 1.53, 1.57)))
 
 A paper's `claims(cfg) -> list[Claim]` (computed from the config alone) is its declaration: the runner calls it
 before `reproduce`, writes it to the run directory as `claims.json`, and afterwards `check_declared` refuses a report
-whose claims differ from it (a claim added, dropped, or its figure or rule changed once results were in).
+whose claims differ from it (a claim added, dropped, or its figure or rule changed once results were in). Across
+commits the paper's claims lock and ledger (core.ledger) do the same: the runner attaches the ledger, and the report
+shows a re-specified claim's original verdict beside the new one.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-
-@dataclass(frozen=True)
-class Interval:
-    """A point estimate with a confidence interval (or a mean with a seed spread), e.g. from `core.stats`.
-
-    `low` and `high` bound the estimate at `confidence`; `method` says how they were computed ("paired bootstrap over
-    412 test queries", "t interval over 3 seeds"). Claims whose rule must see the spread take an Interval as `ours`.
-    """
-
-    estimate: float
-    low: float
-    high: float
-    confidence: float = 0.95
-    method: str = ""
-
-    def __post_init__(self) -> None:
-        for name in ("estimate", "low", "high", "confidence"):
-            object.__setattr__(self, name, float(getattr(self, name)))
-        if not self.low <= self.high:
-            raise ValueError(f"Interval: low {self.low} is above high {self.high}")
-        if not 0 < self.confidence < 1:
-            raise ValueError(f"Interval: confidence must be in (0, 1), got {self.confidence}")
-
-    def __str__(self) -> str:
-        pct = f"{100 * self.confidence:g}%"
-        return f"{format_value(self.estimate)} [{format_value(self.low)}, {format_value(self.high)}] ({pct})"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "estimate": _jsonable(self.estimate),
-            "low": _jsonable(self.low),
-            "high": _jsonable(self.high),
-            "confidence": self.confidence,
-            "method": self.method,
-        }
-
-
-Value = float | int | bool | str | Interval
-
-_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
-
-
-def _check_id(kind: str, value: str) -> str:
-    if not isinstance(value, str) or not _ID_PATTERN.match(value):
-        raise ValueError(
-            f"{kind} {value!r} is not a valid id: use lower-case letters, digits, '_', '-' or '.', "
-            "starting with a letter or digit"
-        )
-    return value
-
-
-def format_value(value: Any, digits: int = 4) -> str:
-    """A number with `digits` significant figures (integers in full); anything else as text."""
-    if value is None:
-        return "-"
-    if isinstance(value, Interval):
-        return str(value)
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return str(value)
-        if value != 0 and (abs(value) >= 10**digits or abs(value) < 10 ** -(digits - 1)):
-            return f"{value:.{digits - 1}e}"
-        return f"{value:.{digits}g}"
-    return str(value)
-
-
-# ---------------------------------------------------------------------------------------------- tolerance rules
-
-
-@dataclass(frozen=True)
-class Rule:
-    """Decides whether our figure agrees with the paper's. `check(ours, paper) -> bool`."""
-
-    description: str
-    check: Callable[[Any, Any], bool] = field(compare=False)
-
-    def __call__(self, ours: Any, paper: Any) -> bool:
-        return bool(self.check(ours, paper))
-
-
-def _finite(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def within_rel(rel: float) -> Rule:
-    """|ours - paper| <= rel * |paper|."""
-    if not rel >= 0:
-        raise ValueError(f"within_rel: rel must be >= 0, got {rel}")
-    return Rule(
-        f"|ours - paper| <= {rel:g} x |paper|",
-        lambda ours, paper: _finite(ours) and abs(ours - paper) <= rel * abs(paper),
-    )
-
-
-def within_abs(tol: float) -> Rule:
-    """|ours - paper| <= tol."""
-    if not tol >= 0:
-        raise ValueError(f"within_abs: tol must be >= 0, got {tol}")
-    return Rule(
-        f"|ours - paper| <= {format_value(float(tol))}",
-        lambda ours, paper: _finite(ours) and abs(ours - paper) <= tol,
-    )
-
-
-def at_most(bound: float) -> Rule:
-    """ours <= bound (the paper's figure is context, not the target)."""
-    return Rule(f"ours <= {format_value(float(bound))}", lambda ours, paper: _finite(ours) and ours <= bound)
-
-
-def at_least(bound: float) -> Rule:
-    """ours >= bound."""
-    return Rule(f"ours >= {format_value(float(bound))}", lambda ours, paper: _finite(ours) and ours >= bound)
-
-
-def _interval(x: Any) -> bool:
-    return isinstance(x, Interval) and all(math.isfinite(v) for v in (x.estimate, x.low, x.high))
-
-
-def interval_above(bound: float) -> Rule:
-    """The whole interval lies above `bound` (e.g. a gain whose 95% interval excludes zero)."""
-    return Rule(
-        f"interval low > {format_value(float(bound))}", lambda ours, paper: _interval(ours) and ours.low > bound
-    )
-
-
-def interval_below(bound: float) -> Rule:
-    """The whole interval lies below `bound`."""
-    return Rule(
-        f"interval high < {format_value(float(bound))}", lambda ours, paper: _interval(ours) and ours.high < bound
-    )
-
-
-def is_true(description: str) -> Rule:
-    """For qualitative claims whose measured outcome is a boolean (e.g. 'A is worse than B')."""
-    return Rule(description, lambda ours, paper: ours is True)
-
-
-# ---------------------------------------------------------------------------------------------- claims
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One claim of the paper: its figure, the rule fixed before the run, and (once measured) ours."""
-
-    id: str
-    statement: str
-    paper: Value | None
-    rule: Rule
-    ours: Value | None = None
-    detail: str = ""
-
-    def __post_init__(self) -> None:
-        _check_id("claim id", self.id)
-        if not isinstance(self.rule, Rule):
-            raise TypeError(f"claim {self.id!r}: rule must be a core.report.Rule, got {type(self.rule).__name__}")
-
-    def measured(self, ours: Value, detail: str = "") -> Claim:
-        """This claim with our figure filled in (and how it was measured, if worth saying)."""
-        if hasattr(ours, "item") and callable(ours.item):  # numpy / jax scalars
-            ours = ours.item()
-        return dataclasses.replace(self, ours=ours, detail=detail or self.detail)
-
-    @property
-    def holds(self) -> bool | None:
-        """None while not measured; otherwise the rule's verdict (a NaN or error never holds)."""
-        if self.ours is None:
-            return None
-        try:
-            return self.rule(self.ours, self.paper)
-        except (TypeError, ValueError, ArithmeticError):
-            return False
-
-    def declaration(self) -> dict[str, Any]:
-        """What is fixed before the run: id, statement, the paper's figure and the rule."""
-        return {
-            "id": self.id,
-            "statement": self.statement,
-            "paper": _jsonable(self.paper),
-            "tolerance": self.rule.description,
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.declaration(), "ours": _jsonable(self.ours), "holds": self.holds, "detail": self.detail}
+from core.claims import (  # noqa: F401  (the claims API, re-exported where reports import it from)
+    FACT_KINDS,
+    Claim,
+    Fact,
+    Interval,
+    Rule,
+    Value,
+    Verdict,
+    _jsonable,
+    at_least,
+    at_most,
+    count_verdicts,
+    equivalent,
+    format_value,
+    interval_above,
+    interval_below,
+    is_true,
+    printed,
+    within_abs,
+    within_rel,
+)
+from core.claims import check_id as _check_id
 
 
 def _cell(text: str) -> str:
@@ -216,8 +50,10 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def verdict(holds: bool | None) -> str:
-    return {True: "holds", False: "does not hold", None: "not measured"}[holds]
+def verdict(v: Verdict | bool | None) -> str:
+    if isinstance(v, Verdict):
+        return v.value
+    return {True: "holds", False: "fails", None: "not measured"}[v]
 
 
 # ---------------------------------------------------------------------------------------------- tables, figures
@@ -289,6 +125,8 @@ class Report:
     figures: list[Figure] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    ledger: list[Any] = field(default_factory=list)  # core.ledger.Change, attached by the runner
 
     def __post_init__(self) -> None:
         _check_id("paper", self.paper)
@@ -296,7 +134,7 @@ class Report:
     def validate(self) -> None:
         """Raise if two claims, tables or figures share an id (their files and rows would collide)."""
         for kind, ids in (
-            ("claim", [c.id for c in self.claims]),
+            ("claim", [c.id for c in self.claims] + [f.id for f in self.facts]),
             ("table", [t.name for t in self.tables]),
             ("figure", [f.name for f in self.figures]),
         ):
@@ -320,26 +158,81 @@ class Report:
 
     @property
     def claims_holding(self) -> int:
-        return sum(c.holds is True for c in self.claims)
+        return sum(c.verdict is Verdict.HOLDS for c in self.claims)
+
+    @property
+    def verdicts(self) -> dict[str, int]:
+        """{'holds': n, 'fails': n, 'undecided': n, 'not measured': n}."""
+        return count_verdicts(self.claims)
+
+    def verdict_summary(self) -> str:
+        """'3 hold, 1 fails, 2 undecided of 6 claims' (and how many were not measured, if any)."""
+        n = self.verdicts
+        text = f"{n['holds']} hold, {n['fails']} fail, {n['undecided']} undecided of {len(self.claims)} claims"
+        return text + (f" ({n['not measured']} not measured)" if n["not measured"] else "")
+
+    def respecified(self, claim_id: str) -> list[Any]:
+        """The ledger's entries that changed this claim's rule, oldest first."""
+        return [e for e in self.ledger if e.claim == claim_id and e.kind == "respecified"]
+
+    def original_verdict(self, claim: Claim) -> str:
+        """'-' for a claim never re-specified; else the original rule and its verdict (core.ledger.Change)."""
+        entries = self.respecified(claim.id)
+        if not entries:
+            return "-"
+        first = entries[0]
+        return f"{first.old}: {first.original_verdict(claim)}"
 
     def claims_markdown(self) -> str:
         table = Table(
             "claims",
             "Claims",
-            ["id", "claim", "paper", "ours", "tolerance", "verdict"],
+            ["id", "claim", "paper", "ours", "rule", "decision", "unit", "verdict", "original rule's verdict"],
             [
                 [
                     c.id,
-                    c.statement,
+                    c.statement + (f" ({c.source})" if c.source else ""),
                     format_value(c.paper),
                     format_value(c.ours),
                     c.rule.description,
-                    verdict(c.holds),
+                    c.rule.kind,
+                    c.unit or "-",
+                    c.verdict.value,
+                    self.original_verdict(c),
                 ]
                 for c in self.claims
             ],
         )
         return table.to_markdown()
+
+    def design_markdown(self) -> str:
+        """Per claim: the statistic, its confidence and the smallest effect the design resolves."""
+        rows = [
+            [c.id, c.statistic or "-", f"{100 * c.confidence:g}%", c.unit or "-", c.resolution or "-"]
+            for c in self.claims
+        ]
+        return Table("design", "Design", ["claim", "statistic", "confidence", "unit", "resolves"], rows).to_markdown()
+
+    def facts_markdown(self) -> str:
+        rows = [[f.id, f.statement, f.kind, format_value(f.paper), format_value(f.value)] for f in self.facts]
+        return Table("facts", "Facts", ["id", "fact", "kind", "paper", "ours"], rows).to_markdown()
+
+    def ledger_markdown(self) -> str:
+        by_id = {c.id: c for c in self.claims}
+        rows = [
+            [
+                e.date,
+                e.claim,
+                e.kind,
+                e.old or "-",
+                e.new or "-",
+                e.reason + (f" Now: {e.moved_to}." if e.moved_to else ""),
+                e.original_verdict(by_id.get(e.claim)) if e.kind == "respecified" else "-",
+            ]
+            for e in self.ledger
+        ]
+        columns = ["date", "claim", "change", "old rule", "new rule", "reason", "original rule's verdict"]
+        return Table("ledger", "Ledger", columns, rows).to_markdown()
 
     def to_markdown(self, *, header: dict[str, Any], config_yaml: str, versions: dict[str, str]) -> str:
         """The report.md text: header, claims table first, then notes, tables, figures, metrics, provenance."""
@@ -350,14 +243,30 @@ class Report:
             out += [
                 self.claims_markdown(),
                 "",
-                f"{self.claims_holding} of {len(self.claims)} claims hold at this scale.",
+                f"{self.verdict_summary()} at this scale. Undecided: the interval straddles the rule's margin, so "
+                "the design cannot tell; it counts neither as holding nor as failing.",
                 "",
             ]
             details = [f"- `{c.id}`: {c.detail}" for c in self.claims if c.detail]
             if details:
                 out += [*details, ""]
+            out += ["### Design", "", self.design_markdown(), ""]
         else:
             out += ["This run checks no claims.", ""]
+        if self.facts:
+            out += [
+                "## Facts (not claims)",
+                "",
+                "Analytic: arithmetic on shapes or config; calibration: a setting chosen so a paper figure is "
+                "reached; construction: true by how the code is built. Shown for context, never counted.",
+                "",
+                self.facts_markdown(),
+                "",
+            ]
+            out += [f"- `{f.id}`: {f.detail}" for f in self.facts if f.detail] + [""]
+        if self.ledger:
+            out += ["## Ledger", "", "Every recorded change to this paper's claims (papers/<name>/ledger.py).", ""]
+            out += [self.ledger_markdown(), ""]
         if self.notes:
             out += ["## Notes", "", *[f"- {n}" for n in self.notes], ""]
         for t in self.tables:
@@ -381,25 +290,12 @@ class Report:
         return {
             "paper": self.paper,
             "title": self.title,
-            "claims": [c.to_dict() for c in self.claims],
+            "claims": [{**c.to_dict(), "original_verdict": self.original_verdict(c)} for c in self.claims],
+            "verdicts": self.verdicts,
+            "facts": [f.to_dict() for f in self.facts],
+            "ledger": [e.to_dict({c.id: c for c in self.claims}.get(e.claim)) for e in self.ledger],
             "metrics": {k: _jsonable(v) for k, v in self.metrics.items()},
             "tables": [t.to_dict() for t in self.tables],
             "figures": [{"name": f.name, "file": f.filename, "caption": f.caption} for f in self.figures],
             "notes": list(self.notes),
         }
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, Interval):
-        return v.to_dict()
-    if hasattr(v, "item") and callable(v.item) and getattr(v, "ndim", 0) == 0:
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)  # JSON has no NaN/Inf
-    if isinstance(v, bool | int | float | str) or v is None:
-        return v
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_jsonable(x) for x in v]
-    return str(v)

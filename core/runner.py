@@ -4,7 +4,12 @@
 writes the run record (report.md, results.json, figures) atomically, then points `outputs/<paper>/latest` at it.
 `reproduce` gets the validated config as objects: `cfg.seed`, `cfg.scale.name`, ... and `cfg.<paper>`, an instance of
 the paper's `Config` dataclass. Paper code reaches the run it is part of through `current_run()` (run directory,
-checkpoint directory, seed, whether to resume).
+checkpoint directory, seed, whether to resume, the code fingerprint).
+
+Results are tied to the code that made them: the checkpoint directory is keyed by the config *and* the fingerprint of
+the paper's package, core and ipu_model (core.provenance), so a resume after a code change finds nothing to reuse
+and recomputes; results.json records the fingerprint, and `make results` marks a run made by other code as stale.
+The paper's ledger (core.ledger) is attached to the report, which shows re-specified claims' original verdicts.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from core.config import ConfigError, RunConfig, validate_run_config
 from core.io import atomic_savefig, atomic_symlink, atomic_write_json, atomic_write_text
-from core.report import Report, format_value, verdict
+from core.provenance import paper_fingerprint
+from core.report import Report, format_value
 from core.tracking import Tracker, activate, make_tracker, scoped
 
 log = logging.getLogger(__name__)
@@ -64,6 +70,7 @@ class RunContext:
     seed: int
     scale: str
     resume: bool
+    code: str = ""  # core.provenance.paper_fingerprint of the code computing this run
 
 
 _CURRENT: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar("current_run", default=None)
@@ -142,14 +149,27 @@ def run(cfg: DictConfig, *, paper: str, run_dir: Path) -> Report:
     main = is_main_process()  # only process 0 of a multi-process run writes the record and logs
     run_dir.mkdir(parents=True, exist_ok=True)
     key = config_key(typed)
+    code = run_fingerprint(module, paper)
+    checkpoints = Path(typed.output_root) / paper / "checkpoints"
     ctx = RunContext(
         paper=paper,
         run_dir=run_dir,
-        checkpoint_dir=Path(typed.output_root) / paper / "checkpoints" / key,
+        checkpoint_dir=checkpoints / f"{key}-{code}",
         seed=int(typed.seed),
         scale=typed.scale.name.value,
         resume=bool(typed.resume),
+        code=code,
     )
+    if ctx.resume:
+        other = sorted(p.name for p in checkpoints.glob(f"{key}*") if p.name != ctx.checkpoint_dir.name)
+        if other:
+            log.warning(
+                "%d stored run(s) of this config were computed by other code (%s); this code (%s) recomputes "
+                "rather than reuse them",
+                len(other),
+                ", ".join(other),
+                code,
+            )
     config_plain = OmegaConf.to_container(typed, resolve=True, enum_to_str=True)
     assert isinstance(config_plain, dict)
     tracker = (
@@ -169,9 +189,10 @@ def run(cfg: DictConfig, *, paper: str, run_dir: Path) -> Report:
         report.validate()
         if declared is not None:
             report.check_declared(declared)
+        report.ledger = paper_ledger(module, paper)
         wall = time.perf_counter() - t0
         if main:
-            write_record(report, run_dir, typed, wall, started, key, tracker)
+            write_record(report, run_dir, typed, wall, started, key, tracker, code)
     except BaseException:
         tracker.finish(exit_code=1)
         raise
@@ -182,10 +203,37 @@ def run(cfg: DictConfig, *, paper: str, run_dir: Path) -> Report:
     return report
 
 
+def run_fingerprint(module: Any, paper: str) -> str:
+    """The fingerprint of the code a run of `paper` executes: its package (where the module lives), core and
+    ipu_model."""
+    package = Path(module.__file__).resolve().parent
+    try:
+        rel = package.relative_to(REPO_ROOT)
+    except ValueError:  # a paper package outside the repository (a test's toy paper)
+        from core.provenance import code_fingerprint
+
+        return code_fingerprint(package, root=package.parent)[:6] + paper_fingerprint(paper, "core", "ipu_model")[:6]
+    return paper_fingerprint(paper, rel, "core", "ipu_model")
+
+
+def paper_ledger(module: Any, paper: str) -> list:
+    """The paper's ledger (`<package>.ledger.LEDGER`), [] where it keeps none."""
+    try:
+        ledger = importlib.import_module(f"{module.__name__}.ledger")
+    except ModuleNotFoundError:
+        return []
+    return list(getattr(ledger, "LEDGER", []))
+
+
 def declare_claims(module: Any, config: Any, run_dir: Path | None) -> list | None:
     """The paper's claims as declared from the config alone (its `claims(cfg)`), written to `run_dir/claims.json`
     before any work starts; None for a paper that declares none up front."""
     declare = getattr(module, "claims", None)
+    if not callable(declare):
+        try:
+            declare = getattr(importlib.import_module(f"{module.__name__}.claims"), "claims", None)
+        except ModuleNotFoundError:
+            declare = None
     if not callable(declare):
         return None
     declared = list(declare(config))
@@ -203,6 +251,7 @@ def write_record(
     started: dt.datetime,
     key: str,
     tracker: Tracker,
+    code: str = "",
 ) -> None:
     """report.md, results.json and the figures, each written atomically; figures and summary go to wandb."""
     from core.plots import close  # matplotlib: imported once there are figures to save
@@ -217,6 +266,7 @@ def write_record(
         **report.to_dict(),
         "config": config_plain,
         "config_key": key,
+        "code_fingerprint": code,
         "seed": int(cfg.seed),
         "scale": cfg.scale.name.value,
         "versions": vers,
@@ -241,7 +291,8 @@ def write_record(
             "wall_seconds": wall,
             "claims_holding": report.claims_holding,
             "claims_total": len(report.claims),
-            **{f"claims/{c.id}": c.holds for c in report.claims if c.holds is not None},
+            **{f"claims/{k}": v for k, v in report.verdicts.items()},
+            **{f"claim/{c.id}": c.verdict.value for c in report.claims},
             **report.metrics,
         }
     )
@@ -250,12 +301,12 @@ def write_record(
 def summary_text(report: Report, run_dir: Path, wall: float) -> str:
     """The claims as a plain-text table for the terminal."""
     rows = [("claim", "paper", "ours", "verdict")]
-    rows += [(c.id, format_value(c.paper), format_value(c.ours), verdict(c.holds)) for c in report.claims]
+    rows += [(c.id, format_value(c.paper), format_value(c.ours), c.verdict.value) for c in report.claims]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["", f"== {report.title} =="]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines += [
-        f"{report.claims_holding} of {len(report.claims)} claims hold · {wall:.1f} s",
+        f"{report.verdict_summary()} · {wall:.1f} s",
         f"report: {run_dir / 'report.md'}",
     ]
     return "\n".join(lines)

@@ -159,6 +159,7 @@ def fit(
     count: Callable[[Any], Mapping[str, float]] | None = None,
     on_step: Callable[[int, Any, Metrics, History], None] | None = None,
     untimed: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> Fit:
     """Train `state` for `steps` steps (see the module docstring); returns the final state and the measurements.
 
@@ -167,6 +168,7 @@ def fit(
     `on_step(done, state, metrics, history)` runs after every step with that step's metrics (which may hold more than
     scalars), for series of its own (`history.note`).
     `bar`: an outer tqdm bar to advance instead of a bar of the loop's own.
+    `clock`: seconds now (time.perf_counter; tests inject a fake one instead of sleeping).
     """
     if steps < 0:
         raise ValueError(f"fit: steps must be >= 0, got {steps}")
@@ -182,7 +184,7 @@ def fit(
         logging = every(log_every, steps)
     saving = every(checkpoint_every, steps)
 
-    t_start = time.perf_counter()
+    t_start = clock()
     history, acc = History(), _Accumulator()
     out = Fit(state, history, steps)
     ckpt = Checkpointer(checkpoint_dir, keep=1) if checkpoint_dir is not None else None
@@ -217,10 +219,10 @@ def fit(
         record(0, evaluate(state))
     for k in range(start, steps):
         batch = batch_of(k)
-        t = time.perf_counter()
+        t = clock()
         state, metrics = step(state, batch)
         metrics = to_host(metrics)  # waits for the step: its time is the step's, not the next batch's
-        seconds = time.perf_counter() - t
+        seconds = clock() - t
         done = k + 1
         work = dict(count(batch)) if count is not None else {}
         _add(out.counts, work)
@@ -243,7 +245,7 @@ def fit(
         if logged:
             record(done, logged)
         if ckpt is not None and saving(done):
-            out.wall_seconds = wall_before + time.perf_counter() - t_start
+            out.wall_seconds = wall_before + clock() - t_start
             timers = {key: getattr(out, key) for key in ("train_seconds", "wall_seconds", "timed_steps")}
             timers |= {"counts": out.counts, "timed_counts": out.timed_counts, "skipped": out.skipped}
             meta = {"history": history.to_json(), "accumulator": acc.to_json(), "timers": timers}
@@ -253,7 +255,7 @@ def fit(
     if own_bar:
         bar.close()
     out.state = state
-    out.wall_seconds = wall_before + time.perf_counter() - t_start
+    out.wall_seconds = wall_before + clock() - t_start
     return out
 
 

@@ -1,36 +1,72 @@
-import time
-
 import pytest
 
 from core.bench import SECTIONS, Comparison, by_size, compare, markdown_table, section, time_call, time_rounds
 
 
+class FakeClock:
+    """A clock the timed functions advance: `work(seconds)` is a call that 'takes' that long, without sleeping."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def work(self, seconds: float):
+        def call():
+            self.now += seconds
+
+        return call
+
+    def sequence(self, seconds: list[float]):
+        it = iter(seconds)
+
+        def call():
+            self.now += next(it)
+
+        return call
+
+
 def test_time_call_measures_the_call():
-    t = time_call(lambda: time.sleep(0.01), repeat=3, min_seconds=0.0, warmup=0)
-    assert 0.009 < t < 0.5
+    clock = FakeClock()
+    t = time_call(clock.work(0.01), repeat=3, min_seconds=0.0, warmup=0, clock=clock)
+    assert t == pytest.approx(0.01)
+
+
+def test_time_call_runs_enough_calls_per_round():
+    clock, calls = FakeClock(), []
+
+    def fn():
+        calls.append(1)
+        clock.now += 0.001
+
+    assert time_call(fn, repeat=2, min_seconds=0.01, warmup=1, clock=clock) == pytest.approx(0.001)
+    assert len(calls) == 1 + 1 + 2 * 10  # warm-up, calibration, two rounds of min_seconds / once = 10 calls
 
 
 def test_time_call_min_ignores_a_slow_round():
-    def rounds():  # warmup, calibration, then three rounds: two slowed by other work
-        sleeps = iter([0.0, 0.0, 0.05, 0.05, 0.01])
-        return lambda: time.sleep(next(sleeps))
+    def rounds(clock):  # warmup, calibration, then three rounds: two slowed by other work
+        return clock.sequence([0.0, 0.0, 0.05, 0.05, 0.01])
 
-    assert 0.009 < time_call(rounds(), repeat=3, min_seconds=0.0, warmup=1, stat="min") < 0.03
-    assert time_call(rounds(), repeat=3, min_seconds=0.0, warmup=1) > 0.045  # the median
+    c1, c2 = FakeClock(), FakeClock()
+    assert time_call(rounds(c1), repeat=3, min_seconds=0.0, warmup=1, stat="min", clock=c1) == pytest.approx(0.01)
+    assert time_call(rounds(c2), repeat=3, min_seconds=0.0, warmup=1, clock=c2) == pytest.approx(0.05)  # median
     with pytest.raises(ValueError, match="stat"):
-        time_call(rounds(), stat="mean")
+        time_call(rounds(FakeClock()), stat="mean")
 
 
 def test_compare_reports_peer_over_ours():
+    clock = FakeClock()
     c = compare(
         "s",
         "sleep",
-        ours=("fast", lambda: time.sleep(0.002)),
-        peer=("slow", lambda: time.sleep(0.02)),
+        ours=("fast", clock.work(0.002)),
+        peer=("slow", clock.work(0.02)),
         repeat=3,
         min_seconds=0.0,
+        clock=clock,
     )
-    assert c.speedup > 2  # the peer sleeps 10x longer
+    assert c.speedup == pytest.approx(10.0)  # the peer takes 10x longer
     assert c.to_dict()["speedup"] == c.speedup
 
 
@@ -71,14 +107,18 @@ def test_section_registers_a_size_checked_function():
 
 
 def test_time_rounds_interleaves_the_rounds_and_times_each_call():
-    order = []
+    order, clock = [], FakeClock()
 
     def fn(name, seconds):
-        return lambda: (order.append(name), time.sleep(seconds))
+        def call():
+            order.append(name)
+            clock.now += seconds
 
-    t = time_rounds({"a": fn("a", 0.002), "b": fn("b", 0.01)}, repeat=3, min_seconds=0.0, warmup=1)
+        return call
+
+    t = time_rounds({"a": fn("a", 0.002), "b": fn("b", 0.01)}, repeat=3, min_seconds=0.0, warmup=1, clock=clock)
     assert set(t) == {"a", "b"} and all(len(v) == 3 for v in t.values())
-    assert all(0.009 < x < 0.5 for x in t["b"]) and all(0.0019 < x < 0.5 for x in t["a"])
+    assert t["b"] == pytest.approx([0.01] * 3) and t["a"] == pytest.approx([0.002] * 3)
     assert order[4:] == ["a", "b"] * 3  # after warm-up and calibration (a, a, b, b): a round of each in turn
     with pytest.raises(ValueError, match="repeat must be >= 1"):
         time_rounds({"a": fn("a", 0.0)}, repeat=0)

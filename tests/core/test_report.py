@@ -78,9 +78,9 @@ def test_markdown_escapes_pipes_and_puts_claims_first():
     claims_at = lines.index("## Claims")
     assert claims_at < lines.index("## Notes") < lines.index("## A table") < lines.index("## Config")
     row = next(line for line in lines if line.startswith("| c1 "))
-    assert "x \\| y" in row and row.count(" | ") == 5  # the pipe in the sentence does not split the cell
-    assert "| c2 | z | 1 | 2 |" in md and "does not hold" in md and "not measured" in md
-    assert "1 of 3 claims hold" in md
+    assert "x \\| y" in row and row.count(" | ") == 8  # the pipe in the sentence does not split the cell
+    assert "| c2 | z | 1 | 2 |" in md and "| fails |" in md and "not measured" in md
+    assert "1 hold, 1 fail, 0 undecided of 3 claims (1 not measured)" in md
     assert "| a | 1.235 |" in md
 
 

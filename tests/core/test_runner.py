@@ -35,8 +35,11 @@ def test_run_writes_the_record_and_points_latest_at_it(cli, tmp_path):
     results = json.loads((run_dir / "results.json").read_text())
     assert [c["id"] for c in results["claims"]] == ["pi-estimate", "pi-exact"]
     assert [c["holds"] for c in results["claims"]] == [True, False]
+    assert [c["verdict"] for c in results["claims"]] == ["holds", "fails"]
+    assert results["verdicts"] == {"holds": 1, "fails": 1, "undecided": 0, "not measured": 0}
+    assert len(results["code_fingerprint"]) == 12
     for c in results["claims"]:
-        assert {"id", "statement", "paper", "ours", "tolerance", "holds"} <= set(c)
+        assert {"id", "statement", "paper", "ours", "tolerance", "decision", "unit", "verdict", "holds"} <= set(c)
     assert results["config"]["toy"] == {"samples_per_chunk": 20000, "chunks": 3}  # scale=smoke specialisation
     assert results["scale"] == "smoke" and results["seed"] == 0 and results["wall_seconds"] > 0
     assert {"python", "jax", "numpy", "hydra-core"} <= set(results["versions"])
@@ -45,9 +48,9 @@ def test_run_writes_the_record_and_points_latest_at_it(cli, tmp_path):
     report = (run_dir / "report.md").read_text()
     sections = [line for line in report.splitlines() if line.startswith("## ")]
     assert sections[0] == "## Claims"
-    assert "![Running estimate of pi" in report and "does not hold" in report
-    # the claim that does not hold is reported, and the run still succeeds; the terminal gets a summary
-    assert "1 of 2 claims hold" in r.stdout
+    assert "![Running estimate of pi" in report and "| fails |" in report
+    # the claim that fails is reported, and the run still succeeds; the terminal gets a summary
+    assert "1 hold, 1 fail, 0 undecided of 2 claims" in r.stdout
 
 
 def test_overrides_reach_the_paper_and_beat_the_scale_preset(cli, tmp_path):

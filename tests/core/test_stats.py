@@ -63,7 +63,9 @@ def test_slope_matches_linregress_interval():
 def test_interval_rules_decide_on_the_bounds():
     above = Claim("gain", "A beats B", paper="A beats B", rule=interval_above(0.0))
     assert above.measured(Interval(0.02, 0.001, 0.04)).holds is True
-    assert above.measured(Interval(0.02, -0.001, 0.04)).holds is False
+    straddles = above.measured(Interval(0.02, -0.001, 0.04))
+    assert straddles.holds is None and straddles.verdict.value == "undecided"  # counts neither way
+    assert above.measured(Interval(-0.02, -0.04, -0.001)).holds is False
     assert above.measured(0.02).holds is False  # a bare number has no spread to decide on
     below = Claim("loss", "A below B", paper=None, rule=interval_below(0.0))
     assert below.measured(Interval(-0.3, -0.5, -0.1)).holds is True

@@ -65,13 +65,15 @@ def test_cadences_are_independent_and_the_last_step_always_counts(tmp_path):
 
 
 def test_timing_leaves_out_the_first_step_and_counts_work():
+    now = [0.0]  # an injected clock: each step "takes" its time without sleeping
+
     def slow_first(state, batch):
-        if state == 0:
-            time.sleep(0.3)  # "compilation"
+        now[0] += 0.3 if state == 0 else 0.01  # the first step also compiles
         return state + 1, {"loss": 0.0}
 
-    run = fit(slow_first, 0, lambda k: [1] * (k + 1), steps=4, count=lambda b: {"items": len(b)})
-    assert run.timed_steps == 3 and run.train_seconds < 0.25 <= run.wall_seconds
+    run = fit(slow_first, 0, lambda k: [1] * (k + 1), steps=4, count=lambda b: {"items": len(b)}, clock=lambda: now[0])
+    assert run.timed_steps == 3 and run.train_seconds == pytest.approx(0.03)
+    assert run.wall_seconds == pytest.approx(0.33)
     assert run.counts == {"items": 10.0} and run.timed_counts == {"items": 9.0}
     assert run.rate("items") == pytest.approx(9.0 / run.train_seconds)
 

@@ -1,0 +1,392 @@
+"""Claims as declarations: the paper's statement and figure, the statistic we measure, and a rule fixed before the
+run that gives one of three verdicts.
+
+    Claim("fp16-matches-fp32", "Unit-scaled FP16 matches FP32 (test BPC)",
+          paper=printed(1.54), rule=within_rel(0.02),
+          source="US-BPC", statistic="relative test-BPC gap, mean over seeds",
+          unit="3 seeds", resolution="t interval half-width ~1% (pilot)")
+
+A verdict is derived from the rule and our figure, never typed in:
+- holds: our figure (its whole interval, where it is a statistic) satisfies the rule;
+- fails: it (its whole interval) does not;
+- undecided: the interval straddles the rule's margin: the design cannot tell, and it counts neither way.
+
+A point value (a deterministic measurement: simulated cycles, an exact comparison) is decided as it is. A paper
+figure printed to a few digits is an interval (`printed(0.7)` is [0.65, 0.75]); equivalence rules widen their
+margin by it. Facts that hold by construction or restate our own arithmetic are not claims: they are `Fact` rows
+labelled analytic, calibration or construction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a confidence interval (or a mean with a seed spread), e.g. from `core.stats`.
+
+    `low` and `high` bound the estimate at `confidence`; `method` says how they were computed ("paired bootstrap over
+    412 test queries", "t interval over 3 seeds", "printed to 2 digits"). Claims whose rule must see the spread
+    take an Interval as `ours`.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    confidence: float = 0.95
+    method: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("estimate", "low", "high", "confidence"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        if not self.low <= self.high:
+            raise ValueError(f"Interval: low {self.low} is above high {self.high}")
+        if not 0 < self.confidence <= 1:
+            raise ValueError(f"Interval: confidence must be in (0, 1], got {self.confidence}")
+
+    def __str__(self) -> str:
+        if self.method.startswith("printed"):
+            return format_value(self.estimate)
+        pct = f"{100 * self.confidence:g}%"
+        return f"{format_value(self.estimate)} [{format_value(self.low)}, {format_value(self.high)}] ({pct})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "estimate": _jsonable(self.estimate),
+            "low": _jsonable(self.low),
+            "high": _jsonable(self.high),
+            "confidence": self.confidence,
+            "method": self.method,
+        }
+
+
+def printed(value: float | str) -> Interval:
+    """A figure as the paper prints it: every value that rounds to it. `printed("0.70")` is [0.695, 0.705];
+    pass a string to keep trailing zeros (a float's repr decides the digits otherwise: `printed(1.5)` is
+    [1.45, 1.55])."""
+    d = Decimal(str(value))
+    if not d.is_finite():
+        raise ValueError(f"printed: {value!r} is not a finite number")
+    half = Decimal(1).scaleb(d.as_tuple().exponent) / 2
+    return Interval(float(d), float(d - half), float(d + half), 1.0, f"printed as {value}")
+
+
+Value = float | int | bool | str | Interval
+
+
+def format_value(value: Any, digits: int = 4) -> str:
+    """A number with `digits` significant figures (integers in full); anything else as text."""
+    if value is None:
+        return "-"
+    if isinstance(value, Interval):
+        return str(value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        if value != 0 and (abs(value) >= 10**digits or abs(value) < 10 ** -(digits - 1)):
+            return f"{value:.{digits - 1}e}"
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+def check_id(kind: str, value: str) -> str:
+    if not isinstance(value, str) or not _ID_PATTERN.match(value):
+        raise ValueError(
+            f"{kind} {value!r} is not a valid id: use lower-case letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit"
+        )
+    return value
+
+
+# ---------------------------------------------------------------------------------------------- verdicts
+
+
+class Verdict(enum.StrEnum):
+    HOLDS = "holds"
+    FAILS = "fails"
+    UNDECIDED = "undecided"
+    NOT_MEASURED = "not measured"
+
+
+def _as_verdict(x: Any) -> Verdict:
+    if isinstance(x, Verdict):
+        return x
+    if x is None:
+        return Verdict.UNDECIDED
+    return Verdict.HOLDS if bool(x) else Verdict.FAILS
+
+
+# ---------------------------------------------------------------------------------------------- rules
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Decides our figure against the paper's: `check(ours, paper)` returns a Verdict (or a bool: holds / fails).
+
+    `kind` is the decision as a reviewer names it: equivalence (a two-sided margin, for "matches"),
+    non-inferiority or superiority (one-sided, with the direction in the description), bound (a threshold
+    of the paper's own statement), qualitative (a yes/no outcome)."""
+
+    description: str
+    check: Callable[[Any, Any], Any] = field(compare=False)
+    kind: str = "bound"
+
+    def verdict(self, ours: Any, paper: Any) -> Verdict:
+        return _as_verdict(self.check(ours, paper))
+
+    def __call__(self, ours: Any, paper: Any) -> bool:
+        """True where the rule holds (undecided is not holding)."""
+        return self.verdict(ours, paper) is Verdict.HOLDS
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _bounds(x: Any) -> tuple[float, float] | None:
+    """(low, high) of a finite point or interval; None for anything else (text, NaN, a bool)."""
+    if isinstance(x, Interval):
+        vals = (x.estimate, x.low, x.high)
+        return (x.low, x.high) if all(math.isfinite(v) for v in vals) else None
+    if _finite(x):
+        return float(x), float(x)
+    return None
+
+
+def inside(ours: Any, low: float, high: float) -> Verdict:
+    """Holds when ours (all of its interval) lies in [low, high], fails when none of it does, undecided between."""
+    b = _bounds(ours)
+    if b is None:
+        return Verdict.FAILS
+    lo, hi = b
+    if low <= lo and hi <= high:
+        return Verdict.HOLDS
+    if hi < low or lo > high:
+        return Verdict.FAILS
+    return Verdict.UNDECIDED
+
+
+def at_most(bound: float, *, kind: str = "non-inferiority") -> Rule:
+    """ours <= bound (an interval: all of it holds, none of it fails, straddling is undecided)."""
+    return Rule(f"ours <= {format_value(float(bound))}", lambda ours, paper: inside(ours, -math.inf, bound), kind)
+
+
+def at_least(bound: float, *, kind: str = "superiority") -> Rule:
+    """ours >= bound (an interval: all of it holds, none of it fails, straddling is undecided)."""
+    return Rule(f"ours >= {format_value(float(bound))}", lambda ours, paper: inside(ours, bound, math.inf), kind)
+
+
+def interval_above(bound: float, *, kind: str = "superiority") -> Rule:
+    """The whole interval lies above `bound` (e.g. a gain whose interval excludes zero); all of it at or below
+    fails; straddling is undecided. A point value is not enough: it fails."""
+
+    def check(ours: Any, paper: Any) -> Verdict:
+        if not isinstance(ours, Interval) or _bounds(ours) is None:
+            return Verdict.FAILS
+        return Verdict.HOLDS if ours.low > bound else Verdict.FAILS if ours.high <= bound else Verdict.UNDECIDED
+
+    return Rule(f"interval low > {format_value(float(bound))}", check, kind)
+
+
+def interval_below(bound: float, *, kind: str = "superiority") -> Rule:
+    """The whole interval lies below `bound`; all of it at or above fails; straddling is undecided."""
+
+    def check(ours: Any, paper: Any) -> Verdict:
+        if not isinstance(ours, Interval) or _bounds(ours) is None:
+            return Verdict.FAILS
+        return Verdict.HOLDS if ours.high < bound else Verdict.FAILS if ours.low >= bound else Verdict.UNDECIDED
+
+    return Rule(f"interval high < {format_value(float(bound))}", check, kind)
+
+
+def equivalent(low: float, high: float) -> Rule:
+    """ours in [low, high]: a two-sided margin fixed in absolute terms."""
+    return Rule(
+        f"{format_value(float(low))} <= ours <= {format_value(float(high))}",
+        lambda ours, paper: inside(ours, low, high),
+        "equivalence",
+    )
+
+
+def within_rel(rel: float) -> Rule:
+    """|ours - paper| <= rel * |paper|; a printed paper figure widens the margin by its rounding."""
+    if not rel >= 0:
+        raise ValueError(f"within_rel: rel must be >= 0, got {rel}")
+
+    def check(ours: Any, paper: Any) -> Verdict:
+        p = _bounds(paper)
+        if p is None:
+            return Verdict.FAILS
+        return inside(ours, p[0] - rel * abs(p[0]), p[1] + rel * abs(p[1]))
+
+    return Rule(f"|ours - paper| <= {rel:g} x |paper|", check, "equivalence")
+
+
+def within_abs(tol: float) -> Rule:
+    """|ours - paper| <= tol; a printed paper figure widens the margin by its rounding."""
+    if not tol >= 0:
+        raise ValueError(f"within_abs: tol must be >= 0, got {tol}")
+
+    def check(ours: Any, paper: Any) -> Verdict:
+        p = _bounds(paper)
+        if p is None:
+            return Verdict.FAILS
+        return inside(ours, p[0] - tol, p[1] + tol)
+
+    return Rule(f"|ours - paper| <= {format_value(float(tol))}", check, "equivalence")
+
+
+def is_true(description: str) -> Rule:
+    """For qualitative claims whose measured outcome is a boolean (e.g. 'A is worse than B')."""
+    return Rule(description, lambda ours, paper: ours is True, "qualitative")
+
+
+# ---------------------------------------------------------------------------------------------- claims
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the paper, declared before the run; `ours` is filled in by measuring.
+
+    id, statement: what the paper says (quoted or paraphrased) and, in `source`, its REFERENCES.md entry.
+    paper: the paper's figure (`printed(...)` where it is printed to a few digits) or its statement in words.
+    rule: the decision, fixed before the run. statistic: what `ours` is. confidence: of the interval decided on.
+    unit: the unit of replication ("3 seeds", "201 test triples, paired bootstrap", "deterministic").
+    resolution: the smallest effect the default design resolves (the expected interval half-width, from a pilot
+    or a power computation), so a reader can see whether an undecided verdict was to be expected.
+    measure: the function that measures it (its source is fingerprinted into the paper's claims lock).
+    """
+
+    id: str
+    statement: str
+    paper: Value | None
+    rule: Rule
+    ours: Value | None = None
+    detail: str = ""
+    source: str = ""
+    statistic: str = ""
+    confidence: float = 0.95
+    unit: str = ""
+    resolution: str = ""
+    measure: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_id("claim id", self.id)
+        if not isinstance(self.rule, Rule):
+            raise TypeError(f"claim {self.id!r}: rule must be a core.claims.Rule, got {type(self.rule).__name__}")
+
+    def measured(self, ours: Value, detail: str = "") -> Claim:
+        """This claim with our figure filled in (and how it was measured, if worth saying)."""
+        if hasattr(ours, "item") and callable(ours.item):  # numpy / jax scalars
+            ours = ours.item()
+        return dataclasses.replace(self, ours=ours, detail=detail or self.detail)
+
+    @property
+    def verdict(self) -> Verdict:
+        """Not measured while `ours` is None; otherwise the rule's verdict (a NaN or an error fails)."""
+        if self.ours is None:
+            return Verdict.NOT_MEASURED
+        try:
+            return self.rule.verdict(self.ours, self.paper)
+        except (TypeError, ValueError, ArithmeticError):
+            return Verdict.FAILS
+
+    @property
+    def holds(self) -> bool | None:
+        """True when it holds, False when it fails, None when undecided or not measured."""
+        return {Verdict.HOLDS: True, Verdict.FAILS: False}.get(self.verdict)
+
+    def declaration(self) -> dict[str, Any]:
+        """What is fixed before the run: id, statement, the paper's figure, the rule and the design."""
+        return {
+            "id": self.id,
+            "statement": self.statement,
+            "paper": _jsonable(self.paper),
+            "tolerance": self.rule.description,
+            "decision": self.rule.kind,
+            "source": self.source,
+            "statistic": self.statistic,
+            "confidence": self.confidence,
+            "unit": self.unit,
+            "resolution": self.resolution,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.declaration(),
+            "ours": _jsonable(self.ours),
+            "verdict": self.verdict.value,
+            "holds": self.holds,
+            "detail": self.detail,
+        }
+
+
+FACT_KINDS = ("analytic", "calibration", "construction")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A row that is not a claim: a quantity that is arithmetic on shapes or config (analytic), a setting chosen so
+    a paper figure is reached (calibration), or a statement true by construction (construction). Reported, never
+    counted as holding."""
+
+    id: str
+    statement: str
+    value: Value | None
+    kind: str
+    detail: str = ""
+    paper: Value | None = None
+
+    def __post_init__(self) -> None:
+        check_id("fact id", self.id)
+        if self.kind not in FACT_KINDS:
+            raise ValueError(f"fact {self.id!r}: kind {self.kind!r} is not one of {', '.join(FACT_KINDS)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "statement": self.statement,
+            "kind": self.kind,
+            "value": _jsonable(self.value),
+            "paper": _jsonable(self.paper),
+            "detail": self.detail,
+        }
+
+
+def count_verdicts(claims: list[Claim]) -> dict[str, int]:
+    """{'holds': n, 'fails': n, 'undecided': n, 'not measured': n}."""
+    out = {v.value: 0 for v in Verdict}
+    for c in claims:
+        out[c.verdict.value] += 1
+    return out
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, Interval):
+        return v.to_dict()
+    if hasattr(v, "item") and callable(v.item) and getattr(v, "ndim", 0) == 0:
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)  # JSON has no NaN/Inf
+    if isinstance(v, bool | int | float | str) or v is None:
+        return v
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    return str(v)

@@ -1,0 +1,329 @@
+"""The claims ledger: every claim's declaration and decision code fingerprinted in a committed lock, and every
+change to them recorded with its date, old rule, new rule and reason.
+
+Each paper keeps
+- `papers/<name>/claims.py`: `claims(cfg)` (the declarations) and the functions that measure them;
+- `papers/<name>/ledger.py`: `LEDGER`, a list of `Change`s, oldest first;
+- `papers/<name>/claims.lock.json`: per claim, the fingerprint of its declaration (at the default config) and of
+  the source of the code that measures and decides it; `baseline` holds the fingerprints the ledger started from.
+
+`check_lock(paper)` (run by the test suite) lists every disagreement: a claim whose fingerprint differs from the
+lock, a lock entry that no ledger entry accounts for, a claim added or dropped without an entry. After a change,
+add a `Change` carrying the new fingerprint (`python scripts/claims.py lock <paper>` prints it) and rerun that
+command to rewrite the lock; it refuses while a changed claim has no entry.
+
+A re-specified claim's report shows its original rule's verdict beside the new one: the old rule evaluated on the
+same run where `old_rule` is given (the statistic is unchanged, only the rule moved), otherwise the verdict last
+recorded under the old rule, with the commit and run that produced it.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import hashlib
+import importlib
+import inspect
+import json
+import textwrap
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FunctionType, ModuleType
+from typing import Any
+
+from core.claims import Claim, Rule, Verdict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CHANGE_KINDS = ("added", "respecified", "code", "removed")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One entry of a paper's ledger.
+
+    kind: added (a new claim), respecified (its rule, figure or statistic changed), code (the code that measures it
+    changed, the rule did not), removed (it left the claims: `moved_to` says where: a test, an analytic,
+    calibration or construction row, another claim).
+    old / new: the rule as text before and after. reason: why, including whether a result had been seen.
+    old_rule: the old rule as a Rule, where it can be evaluated on the new statistic (the report then shows its
+    verdict on the same run). old_verdict, commit, run: otherwise, the last verdict recorded under the old rule
+    and where it came from.
+    fingerprint: the claim's fingerprint after the change ("" for entries that predate the lock, and for removed).
+    """
+
+    date: str
+    claim: str
+    kind: str
+    old: str
+    new: str
+    reason: str
+    old_rule: Rule | None = None
+    old_verdict: str = ""
+    commit: str = ""
+    run: str = ""
+    moved_to: str = ""
+    fingerprint: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in CHANGE_KINDS:
+            raise ValueError(f"ledger entry for {self.claim!r}: kind {self.kind!r} is not one of {CHANGE_KINDS}")
+        try:
+            dt.date.fromisoformat(self.date)
+        except ValueError as e:
+            raise ValueError(f"ledger entry for {self.claim!r}: date {self.date!r} is not YYYY-MM-DD") from e
+        if self.kind == "removed" and not self.moved_to:
+            raise ValueError(f"ledger entry for {self.claim!r}: a removed claim must say where it went (moved_to)")
+        if not self.reason.strip():
+            raise ValueError(f"ledger entry for {self.claim!r}: give the reason for the change")
+
+    def original_verdict(self, claim: Claim | None) -> str:
+        """The original rule's verdict as the report shows it."""
+        if self.old_rule is not None and claim is not None and claim.ours is not None:
+            try:
+                v = self.old_rule.verdict(claim.ours, claim.paper)
+            except (TypeError, ValueError, ArithmeticError):
+                v = Verdict.FAILS
+            return f"{v.value} on this run"
+        if self.old_verdict:
+            where = ", ".join(x for x in (self.commit and f"commit {self.commit}", self.run) if x)
+            return f"{self.old_verdict} (last recorded{': ' + where if where else ''})"
+        return "not recorded"
+
+    def to_dict(self, claim: Claim | None = None) -> dict[str, Any]:
+        return {
+            "date": self.date,
+            "claim": self.claim,
+            "kind": self.kind,
+            "old": self.old,
+            "new": self.new,
+            "reason": self.reason,
+            "original_verdict": self.original_verdict(claim),
+            "moved_to": self.moved_to,
+            "fingerprint": self.fingerprint,
+        }
+
+
+# ---------------------------------------------------------------------------------------------- fingerprints
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def normalised_source(text: str) -> str:
+    """Python source as its syntax tree without docstrings: comments, formatting and docstrings do not count."""
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        return " ".join(text.split())  # a lambda cut out of a larger expression: its text, whitespace normalised
+    return ast.dump(_strip_docstrings(tree), annotate_fields=False, include_attributes=False)
+
+
+def function_source(fn: Callable[..., Any]) -> str:
+    """The normalised source of `fn` and, transitively, of the functions and classes of its own module that it
+    names: a helper's change counts as a change of the function that calls it."""
+    fn = inspect.unwrap(fn)
+    seen: set[int] = set()
+    parts: list[str] = []
+
+    def visit(obj: Any) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        try:
+            src = inspect.getsource(obj)
+        except (OSError, TypeError):
+            parts.append(repr(obj))
+            return
+        parts.append(normalised_source(src))
+        module = inspect.getmodule(obj)
+        code = getattr(obj, "__code__", None)
+        names = set(code.co_names) | set(code.co_freevars) if code else _names(src)
+        for const in getattr(code, "co_consts", ()) if code else ():
+            if inspect.iscode(const):
+                names |= set(const.co_names)
+        for name in sorted(names):
+            target = getattr(module, name, None) if module else None
+            if (
+                isinstance(target, FunctionType | type)
+                and getattr(target, "__module__", None) == getattr(module, "__name__", "")
+                and target is not obj
+            ):
+                visit(target)
+
+    visit(fn)
+    return "\n".join(parts)
+
+
+def _names(src: str) -> set[str]:
+    try:
+        tree = ast.parse(textwrap.dedent(src))
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def claim_fingerprint(claim: Claim, default_measure: Callable[..., Any] | None = None) -> dict[str, str]:
+    """{'declaration': ..., 'code': ..., 'fingerprint': ...} for one claim: the declaration as JSON, and the source of
+    its measuring function (the claim's own, else the paper's `measure`) with its rule's decision function."""
+    declaration = _sha(json.dumps(claim.declaration(), sort_keys=True, default=str))
+    measure = claim.measure or default_measure
+    code_parts = [function_source(claim.rule.check)]
+    if measure is not None:
+        code_parts.append(function_source(measure))
+    code = _sha("\n".join(code_parts))
+    return {"declaration": declaration, "code": code, "fingerprint": _sha(declaration + code)}
+
+
+# ---------------------------------------------------------------------------------------------- the lock
+
+
+@dataclass
+class PaperClaims:
+    """A paper's claims at its default config, its ledger and where its lock lives."""
+
+    paper: str
+    claims: list[Claim]
+    ledger: list[Change]
+    default_measure: Callable[..., Any] | None
+    lock_path: Path
+
+    def fingerprints(self) -> dict[str, dict[str, str]]:
+        return {c.id: claim_fingerprint(c, self.default_measure) for c in self.claims}
+
+    def read_lock(self) -> dict[str, Any]:
+        if not self.lock_path.is_file():
+            return {"claims": {}, "baseline": {}}
+        return json.loads(self.lock_path.read_text())
+
+
+def default_config(paper: str) -> Any:
+    """The run config `reproduce` gets at the default scale: `cfg.<paper>` is the paper's Config() (whose defaults
+    are the default scale's), `cfg.scale.name` is 'default'."""
+    from types import SimpleNamespace
+
+    module = importlib.import_module(f"papers.{paper}")
+    config_cls = getattr(module, "Config", None)
+    return SimpleNamespace(
+        **{paper: config_cls() if config_cls is not None else None},
+        seed=0,
+        scale=SimpleNamespace(name=SimpleNamespace(value="default")),
+    )
+
+
+def load_paper_claims(paper: str, root: Path = REPO_ROOT) -> PaperClaims:
+    claims_module: ModuleType = importlib.import_module(f"papers.{paper}.claims")
+    try:
+        ledger_module = importlib.import_module(f"papers.{paper}.ledger")
+        ledger = list(ledger_module.LEDGER)
+    except ModuleNotFoundError:
+        ledger = []
+    claims = list(claims_module.claims(default_config(paper)))
+    return PaperClaims(
+        paper, claims, ledger, getattr(claims_module, "measure", None), root / "papers" / paper / "claims.lock.json"
+    )
+
+
+def latest_entries(ledger: Iterable[Change]) -> dict[str, Change]:
+    """Per claim, its newest entry that carries a fingerprint or removes it."""
+    out: dict[str, Change] = {}
+    for entry in ledger:
+        if entry.fingerprint or entry.kind == "removed":
+            out[entry.claim] = entry
+    return out
+
+
+def check_lock(pc: PaperClaims) -> list[str]:
+    """Every disagreement between the claims, the lock and the ledger, as sentences; [] when all agree."""
+    problems: list[str] = []
+    lock = pc.read_lock()
+    locked, baseline = lock.get("claims", {}), lock.get("baseline", {})
+    current = pc.fingerprints()
+    latest = latest_entries(pc.ledger)
+    where = f"papers/{pc.paper}"
+    fix = (
+        f"record the change as a Change in {where}/ledger.py (date, claim, old rule, new rule, reason, and the new "
+        f"fingerprint that `python scripts/claims.py lock {pc.paper}` prints), then run that command"
+    )
+    for cid, fp in current.items():
+        if cid not in locked:
+            problems.append(f"{pc.paper}: claim {cid!r} is not in {where}/claims.lock.json: {fix}")
+            continue
+        if fp["fingerprint"] != locked[cid]["fingerprint"]:
+            what = [k for k in ("declaration", "code") if fp[k] != locked[cid].get(k)]
+            problems.append(
+                f"{pc.paper}: claim {cid!r}: its {' and '.join(what) or 'fingerprint'} differs from the lock "
+                f"({locked[cid]['fingerprint']} -> {fp['fingerprint']}): {fix}"
+            )
+    for cid, entry in locked.items():
+        if cid not in current:
+            removed = cid in latest and latest[cid].kind == "removed"
+            problems.append(
+                f"{pc.paper}: claim {cid!r} is in the lock but no longer declared: "
+                + (f"run `python scripts/claims.py lock {pc.paper}`" if removed else fix)
+            )
+            continue
+        expected = latest[cid].fingerprint if cid in latest else baseline.get(cid, {}).get("fingerprint")
+        if entry["fingerprint"] != expected:
+            problems.append(
+                f"{pc.paper}: claim {cid!r}: the lock's fingerprint {entry['fingerprint']} is not the one its newest "
+                f"ledger entry records ({expected or 'none'}): the lock was rewritten without a ledger entry; {fix}"
+            )
+    for cid, entry in latest.items():
+        if entry.kind == "removed" and cid in current:
+            problems.append(f"{pc.paper}: claim {cid!r} is recorded as removed ({entry.date}) but is still declared")
+    for cid in set(baseline) - set(current):
+        if cid not in latest or latest[cid].kind != "removed":
+            problems.append(f"{pc.paper}: claim {cid!r} was dropped without a 'removed' ledger entry: {fix}")
+    return problems
+
+
+def write_lock(pc: PaperClaims) -> list[str]:
+    """Rewrite the lock from the current claims, or refuse: the claims whose change has no ledger entry."""
+    lock = pc.read_lock()
+    locked, baseline = lock.get("claims", {}), lock.get("baseline", {})
+    current = pc.fingerprints()
+    latest = latest_entries(pc.ledger)
+    missing = []
+    for cid, fp in current.items():
+        known = locked.get(cid, {}).get("fingerprint")
+        if fp["fingerprint"] != known and (cid not in latest or latest[cid].fingerprint != fp["fingerprint"]):
+            if not locked and not baseline:
+                continue  # the first lock of a paper: its baseline
+            missing.append(f"{cid} (fingerprint {fp['fingerprint']})")
+    for cid in set(locked) - set(current):
+        if cid not in latest or latest[cid].kind != "removed":
+            missing.append(f"{cid} (dropped: needs a 'removed' entry saying where it went)")
+    if missing:
+        return missing
+    if not baseline:
+        baseline = current
+    payload = {
+        "paper": pc.paper,
+        "note": "written by scripts/claims.py lock; a change needs an entry in ledger.py (core/ledger.py)",
+        "claims": current,
+        "baseline": baseline,
+    }
+    from core.io import atomic_write_text
+
+    atomic_write_text(pc.lock_path, json.dumps(payload, indent=1, sort_keys=True) + "\n")
+    return []
+
+
+def papers_with_claims(root: Path = REPO_ROOT) -> list[str]:
+    return sorted(p.parent.name for p in (root / "papers").glob("*/claims.py"))

@@ -1,0 +1,69 @@
+#!/usr/bin/env python
+"""The claims lock and ledger of each paper (core/ledger.py).
+
+    python scripts/claims.py check [PAPER ...]   # every disagreement between claims, lock and ledger (exit 1 if any)
+    python scripts/claims.py lock PAPER          # rewrite PAPER's lock; refuses while a changed claim has no entry
+    python scripts/claims.py show PAPER          # the claims with their fingerprints, and the ledger
+
+After changing a claim (its statement, figure, rule, statistic or design, or the code that measures or decides it),
+add a `Change` to papers/<paper>/ledger.py with the fingerprint `lock` prints, then run `lock` again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from core.ledger import check_lock, load_paper_claims, papers_with_claims, write_lock  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("check", "lock", "show"))
+    parser.add_argument("papers", nargs="*", help="papers (default for check: every paper with a claims.py)")
+    args = parser.parse_args(argv)
+    known = papers_with_claims()
+    papers = args.papers or (known if args.command == "check" else [])
+    if not papers:
+        parser.error(f"name a paper: one of {', '.join(known)}")
+    unknown = [p for p in papers if p not in known]
+    if unknown:
+        parser.error(f"no papers/<name>/claims.py for {', '.join(unknown)}: choose from {', '.join(known)}")
+    status = 0
+    for paper in papers:
+        pc = load_paper_claims(paper)
+        if args.command == "check":
+            problems = check_lock(pc)
+            print(f"{paper}: " + ("lock and ledger agree" if not problems else f"{len(problems)} problem(s)"))
+            for p in problems:
+                print(f"  - {p}")
+            status |= bool(problems)
+        elif args.command == "lock":
+            missing = write_lock(pc)
+            if missing:
+                print(
+                    f"{paper}: not written: these claims changed without a ledger entry carrying their new "
+                    f"fingerprint (papers/{paper}/ledger.py):"
+                )
+                for m in missing:
+                    print(f"  - {m}")
+                status = 1
+            else:
+                print(f"{paper}: wrote {pc.lock_path.relative_to(ROOT)}")
+        else:
+            for cid, fp in pc.fingerprints().items():
+                print(
+                    f"{paper} {cid}: fingerprint {fp['fingerprint']} (declaration {fp['declaration']}, "
+                    f"code {fp['code']})"
+                )
+            for e in pc.ledger:
+                print(f"  {e.date} {e.claim} [{e.kind}] {e.old!r} -> {e.new!r}: {e.reason}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""Three verdicts, printed paper figures as intervals, facts: core.claims against hand-worked cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from core.claims import (
+    Claim,
+    Fact,
+    Interval,
+    Verdict,
+    at_least,
+    at_most,
+    count_verdicts,
+    equivalent,
+    interval_above,
+    interval_below,
+    printed,
+    within_abs,
+    within_rel,
+)
+
+H, F, U = Verdict.HOLDS, Verdict.FAILS, Verdict.UNDECIDED
+
+
+def iv(low: float, high: float) -> Interval:
+    return Interval((low + high) / 2, low, high)
+
+
+@pytest.mark.parametrize(
+    ("rule", "ours", "expected"),
+    [
+        (at_most(1.0), iv(0.2, 0.9), H),
+        (at_most(1.0), iv(0.2, 1.1), U),
+        (at_most(1.0), iv(1.1, 1.3), F),
+        (at_most(1.0), 1.0, H),
+        (at_most(1.0), 1.0001, F),
+        (at_least(0.9), iv(0.91, 0.99), H),
+        (at_least(0.9), iv(0.85, 0.95), U),
+        (at_least(0.9), iv(0.5, 0.89), F),
+        (equivalent(-0.01, 0.01), iv(-0.005, 0.005), H),
+        (equivalent(-0.01, 0.01), iv(-0.005, 0.02), U),
+        (equivalent(-0.01, 0.01), iv(0.02, 0.03), F),
+        (interval_above(0.0), iv(0.001, 0.1), H),
+        (interval_above(0.0), iv(-0.001, 0.1), U),
+        (interval_above(0.0), iv(-0.1, 0.0), F),
+        (interval_above(0.0), 0.5, F),  # a bare number has no spread to decide on
+        (interval_below(0.0), iv(-0.1, -0.01), H),
+        (interval_below(0.0), iv(-0.1, 0.01), U),
+        (interval_below(0.0), iv(0.0, 0.1), F),
+    ],
+)
+def test_each_rule_gives_three_verdicts(rule, ours, expected):
+    assert rule.verdict(ours, None) is expected
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, "diverged", True, Interval(math.nan, 0.0, 1.0)])
+def test_what_cannot_be_decided_as_a_number_fails(bad):
+    for rule in (within_rel(1e9), within_abs(1e9), at_most(1e9), at_least(-1e9), equivalent(-1e9, 1e9)):
+        assert rule.verdict(bad, 1.0) is F
+
+
+def test_printed_figures_are_their_rounding_intervals():
+    assert (printed(0.7).low, printed(0.7).high) == pytest.approx((0.65, 0.75))
+    assert (printed("0.70").low, printed("0.70").high) == pytest.approx((0.695, 0.705))
+    assert (printed(1.5).low, printed(1.5).high) == pytest.approx((1.45, 1.55))
+    assert (printed(44.3).low, printed(44.3).high) == pytest.approx((44.25, 44.35))
+    assert (printed(230).low, printed(230).high) == pytest.approx((229.5, 230.5))
+    assert str(printed(0.7)) == "0.7"  # shown as the paper prints it
+    with pytest.raises(ValueError, match="not a finite number"):
+        printed("nan")
+
+
+def test_equivalence_with_a_printed_figure_widens_the_margin_by_its_rounding():
+    # the paper prints 1.5; 1.54 is within 0 of some value that rounds to 1.5, 1.56 is not
+    assert within_abs(0.0).verdict(1.54, printed(1.5)) is H
+    assert within_abs(0.0).verdict(1.56, printed(1.5)) is F
+    assert within_abs(0.0).verdict(1.54, 1.5) is F  # the same figure taken as an exact point
+    # relative: |ours - p| <= 0.1 |p| for some p in [0.65, 0.75] -> ours in [0.585, 0.825]
+    assert within_rel(0.1).verdict(0.82, printed(0.7)) is H
+    assert within_rel(0.1).verdict(iv(0.80, 0.85), printed(0.7)) is U
+    assert within_rel(0.1).verdict(0.83, printed(0.7)) is F
+
+
+def test_a_claim_counts_undecided_apart():
+    c = Claim("gain", "A beats B", "A beats B", interval_above(0.0), unit="3 seeds", resolution="~0.02")
+    assert c.verdict is Verdict.NOT_MEASURED and c.holds is None
+    measured = [c.measured(iv(0.01, 0.05)), c.measured(iv(-0.01, 0.05)), c.measured(iv(-0.05, -0.01)), c]
+    assert [m.holds for m in measured] == [True, None, False, None]
+    assert count_verdicts(measured) == {"holds": 1, "fails": 1, "undecided": 1, "not measured": 1}
+    d = measured[1].to_dict()
+    assert d["verdict"] == "undecided" and d["holds"] is None and d["unit"] == "3 seeds" and d["decision"]
+
+
+def test_the_declaration_holds_the_design():
+    c = Claim(
+        "x",
+        "X",
+        printed(1.2),
+        within_rel(0.2),
+        source="T1",
+        statistic="median ratio",
+        unit="8 cells",
+        resolution="exact",
+        confidence=0.9,
+    )
+    d = c.declaration()
+    assert d["source"] == "T1" and d["statistic"] == "median ratio" and d["confidence"] == 0.9
+    assert d["decision"] == "equivalence" and d["paper"]["low"] == pytest.approx(1.15)
+
+
+def test_facts_are_labelled_and_never_claims():
+    f = Fact("dense-rate", "dense rate / paper's", 1.01, "calibration", detail="partials type chosen")
+    assert f.to_dict()["kind"] == "calibration"
+    with pytest.raises(ValueError, match="kind 'holds' is not one of analytic, calibration, construction"):
+        Fact("x", "x", 1.0, "holds")
