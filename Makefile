@@ -12,7 +12,7 @@ PAPERS := $(sort $(basename $(notdir $(wildcard configs/paper/*.yaml))))
 PAPER_LIST := $(if $(PAPERS),$(PAPERS),(none yet))
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all reproduce results bench label lint format clean
+.PHONY: help install test test-all reproduce results readme claims bench label lint format clean
 
 help: ## list the targets
 	@echo "usage: make <target> [PAPER=<name>] [ARGS=\"key=value ...\"]"
@@ -50,6 +50,12 @@ endif
 
 results: install ## print the README's table of papers from outputs/: make results [ARGS="--paper NAME --scale smoke"]
 	@$(PY) scripts/results.py $(ARGS)
+
+readme: install ## write the table of papers into README.md from the default-scale runs in outputs/
+	@$(PY) scripts/results.py --write README.md $(ARGS)
+
+claims: install ## check every paper's claims against its lock and ledger; make claims ARGS="lock <paper>" rewrites one lock
+	@$(PY) scripts/claims.py $(if $(strip $(ARGS)),$(ARGS),check)
 
 bench: install ## run the benchmarks (ratios against peer libraries): make bench [ARGS="--section name"]
 	$(PY) scripts/bench.py $(ARGS)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from core.provenance import paper_fingerprint
 from tests.conftest import REPO_ROOT
 
 
@@ -25,24 +26,27 @@ def _results_script():
 RESULTS = _results_script()
 
 
-def claim(cid, statement, paper, ours, holds, tolerance="ours <= 1"):
-    return {"id": cid, "statement": statement, "paper": paper, "tolerance": tolerance, "ours": ours, "holds": holds}
+def claim(cid, statement, paper, ours, verdict):
+    holds = {"holds": True, "fails": False}.get(verdict)
+    return {"id": cid, "statement": statement, "paper": paper, "ours": ours, "verdict": verdict, "holds": holds}
 
 
 PRNG_CLAIMS = [
-    claim("a", "AOX passes every bit", 0, 0, True),
-    claim("b", "AOX is cheaper than an adder", 0.553, 0.2375, True),
-    claim("c", "plus fails | its low bit", "fails", False, False),  # a pipe in a statement must not split the cell
+    claim("a", "AOX passes every bit", 0, 0, "holds"),
+    claim("b", "AOX is cheaper than an adder", 0.553, 0.2375, "holds"),
+    claim("c", "plus fails | its low bit", "fails", False, "fails"),
 ]
-INTERVAL = {"estimate": 0.0234, "low": 0.0101, "high": 0.0402, "confidence": 0.95, "method": "paired bootstrap"}
+INTERVAL = {"estimate": 0.0234, "low": -0.0101, "high": 0.0402, "confidence": 0.95, "method": "paired bootstrap"}
 UNIT_CLAIMS = [
-    claim("gain", "an ensemble beats its best member", None, INTERVAL, True),
-    claim("gap", "FP8 within 3% of FP32", -0.0095, 0.0801, False),
-    claim("skipped", "an arm left out", 1.0, None, None),
+    claim("gain", "an ensemble beats its best member", None, INTERVAL, "undecided"),
+    claim("gap", "FP8 within 3% of FP32", -0.0095, 0.0801, "fails"),
+    claim("skipped", "an arm left out", 1.0, None, "not measured"),
 ]
+# a record from before verdicts and fingerprints were recorded: holds only
+OLD_CLAIMS = [{"id": "a", "holds": True}, {"id": "b", "holds": False}, {"id": "c", "holds": None}]
 
 
-def write_run(outputs: Path, paper: str, stamp: str, scale: str, claims, wall: float, overrides=()) -> Path:
+def write_run(outputs: Path, paper: str, stamp: str, scale: str, claims, wall: float, overrides=(), code=None) -> Path:
     run = outputs / paper / stamp
     (run / ".hydra").mkdir(parents=True)
     record = {
@@ -51,7 +55,10 @@ def write_run(outputs: Path, paper: str, stamp: str, scale: str, claims, wall: f
         "scale": scale,
         "started": f"{stamp[:10]}T{stamp[11:].replace('-', ':')}+00:00",
         "wall_seconds": wall,
+        "versions": {"git commit": "abc1234"},
     }
+    if code is not None:
+        record["code_fingerprint"] = code
     (run / "results.json").write_text(json.dumps(record))
     hydra_overrides = [f"paper={paper}", f"scale={scale}", "logger=none", *overrides]
     (run / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in hydra_overrides))
@@ -68,13 +75,14 @@ def point_latest(outputs: Path, paper: str, run: Path) -> None:
 @pytest.fixture
 def outputs(tmp_path):
     out = tmp_path / "outputs"
-    write_run(out, "prng", "2026-11-20_10-00-00", "default", PRNG_CLAIMS, 35.2)
+    write_run(out, "prng", "2026-11-20_10-00-00", "default", PRNG_CLAIMS, 35.2, code=paper_fingerprint("prng"))
     # the newest prng run is a smoke test, and `latest` points at it: the default-scale row must not use it
-    smoke = write_run(out, "prng", "2026-11-22_09-00-00", "smoke", [claim("a", "x", 0, 1, False)], 7.8)
+    smoke = write_run(out, "prng", "2026-11-22_09-00-00", "smoke", [claim("a", "x", 0, 1, "fails")], 7.8)
     point_latest(out, "prng", smoke)
-    write_run(out, "unit_scaling", "2026-11-21_08-00-00", "default", UNIT_CLAIMS, 612.0)
+    write_run(out, "unit_scaling", "2026-11-21_08-00-00", "default", UNIT_CLAIMS, 612.0, code="0123456789ab")
+    write_run(out, "gps", "2026-11-21_08-00-00", "default", OLD_CLAIMS, 100.0)
     # newer, but a run with a setting changed on the command line: used only when no plain run exists
-    changed = [claim("a", "y", 0, 0, True)]
+    changed = [claim("a", "y", 0, 0, "holds")]
     write_run(out, "unit_scaling", "2026-11-23_08-00-00", "default", changed, 60.0, ["unit_scaling.steps=10"])
     (out / "unit_scaling" / "2026-11-24_08-00-00").mkdir()  # a run still going: claims.json, no results.json
     (out / "unit_scaling" / "2026-11-24_08-00-00" / "claims.json").write_text("{}")
@@ -82,56 +90,63 @@ def outputs(tmp_path):
 
 
 def rows_by_paper(lines):
-    return {line.split(" | ")[2].split("PAPER=")[1].split("`")[0].split(" ")[0]: line for line in lines[2:]}
+    return {line.split("](papers/")[1].split("/")[0]: line for line in lines[2:]}
 
 
-def test_rows_report_counts_figures_intervals_and_missing_papers(outputs):
-    lines, sources = RESULTS.table(["prng", "unit_scaling", "bess"], "default", outputs)
-    assert lines[:2] == ["| paper | claim checked | command | time | status |", "|---|---|---|---|---|"]
+def test_rows_count_the_three_verdicts_and_mark_stale_code(outputs):
+    lines, sources = RESULTS.table(["prng", "unit_scaling", "gps", "bess"], "default", outputs)
+    assert lines[:2] == [
+        "| paper | holds | fails | undecided | time (this 2-core CPU) | commit | code |",
+        "|---|---|---|---|---|---|---|",
+    ]
     rows = rows_by_paper(lines)
-    assert list(rows) == ["prng", "unit_scaling", "bess"]
-
-    prng = rows["prng"]
-    assert prng.startswith(
-        "| xoroshiro128aox, the IPU's PRNG (Hanlon & Felix, 2022) | xoroshiro128+ fails rank and linear complexity"
+    assert list(rows) == ["prng", "unit_scaling", "gps", "bess"]
+    assert rows["prng"] == (
+        "| [xoroshiro128aox, the IPU's PRNG (Hanlon & Felix, 2022)](papers/prng/README.md) | 2 | 1 | 0 "
+        "| 35 s (default scale, 2026-11-20) | abc1234 | current |"
     )
-    assert "| `make reproduce PAPER=prng` | 35 s (default scale, measured 2026-11-20) | " in prng
-    assert prng.endswith(
-        "| 2 of 3 claims hold: AOX passes every bit: 0 (paper 0) · AOX is cheaper than an adder: 0.2375 (paper 0.553)"
-        "; not holding: plus fails \\| its low bit: no |"
+    # the plain run, not the newer one with an override; undecided and not measured counted apart
+    assert rows["unit_scaling"] == (
+        "| [Unit Scaling (Blake et al., ICML 2023)](papers/unit_scaling/README.md) | 0 | 1 | 1 (1 not measured) "
+        f"| 10.2 min (default scale, 2026-11-21) | abc1234 "
+        f"| stale: made by code 0123456789ab, this checkout's is {paper_fingerprint('unit_scaling')} |"
     )
-    assert prng.count(" | ") == 4  # five cells: the escaped pipe did not add one
-
-    unit = rows["unit_scaling"]
-    assert "| 10.2 min (default scale, measured 2026-11-21) |" in unit  # 612 s; the plain run, not the newer one
-    assert unit.endswith(
-        "| 1 of 3 claims hold: an ensemble beats its best member: 0.0234 [0.0101, 0.0402] (95%)"
-        "; not holding: FP8 within 3% of FP32: 0.0801 (paper -0.0095)"
-        "; not measured: an arm left out: - (paper 1) |"
+    assert rows["gps"].endswith(
+        "| 1 | 1 | 0 (1 not measured) | 1.7 min (default scale, 2026-11-21) | abc1234 "
+        "| stale: made before results carried a code fingerprint |"
     )
-
-    bess = rows["bess"]
-    assert bess.startswith("| BESS (Cattaneo et al., 2022) |")
-    assert bess.endswith(f"| - | no default-scale run in {outputs / 'bess'}/: run `make reproduce PAPER=bess` |")
-
+    assert rows["bess"] == (
+        "| [BESS (Cattaneo et al., 2022)](papers/bess/README.md) | - | - | - "
+        "| no default-scale run: `make reproduce PAPER=bess` | - | - |"
+    )
     assert sources == [
         f"prng: {outputs / 'prng' / '2026-11-20_10-00-00' / 'results.json'}",
         f"unit_scaling: {outputs / 'unit_scaling' / '2026-11-21_08-00-00' / 'results.json'}",
+        f"gps: {outputs / 'gps' / '2026-11-21_08-00-00' / 'results.json'}",
         f"bess: no finished default-scale run under {outputs / 'bess'}/",
     ]
 
 
 def test_latest_is_used_for_its_own_scale_and_changed_runs_are_named(outputs):
     lines, _ = RESULTS.table(["prng"], "smoke", outputs)
-    # `latest` (the smoke run); 7.8 s shown in whole seconds
-    assert '| `make reproduce PAPER=prng ARGS="scale=smoke"` | 8 s (smoke scale, measured 2026-11-22) |' in lines[2]
-    assert lines[2].endswith("| 0 of 1 claims hold; not holding: x: 1 (paper 0) |")
+    assert "| 0 | 1 | 0 | 8 s (smoke scale, 2026-11-22) |" in lines[2]  # `latest`, the smoke run
     # with the plain run gone, the run with an override is reported, and says what was changed
     plain = outputs / "unit_scaling" / "2026-11-21_08-00-00"
     (plain / "results.json").unlink()
     lines, _ = RESULTS.table(["unit_scaling"], "default", outputs)
-    assert "| 60 s (default scale, measured 2026-11-23); overrides: unit_scaling.steps=10 |" in lines[2]
-    assert lines[2].endswith("| 1 of 1 claims hold: y: 0 (paper 0) |")
+    assert "| 1 | 0 | 0 | 60 s (default scale, 2026-11-23); overrides: unit_scaling.steps=10 |" in lines[2]
+
+
+def test_the_table_is_written_between_the_readme_markers(outputs, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\n{RESULTS.BEGIN}\nold table\n{RESULTS.END}\n\n## Running\n")
+    lines, _ = RESULTS.table(["prng"], "default", outputs)
+    RESULTS.write_into(readme, lines)
+    text = readme.read_text()
+    assert text.startswith("# Title\n\n") and text.endswith(f"{RESULTS.END}\n\n## Running\n")
+    assert "old table" not in text and lines[2] in text
+    with pytest.raises(SystemExit, match="no table markers"):
+        RESULTS.write_into(tmp_path / "other.md" if (tmp_path / "other.md").write_text("x") else readme, lines)
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess:
@@ -144,8 +159,8 @@ def test_command_line_prints_the_table_and_names_its_sources(outputs):
     r = run_script("--outputs", str(outputs), "--paper", "prng", "--paper", "gps")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert len(lines) == 4 and lines[2].startswith("| xoroshiro128aox") and lines[3].startswith("| GPS++")
-    assert "2 of 3 claims hold" in lines[2] and "no default-scale run" in lines[3]
+    assert len(lines) == 4 and lines[2].startswith("| [xoroshiro128aox") and lines[3].startswith("| [GPS++")
+    assert "| 2 | 1 | 0 |" in lines[2] and "stale" in lines[3]
     assert f"read prng: {outputs / 'prng' / '2026-11-20_10-00-00' / 'results.json'}" in r.stderr
 
 
