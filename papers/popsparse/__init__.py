@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from core.config import ConfigError, check_choice, check_range
 from core.report import Report
 from core.sparsity.formats import BLOCK_SIZES
-from papers.popsparse.report import claims
+from papers.popsparse.claims import claims
 
 DTYPES = ("float16", "float32")
 

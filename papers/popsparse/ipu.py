@@ -130,7 +130,8 @@ def _simulate_task(task: tuple) -> tuple[str, dict[str, Any]]:
 class CellCache:
     """Simulated cells kept in a JSON file (rewritten atomically after each cell), so that a killed sweep resumes
     where it stopped. The file belongs in a run's checkpoint directory, which is keyed by the config (device, sizes,
-    seed); `path=None` keeps the cells in memory only."""
+    seed) and the code's fingerprint (core.runner), so other code recomputes; `path=None` keeps the cells in memory
+    only."""
 
     def __init__(self, path: str | os.PathLike | None = None, resume: bool = True):
         self.path = Path(path) if path is not None else None

@@ -18,7 +18,8 @@ from core.config import check_choice, check_range
 from core.progress import progress
 from core.report import Report
 from papers.prng import battery
-from papers.prng.report import DIEHARDER_TESTS, LABELS, build_report, claims
+from papers.prng.claims import claims
+from papers.prng.report import DIEHARDER_TESTS, LABELS, build_report
 
 GENERATORS = tuple(LABELS)
 
