@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 
 from core.config import ConfigError, check_choice, check_range
 from core.report import Report
+from papers.fp8_llm.claims import claims
 from papers.fp8_llm.pretrained import PretrainedConfig
-from papers.fp8_llm.report import build_report, claims
+from papers.fp8_llm.report import build_report
 from papers.fp8_llm.train import ARMS, RunConfig, SizeConfig
 
 ARM_NAMES = ARMS  # fp32 and every FP8 scaling policy of core.numerics.fp8

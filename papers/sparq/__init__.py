@@ -21,7 +21,8 @@ from core.nn.transformer import POSITIONS
 from core.report import Report
 from core.runner import current_run
 from papers.sparq.attention import dense_attention, h2o_attention, local_attention, sparq_attention
-from papers.sparq.report import build_report, claims
+from papers.sparq.claims import claims
+from papers.sparq.report import build_report
 
 BASELINES = ("sparq", "h2o", "local")
 LMS = ("smollm2", "charlm")
@@ -240,7 +241,8 @@ def _charlm(cfg, run):
 
 
 def _store(run) -> Path | None:
-    """Where finished batches are kept so a killed run resumes (the run's checkpoint folder, keyed by its config)."""
+    """Where finished batches are kept so a killed run resumes (the run's checkpoint folder, keyed by its config and
+    code)."""
     if run is None:
         return None
     path = run.checkpoint_dir / "evaluation"

@@ -1,5 +1,6 @@
 """The decoder LM SparQ is evaluated with: core.nn.TransformerLM trained on Shakespeare (characters), its checkpoint
-kept under <output_root>/sparq/models/<hash of the model and training settings> and reused by later runs.
+kept under <output_root>/sparq/models/<hash of the model and training settings and of the code that trains it>
+and reused by later runs.
 
 A share of the training windows end with a copy of an earlier span of the same window ("repeat windows"), so the
 small model learns the copying (induction) behaviour the repetition task measures; the rest are plain text. An
@@ -23,6 +24,7 @@ from omegaconf import OmegaConf
 
 from core.data.shakespeare import CharCorpus, sample_windows
 from core.nn import Ops, TransformerLM
+from core.provenance import paper_fingerprint
 from core.train import fit, init_state, optimizer_step
 
 
@@ -31,10 +33,25 @@ def build_model(cfg, corpus: CharCorpus) -> TransformerLM:
     return TransformerLM(corpus.vocab_size, m.d_model, m.depth, m.heads, m.seq_len, Ops(), position=m.position)
 
 
+# The code the trained weights depend on (core.provenance): this module, the LM and its ops, the training loop and its
+# checkpoints, and the corpus. A change to any of them trains a new model instead of reusing one made by other code.
+TRAINING_CODE = (
+    "papers/sparq/model.py",
+    "core/nn",
+    "core/numerics",
+    "core/unit_scaling",
+    "core/train.py",
+    "core/checkpoint.py",
+    "core/data/shakespeare.py",
+)
+
+
 def model_key(cfg, seed: int) -> str:
-    """A hash of everything that determines the trained weights (and nothing else): the model section and the seed."""
+    """A hash of everything that determines the trained weights (and nothing else): the model section, the seed and
+    the fingerprint of the code that trains it (TRAINING_CODE)."""
     model = OmegaConf.to_container(cfg.model, resolve=True) if hasattr(cfg.model, "_get_node") else asdict(cfg.model)
-    blob = json.dumps({"model": model, "seed": seed}, sort_keys=True, default=str)
+    code = paper_fingerprint("sparq", *TRAINING_CODE)
+    blob = json.dumps({"model": model, "seed": seed, "code": code}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 

@@ -1,243 +1,23 @@
-"""The SparQ report: the claims at the paper's 1/8 compression (declared from the config alone, before any run), the
-sweep table, and score and BPC against transfer."""
+"""The SparQ report (the claims are declared and measured in papers/sparq/claims.py): the sweep table, the decode-step
+table, and score and BPC against transfer."""
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from core import plots
-from core.report import Claim, Figure, Interval, Report, Rule, Table, interval_above, is_true, within_abs
-from core.stats import paired_bootstrap
+from core.report import Figure, Interval, Report, Table
+from papers.sparq.claims import (
+    PAPER_BPC,
+    PAPER_REPETITION,
+    PAPER_SQUAD,
+    claims,
+    facts,
+    measure,
+    ratio_of_means,
+    sparq_attention_transfer,
+)
+from papers.sparq.claims import find as _find
 
-# Ribar et al. 2024 at 1/8 of the dense transfer, Llama-2-7B (papers/sparq/REFERENCES.md, "results at 1/8")
-PAPER_REPETITION = {"dense": 207, "sparq": 186, "h2o": 12, "local": 19}
-PAPER_BPC = {"dense": 0.770, "sparq": 0.782, "h2o": 0.829, "local": 0.881}  # WikiText-103
-PAPER_SQUAD = {"dense": 0.769, "sparq": 0.727, "h2o": 0.470, "local": 0.261}  # in-context extraction (accuracy)
-PAPER_SPEEDUP = 3.0  # A100 kernel, S=4096, batch 64 (REFERENCES.md, "kernel speed"); the IPU's 7.4x in the statement
-HEAD_DIM = 128  # the timed kernels' head dimension, as the paper's models
-
-# The thresholds are the paper's own SparQ figures at 1/8: SparQ keeps 186/207 = 0.899 of the dense repetition
-# score, and its BPC is 0.782/0.770 - 1 = 1.56% above dense. The claims ask ours to do at least as well.
-REPETITION_KEPT = PAPER_REPETITION["sparq"] / PAPER_REPETITION["dense"]
-BPC_INCREASE = PAPER_BPC["sparq"] / PAPER_BPC["dense"] - 1
-# needle retrieval is not in the paper's table; its nearest task is SQuAD (the answer is extracted from the prompt's
-# own text): SparQ keeps 0.727/0.769 = 0.945 of dense there
-NEEDLE_KEPT = PAPER_SQUAD["sparq"] / PAPER_SQUAD["dense"]
-
-
-def _estimate_at_least(bound: float, what: str) -> Rule:
-    return Rule(
-        f"estimate >= {bound:.4f} ({what}); 95% interval reported",
-        lambda ours, paper: isinstance(ours, Interval) and math.isfinite(ours.estimate) and ours.estimate >= bound,
-    )
-
-
-def _estimate_at_most(bound: float, what: str) -> Rule:
-    return Rule(
-        f"estimate <= {bound:.4f} ({what}); 95% interval reported",
-        lambda ours, paper: isinstance(ours, Interval) and math.isfinite(ours.estimate) and ours.estimate <= bound,
-    )
-
-
-# ---------------------------------------------------------------------------------------------- claims
-
-BEATEN = {"h2o": "H2O", "local": "the local window"}  # the baselines SparQ is claimed to beat, in report order
-
-CLAIMS = {
-    "sparq-repetition": Claim(
-        "sparq-repetition",
-        "SparQ at 1/8 of the dense transfer keeps at least the share of the dense repetition score that the "
-        "paper's SparQ keeps (ratio of mean characters copied, paired bootstrap over examples)",
-        round(REPETITION_KEPT, 4),
-        _estimate_at_least(REPETITION_KEPT, "the paper's 186/207"),
-    ),
-    "sparq-bpc": Claim(
-        "sparq-bpc",
-        "SparQ at 1/8 of the dense transfer: BPC at most as far above dense as the paper's (relative increase, "
-        "paired bootstrap over windows)",
-        round(BPC_INCREASE, 4),
-        _estimate_at_most(BPC_INCREASE, "the paper's 0.782/0.770 - 1"),
-    ),
-    "sparq-needle": Claim(
-        "sparq-needle",
-        "SparQ at 1/8 of the dense transfer keeps at least the share of dense accuracy that the paper's SparQ keeps "
-        "on its nearest task, SQuAD (in-context extraction): needle retrieval, ratio of hit rates, paired bootstrap "
-        "over examples",
-        round(NEEDLE_KEPT, 4),
-        _estimate_at_least(NEEDLE_KEPT, "the paper's SQuAD 0.727/0.769"),
-    ),
-    **{
-        f"sparq-beats-{name}": Claim(
-            f"sparq-beats-{name}",
-            f"At 1/8 of the transfer SparQ beats {label} on both repetition score and BPC (paired bootstrap over "
-            "examples and windows)",
-            "yes",
-            is_true("score gain's 95% interval above 0 and BPC difference's below 0"),
-        )
-        for name, label in BEATEN.items()
-    },
-}
-
-
-def _operating_point(c) -> tuple[int, int]:
-    """(r, k) of the timed kernels: the paper's S=16384 operating point unless configured otherwise."""
-    return int(c.speed_r), int(c.speed_k)
-
-
-def sparq_attention_transfer(S: int, d: int, r: int, k: int) -> int:
-    """The paper's formula, elements per head per step."""
-    return (2 + 2 * k) * d + d + S * r + 2 * d
-
-
-def transfer_claim(c) -> Claim:
-    r, k = _operating_point(c)
-    S = int(c.speed_seq)
-    return Claim(
-        "transfer-formula",
-        f"The timed SparQ decode-step kernel moves what the paper's formula (2+2k)d + d + Sr + 2d says, at "
-        f"S={S}, d={HEAD_DIM}, r={r}, k={k} (elements per head and step, counted from its traced program)",
-        sparq_attention_transfer(S, HEAD_DIM, r, k),
-        within_abs(0),
-    )
-
-
-def decode_speed_claim(c) -> Claim:
-    r, k = _operating_point(c)
-    S = int(c.speed_seq)
-    share = sparq_attention_transfer(S, HEAD_DIM, r, k) / ((2 + 2 * S) * HEAD_DIM)
-    return Claim(
-        "decode-speed",
-        f"At r={r}, k={k}, S={S} ({share:.3f} of the dense transfer; the paper's IPU operating point is S=16384, "
-        "r=32, k=128) SparQ's decode-step attention is at least as much faster than dense on this CPU as on the "
-        "paper's A100 (3.0x; 7.4x on an IPU): speed-up, median of paired timing rounds",
-        PAPER_SPEEDUP,
-        interval_above(PAPER_SPEEDUP),
-    )
-
-
-def _ratio_label(ratio: float) -> str:
-    return f"1/{round(1 / ratio)}"
-
-
-def claims(cfg) -> list[Claim]:
-    """The claims the configured methods can test (every SparQ quality claim needs SparQ in `sparq.methods`, a
-    beats-X claim also X), declared before the run; the transfer and speed claims are about the timed kernels."""
-    c = cfg.sparq
-    out = []
-    if "sparq" in c.methods:
-        out += [CLAIMS["sparq-repetition"], CLAIMS["sparq-bpc"]]
-        if c.lm == "smollm2" and c.smollm2.needle:
-            out.append(CLAIMS["sparq-needle"])
-        out += [CLAIMS[f"sparq-beats-{name}"] for name in BEATEN if name in c.methods]
-    return [*out, transfer_claim(c), decode_speed_claim(c)]
-
-
-def _find(results, name, ratio=None):
-    for r in results:
-        m = r["method"]
-        if m.name == name and (ratio is None or abs(m.ratio - ratio) < 1e-9):
-            return r
-    return None
-
-
-def ratio_of_means(a, b, *, seed: int = 0, n_resamples: int = 2000) -> Interval:
-    """mean(a) / mean(b) over paired examples, with a 95% percentile bootstrap interval from resampling the examples
-    (scipy.stats.bootstrap, paired; the ratio is not a statistic of the differences, so core.stats.paired_bootstrap
-    does not fit it)."""
-    from scipy import stats
-
-    x, y = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if x.shape != y.shape or x.size < 2:
-        raise ValueError(f"ratio_of_means: need two paired samples of >= 2 values, got {x.size} and {y.size}")
-    if y.mean() == 0:
-        raise ValueError("ratio_of_means: the mean of the denominator's sample is 0")
-    point = float(x.mean() / y.mean())
-    if np.ptp(x) == 0 and np.ptp(y) == 0:
-        return Interval(point, point, point, 0.95, f"{x.size} identical examples")
-    res = stats.bootstrap(
-        (x, y),
-        lambda u, v, axis=-1: np.mean(u, axis) / np.mean(v, axis),
-        paired=True,
-        vectorized=True,
-        n_resamples=n_resamples,
-        method="percentile",
-        random_state=np.random.default_rng(seed),
-    )
-    low, high = res.confidence_interval
-    if not (np.isfinite(low) and np.isfinite(high)):  # some resamples drew only zeros in the denominator
-        return Interval(point, -np.inf, np.inf, 0.95, f"bootstrap undefined over {x.size} examples")
-    return Interval(point, low, high, 0.95, f"paired bootstrap over {x.size} examples")
-
-
-def measure(cfg, results, speed) -> list[Claim]:
-    """Our figure for every declared claim. The repetition claims stay in the report when the dense model copies
-    too little for the task to tell the methods apart, with a detail saying so."""
-    c = cfg.sparq
-    seed = int(cfg.seed)
-    dense = _find(results, "dense")
-    ratio = float(c.claim_ratio)
-    sparq = _find(results, "sparq", ratio)
-    found: dict[str, tuple] = {}  # claim id -> (ours, detail)
-    if sparq is not None:
-        copies = dense["score"] >= c.min_dense_score  # else the task does not tell the methods apart
-        why = (
-            ""
-            if copies
-            else f"; not measured: the dense model copies only {dense['score']:.1f} characters (< "
-            f"{c.min_dense_score:g}), so the task cannot tell the methods apart at this scale"
-        )
-        found["sparq-repetition"] = (
-            ratio_of_means(sparq["scores"], dense["scores"], seed=seed) if copies else float("nan"),
-            f"{sparq['score']:.1f} vs dense {dense['score']:.1f} characters (of "
-            f"{f'{c.smollm2.generate} tokens' if c.lm == 'smollm2' else f'{c.generate} characters'} generated) over "
-            f"{len(dense['scores'])} examples{why}",
-        )
-        rise = ratio_of_means(sparq["bpcs"], dense["bpcs"], seed=seed)
-        found["sparq-bpc"] = (
-            Interval(rise.estimate - 1, rise.low - 1, rise.high - 1, rise.confidence, rise.method),
-            f"{sparq['bpc']:.4f} vs dense {dense['bpc']:.4f} BPC over {len(dense['bpcs'])} windows",
-        )
-        if "needles" in dense:
-            retrieves = dense["needle"] >= c.min_dense_needle
-            found["sparq-needle"] = (
-                ratio_of_means(sparq["needles"], dense["needles"], seed=seed) if retrieves else float("nan"),
-                f"{sparq['needle']:.3f} vs dense {dense['needle']:.3f} of {len(dense['needles'])} needles retrieved"
-                + (
-                    ""
-                    if retrieves
-                    else f"; not measured: dense retrieves under {c.min_dense_needle:g}, so the task cannot tell "
-                    "the methods apart"
-                ),
-            )
-        for name in BEATEN:
-            other = _find(results, name, ratio)
-            if other is None:
-                continue
-            gain = paired_bootstrap(sparq["scores"], other["scores"], seed=seed)
-            drop = paired_bootstrap(sparq["bpcs"], other["bpcs"], seed=seed)
-            found[f"sparq-beats-{name}"] = (
-                copies and gain.low > 0 and drop.high < 0,
-                f"score gain {gain} characters ({sparq['score']:.1f} vs {other['score']:.1f}); BPC difference "
-                f"{drop} ({sparq['bpc']:.4f} vs {other['bpc']:.4f}){why}",
-            )
-    formula = sparq_attention_transfer(speed.S, speed.d, speed.r, speed.k)
-    found["transfer-formula"] = (
-        speed.sparq_elements,
-        f"counted: SparQ {speed.sparq_elements:,} (formula {formula:,}), dense {speed.dense_elements:,} (formula "
-        f"(2+2S)d = {(2 + 2 * speed.S) * speed.d:,}); SparQ moves {speed.transfer:.4f} of dense",
-    )
-    speedup = speed.speedup(seed)
-    found["decode-speed"] = (
-        speedup,
-        f"dense {speed.dense_seconds * 1e3:.2f} ms vs SparQ {speed.sparq_seconds * 1e3:.2f} ms per step (medians of "
-        f"{len(speed.dense_rounds)} interleaved rounds, both warmed) over {speed.rows} heads x {speed.S} positions x "
-        f"{speed.d}, r={speed.r}, k={speed.k}; measured {speedup.estimate:.2f}x vs "
-        f"theoretical {speed.theoretical_speedup:.2f}x (counted transfer {speed.transfer:.4f} of dense); of SparQ's "
-        f"step, the top-{speed.k} selection over {speed.S} positions alone takes {speed.select_seconds * 1e3:.2f} ms",
-    )
-    return [claim.measured(*found[claim.id]) if claim.id in found else claim for claim in claims(cfg)]
+__all__ = ["build_report", "claims", "figures", "measure", "ratio_of_means", "tables"]
 
 
 # ---------------------------------------------------------------------------------------------- tables
@@ -416,6 +196,7 @@ def build_report(cfg, results, info, speed) -> Report:
         figures(results),
         metrics,
         notes,
+        facts=facts(speed),
     )
 
 

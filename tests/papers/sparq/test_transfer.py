@@ -10,8 +10,13 @@ from papers.sparq.speed import _sparq_with_transposed_k, kernel_elements, operat
 from papers.sparq.transfer import elements_read, elements_written
 
 
-@pytest.mark.parametrize(("S", "d", "r", "k"), [(2048, 128, 16, 128), (16384, 128, 16, 1024), (300, 64, 3, 40)])
+@pytest.mark.parametrize(
+    ("S", "d", "r", "k"),
+    [(16384, 128, 32, 128), (512, 128, 16, 32), (2048, 128, 16, 128), (16384, 128, 16, 1024), (300, 64, 3, 40)],
+)
 def test_timed_kernels_move_the_papers_transfer(S, d, r, k):
+    """What was the `transfer-formula` claim (ledger.py, 2026-11-25): the timed kernels at the default operating point
+    (S=16384, r=32, k=128), the smoke scale's and others."""
     dense, sparq = kernel_elements(S, d, r, k)
     assert dense == (2 + 2 * S) * d  # q, the output, all of K and V
     assert sparq == (2 + 2 * k) * d + d + S * r + 2 * d  # q, out, K[i2], V[i2], V mean, K[:, i1], the 2d writes
