@@ -16,7 +16,8 @@ from core.data.shakespeare import load_shakespeare
 from core.report import Report
 from core.runner import current_run
 from core.unit_scaling.umup import PARAMETRIZATIONS, Mults
-from papers.umup.report import build_report, claims
+from papers.umup.claims import claims
+from papers.umup.report import build_report
 from papers.umup.train import Group, GroupResult, mean_curve, optimum, train_group
 
 __all__ = ["Config", "ModelConfig", "claims", "reproduce"]

@@ -13,7 +13,8 @@ from core.config import ConfigError, check_choice, check_range
 from core.data.shakespeare import load_shakespeare
 from core.report import Report
 from core.runner import current_run
-from papers.unit_scaling.report import build_report, claims
+from papers.unit_scaling.claims import claims
+from papers.unit_scaling.report import build_report
 from papers.unit_scaling.train import ARMS, gradient_errors, init_scales, train_arm
 
 __all__ = ["ARMS", "Config", "FP8Config", "ModelConfig", "claims", "reproduce"]
