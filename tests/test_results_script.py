@@ -174,3 +174,13 @@ def test_command_line_prints_the_table_and_names_its_sources(outputs):
 def test_bad_arguments_are_named(args, message):
     r = run_script(*args)
     assert r.returncode == 2 and message in r.stderr and r.stdout == ""
+
+
+def test_the_readme_holds_the_generated_table_and_every_paper_has_its_page():
+    text = (REPO_ROOT / "README.md").read_text()
+    assert text.count(RESULTS.BEGIN) == 1 and text.count(RESULTS.END) == 1
+    table = text.split(RESULTS.BEGIN)[1].split(RESULTS.END)[0].strip().splitlines()
+    if table:  # a table written by `make readme` starts with the script's header
+        assert table[:2] == RESULTS.HEADER
+    for paper in RESULTS.configured_papers():
+        assert (REPO_ROOT / "papers" / paper / "README.md").is_file(), paper
