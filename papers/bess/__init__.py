@@ -7,7 +7,7 @@ papers.bess.bess the sharded embedding-moving step (shard_map + all_to_all), pap
 evaluation, papers.bess.scaling the device-scaling measurement.
 """
 
+from papers.bess.claims import claims
 from papers.bess.experiment import Config, reproduce
-from papers.bess.report import claims
 
 __all__ = ["Config", "claims", "reproduce"]

@@ -1,189 +1,23 @@
-"""The BESS report: the claims (declared from the config alone, before any run), the tables (filtered MRR and hits@k
+"""The BESS report (the claims are papers/bess/claims.py): the tables (filtered MRR and hits@k
 of every scoring function on Nations, Kinships and UMLS beside the literature, the random floor and the ensembles;
 scaling over simulated devices, read from the compiled programs) and the figures (MRR per graph, steps/s and memory
 per device)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from core import plots
-from core.report import Claim, Figure, Interval, Report, Table, at_least, at_most, interval_above, is_true
-
-# Literature filtered test MRR: the strongest value found for each (graph, model); sources, tables and pages in
-# papers/bess/REFERENCES.md (entries L1-L8)
-LITERATURE_MRR = {
-    ("nations", "transe"): 0.4813,  # L1
-    ("nations", "distmult"): 0.7131,  # L2
-    ("nations", "complex"): 0.6677,  # L3
-    ("nations", "rotate"): 0.7155,  # L4
-    ("kinships", "distmult"): 0.640,  # L5
-    ("kinships", "complex"): 0.823,  # L6
-    ("umls", "distmult"): 0.878,  # L7
-    ("umls", "complex"): 0.838,  # L8
-}
-LITERATURE_SLACK = 0.05  # issue 12: within 0.05 of the literature MRR, or better
-WIDE = 2.0  # issue 12: "beats the random floor by a wide margin": at least twice the floor's MRR
-EQUIVALENCE_TOL = 1e-5  # float32
-MEMORY_TOL = 0.01  # n x (per-device bytes the entity table costs) against one device's
-BOOTSTRAP = {"n_resamples": 2000, "confidence": 0.95}
-NAMES = {"transe": "TransE", "distmult": "DistMult", "complex": "ComplEx", "rotate": "RotatE"}
-
-
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
-    raise AssertionError
-
-
-# ---------------------------------------------------------------------------------------------- claims
-
-CLAIMS = {
-    "beats-random-floor": Claim(
-        "beats-random-floor",
-        f"Every model beats a random ranker by a wide margin: the smallest ratio of test MRR to the expected "
-        f"filtered MRR of a uniformly random ranking (exact, from each test query's filtered candidate count; at "
-        f"least {WIDE:g}x)",
-        None,
-        at_least(WIDE),
-    ),
-    "table-memory-1-over-n": Claim(
-        "table-memory-1-over-n",
-        "Entity-table memory per device falls as 1/n: from XLA's memory analysis of the compiled training step, "
-        "the per-device bytes (arguments + outputs) that doubling the entity count adds, times n, against one "
-        "device's; largest relative deviation over the meshes",
-        None,
-        at_most(MEMORY_TOL),
-    ),
-    "bess-moves-less": Claim(
-        "bess-moves-less",
-        "BESS moves fewer bytes per step than all-gathering the entity table, for every n >= 2: the bytes the "
-        "collectives of the compiled BESS step deliver, against those of the compiled all-gather step",
-        "yes",
-        is_true("BESS bytes < all-gather bytes at every n >= 2"),
-    ),
-}
-
-
-def _literature_claim(name: str, model: str) -> Claim:
-    lit = LITERATURE_MRR[(name, model)]
-    return Claim(
-        f"mrr-{name}-{model}",
-        f"{NAMES[model]} on {name}: filtered test MRR within {LITERATURE_SLACK} of the literature, or better",
-        lit,
-        at_least(round(lit - LITERATURE_SLACK, 6)),
-    )
-
-
-def _ensemble_claim(name: str, members: int) -> Claim:
-    return Claim(
-        f"ensemble-{name}",
-        f"On {name}, an ensemble of at least two distinct models out of {members} (members and weights chosen on "
-        "the validation split, log-probabilities averaged) beats its best member on the test split: test MRR gain "
-        f"over the best single model, {BOOTSTRAP['confidence']:.0%} paired-bootstrap interval over test triples",
-        None,
-        interval_above(0.0),
-    )
-
-
-def _equivalence_claim(devices: int) -> Claim:
-    return Claim(
-        "bess-equals-single-device",
-        f"BESS on {devices} devices equals the single-device computation for the same batch: largest relative "
-        "error of loss, scores and gradients over the scoring functions",
-        None,
-        at_most(EQUIVALENCE_TOL),
-    )
-
-
-def claims(cfg) -> list[Claim]:
-    """The claims, declared before the run: the literature MRR of every (graph, model) the config trains that the
-    literature reports, an ensemble per graph when it trains several models, the scaling claims when it measures
-    scaling (moving fewer bytes needs a mesh of two or more, 1/n needs two meshes)."""
-    c = cfg.bess
-    datasets, models = list(dict.fromkeys(c.datasets)), list(dict.fromkeys(c.models))
-    out = [CLAIMS["beats-random-floor"]]
-    out += [_literature_claim(g, m) for g, m in LITERATURE_MRR if g in datasets and m in models]
-    if len(models) > 1:
-        out += [_ensemble_claim(name, len(models)) for name in datasets]
-    out.append(_equivalence_claim(c.devices))
-    if c.scaling.enabled:
-        if len(set(c.scaling.devices)) > 1:
-            out.append(CLAIMS["table-memory-1-over-n"])
-        if any(n >= 2 for n in c.scaling.devices):
-            out.append(CLAIMS["bess-moves-less"])
-    return out
-
-
-def per_triple_rr(ranks: np.ndarray) -> np.ndarray:
-    """Reciprocal rank of each test triple: the mean of its tail query's and its head query's (ranks [2B]: tails
-    first), so that the mean over triples is the MRR and a bootstrap resamples triples, not correlated queries."""
-    ranks = np.asarray(ranks, np.float64)
-    half = len(ranks) // 2
-    return (1.0 / ranks[:half] + 1.0 / ranks[half:]) / 2
-
-
-def ensemble_gain(ens: dict, results: dict, name: str, seed: int = 0) -> tuple[Any, str]:
-    """Our figure for `ensemble-<name>`: the paired-bootstrap interval of the test MRR gain over the best single
-    member (the best by test MRR, the strongest comparison), or a sentence when selection kept one model only."""
-    from core.stats import paired_bootstrap
-
-    members = {m: results[(g, m)] for (g, m) in results if g == name}
-    best = max(members, key=lambda m: members[m]["test"]["mrr"])
-    chosen = ", ".join(f"{NAMES[m]} x{k}" for m, k in ens["weights"].items())
-    detail = f"{ens['mrr']:.3f} vs {NAMES[best]} {members[best]['test']['mrr']:.3f}; chose {chosen}"
-    if len(ens["weights"]) < 2:
-        return f"one member ({chosen}): not an ensemble", detail
-    gain = paired_bootstrap(
-        per_triple_rr(ens["test_ranks"]), per_triple_rr(members[best]["test_ranks"]), seed=seed, **BOOTSTRAP
-    )
-    return gain, detail
-
-
-def measure(cfg, results, ensembles, floors, equivalence, scaling_rows, graphs=None) -> list[Claim]:
-    """Our figure for every declared claim (one the run did not measure stays unmeasured)."""
-    from papers.bess.scoring import random_floor
-
-    ours: dict[str, tuple[Any, str]] = {}
-    (wname, wmodel), winfo = min(results.items(), key=lambda kv: kv[1]["test"]["mrr"] / floors[kv[0][0]])
-    mrr = winfo["test"]["mrr"]
-    unfiltered = random_floor(graphs[wname].num_entities) if graphs else float("nan")
-    ours["beats-random-floor"] = (
-        mrr / floors[wname],
-        f"{NAMES[wmodel]} on {wname}: {mrr:.3f} vs filtered floor {floors[wname]:.3f} "
-        f"(against the unfiltered H_N/N = {unfiltered:.3f}: {mrr / unfiltered:.2f}x)",
-    )
-    for (name, model), info in results.items():
-        ours[f"mrr-{name}-{model}"] = (info["test"]["mrr"], f"hits@10 {info['test']['hits@10']:.3f}")
-    for name, ens in ensembles.items():
-        ours[f"ensemble-{name}"] = ensemble_gain(ens, results, name, int(cfg.seed))
-    ours["bess-equals-single-device"] = (
-        max(max(v.values()) for v in equivalence.values()),
-        ", ".join(f"{NAMES[m]} {max(v.values()):.1e}" for m, v in equivalence.items()),
-    )
-    if len(scaling_rows) > 1:
-        first = scaling_rows[0]
-        whole = first["entity_bytes_per_device"] * first["devices"]
-        ours["table-memory-1-over-n"] = (
-            max(abs(r["entity_bytes_per_device"] * r["devices"] / whole - 1) for r in scaling_rows),
-            f"{first['entities_measured']:,} more entities cost per device: "
-            + " / ".join(f"n={r['devices']} {_bytes(r['entity_bytes_per_device'])}" for r in scaling_rows),
-        )
-    multi = [r for r in scaling_rows if r["devices"] >= 2]
-    if multi:
-        ours["bess-moves-less"] = (
-            all(r["bess_bytes_per_step"] < r["all_gather_bytes_per_step"] for r in multi),
-            ", ".join(
-                f"n={r['devices']}: {_bytes(r['bess_bytes_per_step'])} vs {_bytes(r['all_gather_bytes_per_step'])}"
-                for r in multi
-            ),
-        )
-    return [claim.measured(*ours[claim.id]) if claim.id in ours else claim for claim in claims(cfg)]
-
+from core.report import Figure, Interval, Report, Table
+from papers.bess.claims import (
+    LITERATURE_MRR,
+    NAMES,
+    claims,
+    ensemble_gain,
+    facts,
+    measure,
+    per_triple_rr,
+)
 
 # ---------------------------------------------------------------------------------------------- tables
 
@@ -380,6 +214,7 @@ def build_report(cfg, graphs, results, ensembles, floors, untrained, equivalence
         figures(graphs, results, ensembles, floors, scaling_rows),
         metrics,
         notes,
+        facts=facts(scaling_rows),
     )
 
 

@@ -5,7 +5,7 @@ papers.gps.features featurises molecules (RDKit), papers.gps.model is the GPS++ 
 papers.gps.batching packs graphs into static-shape batches, papers.gps.train trains it data-parallel.
 """
 
+from papers.gps.claims import claims
 from papers.gps.experiment import Config, reproduce
-from papers.gps.report import claims
 
 __all__ = ["Config", "claims", "reproduce"]

@@ -1,5 +1,6 @@
 """Featurising many molecules into a GraphSet, and QM9's featurised molecules (target: HOMO-LUMO gap in eV)
-cached on disk under a name derived from FEATURE_VERSION, max_spd and the molecules chosen."""
+cached on disk under a name derived from FEATURE_VERSION, the code fingerprint of the featurisation modules, max_spd
+and the molecules chosen."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from core.data.molecules import HARTREE_EV, MoleculeError, load_qm9
 from core.progress import progress
+from core.provenance import paper_fingerprint
 from papers.gps.features import FEATURE_VERSION, check_max_spd, featurise
 from papers.gps.graphs import GraphSet
 
@@ -58,10 +60,27 @@ def featurise_many(
     return GraphSet.from_graphs(graphs, target[kept], ids[kept], [smiles[i] for i in kept], dict(skipped))
 
 
+# The modules featurise_qm9's result depends on (core.progress only draws the bar): a change to any of them gives
+# another cache file, so features computed by older code are never read back.
+FEATURISATION_MODULES = (
+    "papers/gps/cache.py",
+    "papers/gps/features.py",
+    "papers/gps/graphs.py",
+    "core/data/molecules.py",
+    "core/io.py",
+)
+
+
+def featurisation_fingerprint() -> str:
+    """12 hex digits identifying the featurisation code (core.provenance.paper_fingerprint of FEATURISATION_MODULES)."""
+    return paper_fingerprint("gps", *FEATURISATION_MODULES)
+
+
 def qm9_cache_path(indices: np.ndarray | None, cache_dir: str | os.PathLike, *, max_spd: int = 20) -> Path:
-    """cache_dir / 'qm9-<16 hex>.npz', the hex from SHA-256 of (FEATURE_VERSION, max_spd, the index bytes)."""
+    """cache_dir / 'qm9-<16 hex>.npz', the hex from SHA-256 of (FEATURE_VERSION, the featurisation code's
+    fingerprint, max_spd, the index bytes)."""
     max_spd = check_max_spd(max_spd)
-    key = hashlib.sha256(f"qm9|{FEATURE_VERSION}|{max_spd}|".encode())
+    key = hashlib.sha256(f"qm9|{FEATURE_VERSION}|{featurisation_fingerprint()}|{max_spd}|".encode())
     key.update(b"all" if indices is None else _check_indices(indices).astype("<i8").tobytes())
     return Path(cache_dir) / f"qm9-{key.hexdigest()[:16]}.npz"
 
@@ -80,7 +99,8 @@ def featurise_qm9(indices: np.ndarray | None, cache_dir: str | os.PathLike, *, m
 
     Target: HOMO-LUMO gap in eV (gap in Hartree * HARTREE_EV); ids: QM9's molecule index; positions: QM9's
     geometries (heavy atoms). Molecules that cannot be featurised are counted in `skipped`, never fatal. The result
-    is cached in `qm9_cache_path(...)`: a second call with the same arguments reads the file.
+    is cached in `qm9_cache_path(...)`: a second call with the same arguments (and the same featurisation code)
+    reads the file, which records the code's fingerprint in its meta.
     """
     path = qm9_cache_path(indices, cache_dir, max_spd=max_spd)
     if path.is_file():
@@ -99,5 +119,5 @@ def featurise_qm9(indices: np.ndarray | None, cache_dir: str | os.PathLike, *, m
         max_spd=max_spd,
         desc="featurise QM9",
     )
-    graphs.save(path)
+    graphs.save(path, code=featurisation_fingerprint())
     return graphs

@@ -256,10 +256,13 @@ class GraphSet:
             skipped=dict(skipped or {}),
         )
 
-    def save(self, path: str | os.PathLike) -> Path:
+    def save(self, path: str | os.PathLike, *, code: str = "") -> Path:
         """One uncompressed .npz (written atomically): the arrays, FEATURE_VERSION, and a JSON blob (uint8) with
-        smiles, geometry issues and skipped counts."""
+        smiles, geometry issues and skipped counts (and `code`, the fingerprint of the code that computed them, when
+        given)."""
         meta = {"smiles": self.smiles, "geometry_issue": self.geometry_issue, "skipped": self.skipped}
+        if code:
+            meta["code"] = code
         blob = np.frombuffer(json.dumps(meta).encode("utf-8"), np.uint8)
         arrays = {name: getattr(self, name) for name in _ARRAYS}
         return atomic_write(path, lambda f: np.savez(f, feature_version=np.int64(FEATURE_VERSION), meta=blob, **arrays))

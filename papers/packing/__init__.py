@@ -16,7 +16,8 @@ from core.packing import METHODS
 from core.progress import progress
 from core.report import Report
 from core.runner import current_run
-from papers.packing.report import build_report, claims
+from papers.packing.claims import claims
+from papers.packing.report import build_report
 from papers.packing.tables import PUBLISHED, packing_table
 
 HISTOGRAMS = ("wikipedia_512", "squad_1_1_384")

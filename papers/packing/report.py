@@ -1,5 +1,5 @@
-"""The packing report: the claims (declared from the config alone, before any run), the tables (the paper's packing
-table beside ours, padded vs packed training) and the figures (training curves, the length histogram)."""
+"""The packing report: the tables (the paper's packing table beside ours, padded vs packed training) and the figures
+(training curves, the length histogram). The claims and what measures them: papers/packing/claims.py."""
 
 from __future__ import annotations
 
@@ -8,135 +8,9 @@ from typing import Any
 import numpy as np
 
 from core import plots
-from core.report import Claim, Figure, Report, Rule, Table, at_least, at_most
-from papers.packing.tables import LABELS, PUBLISHED, PUBLISHED_BOUND, PUBLISHED_SECONDS, Cell, planned_cells
-
-CONTAMINATION_TOL = 1e-5  # float32: outputs of a 4-layer model differ from the unpacked ones only by rounding
-THROUGHPUT_FRACTION = 0.8  # packed tokens/s gain >= 80% of the packing speed-up (the issue's target)
-CONVERGENCE_REL = 0.02  # validation loss at equal sequences seen, packed vs padded
-
-# ---------------------------------------------------------------------------------------------- claims
-
-
-def to_the_digits() -> Rule:
-    """Ours, printed to as many decimals as the paper prints (see `_printed`), is the paper's printed figure."""
-    return Rule("equal at the paper's printed digits", lambda ours, paper: ours == paper)
-
-
-def _printed(value: float, like: str) -> str:
-    """`value` with as many decimals as the printed figure `like`."""
-    decimals = len(like.split(".")[1]) if "." in like else 0
-    return f"{value:.{decimals}f}"
-
-
-TRAINING_CLAIMS = {
-    "no-cross-contamination": Claim(
-        "no-cross-contamination",
-        "A packed sequence's hidden states, [CLS] output and MLM loss equal those it gets alone "
-        "(largest absolute difference)",
-        0.0,
-        at_most(CONTAMINATION_TOL),
-    ),
-    "packed-throughput": Claim(
-        "packed-throughput",
-        "Packed training processes real tokens faster than padded by at least 80% of the packing "
-        "speed-up (ratio of the gain to the speed-up)",
-        1.0,
-        at_least(THROUGHPUT_FRACTION),
-    ),
-    "equal-convergence": Claim(
-        "equal-convergence",
-        "Packed training reaches the padded run's validation MLM loss at the same number of sequences "
-        "seen (relative difference)",
-        0.0,
-        at_most(CONVERGENCE_REL),
-    ),
-}
-
-
-def _planned(cfg) -> list[tuple[str, str, int]]:
-    t = cfg.packing.table
-    return planned_cells(list(t.histograms), list(t.methods), list(t.max_sequences_per_pack), t.nnlshp_max_depth)
-
-
-def _tag(histogram: str, method: str, limit: int) -> str:
-    return f"{histogram}-{method}{limit}".replace("_", "-")
-
-
-def _bound_id(histogram: str) -> str:
-    return f"bound-{histogram}".replace("_", "-")
-
-
-def claims(cfg) -> list[Claim]:
-    """The claims, declared before the run: one pair per published cell the config packs, the speed-up bound of
-    every histogram it packs, and the training claims if it trains. The paper's run times are not claims: they were
-    measured on other hardware, so the table shows them beside ours as context."""
-    planned = _planned(cfg)
-    out = []
-    for name, method, limit in planned:
-        if (name, method, limit) not in PUBLISHED:
-            continue
-        eff, speed = PUBLISHED[(name, method, limit)]
-        tag = _tag(name, method, limit)
-        where = f"{method.upper()} (max {limit} per pack) on {LABELS[name]}"
-        out.append(Claim(f"{tag}-speedup", f"{where}: speed-up over padding", speed, to_the_digits()))
-        out.append(Claim(f"{tag}-efficiency", f"{where}: efficiency, %", eff, to_the_digits()))
-    packed = {name for name, _, _ in planned}
-    for name, printed in PUBLISHED_BOUND.items():
-        if name in packed:
-            out.append(
-                Claim(_bound_id(name), f"Theoretical speed-up bound on {LABELS[name]}", printed, to_the_digits())
-            )
-    if cfg.packing.train.enabled:
-        out += TRAINING_CLAIMS.values()
-    return out
-
-
-def _gain(runs) -> float:
-    """Real tokens/s packed over padded."""
-    return runs["packed"].tokens_per_second / runs["padded"].tokens_per_second
-
-
-def measure(cfg, cells: list[Cell], training: dict[str, Any] | None) -> list[Claim]:
-    """Our figure for every declared claim (one the run did not measure stays unmeasured)."""
-    ours: dict[str, tuple[Any, str]] = {}
-    for cell in cells:
-        pub = cell.published
-        if pub is not None:
-            eff, speed = pub
-            tag = _tag(cell.histogram, cell.method, cell.limit)
-            ours[f"{tag}-speedup"] = (
-                _printed(cell.speedup, speed),
-                f"{cell.speedup:.7f}; {cell.packs:,} packs; bound {cell.bound:.5f}",
-            )
-            ours[f"{tag}-efficiency"] = (_printed(100 * cell.efficiency, eff), f"{100 * cell.efficiency:.5f}%")
-    for name, printed in PUBLISHED_BOUND.items():
-        bound = next((c.bound for c in cells if c.histogram == name), None)
-        if bound is not None:
-            ours[_bound_id(name)] = (_printed(bound, printed), f"{bound:.7f}")
-    if training is not None:
-        runs, check, probe = training["runs"], training["contamination"], training["corpus"].packing
-        padded, packed = runs["padded"], runs["packed"]
-        gain = _gain(runs)
-        ours["no-cross-contamination"] = (
-            max(check["loss"], check["cls"], check["hidden"]),
-            f"{check['sequences']} validation sequences in {check['packs']} packs; loss "
-            f"{check['loss']:.1e}, [CLS] {check['cls']:.1e}, hidden {check['hidden']:.1e}",
-        )
-        ours["packed-throughput"] = (
-            gain / probe.speedup,
-            f"real tokens/s {packed.tokens_per_second:,.0f} packed vs "
-            f"{padded.tokens_per_second:,.0f} padded: {gain:.2f}x; packing speed-up {probe.speedup:.2f}x "
-            f"(bound {probe.speedup_bound:.2f}x)",
-        )
-        v_pad, v_pack = padded.curve[-1][1], packed.curve[-1][1]
-        ours["equal-convergence"] = (
-            abs((v_pack - v_pad) / v_pad),
-            f"{v_pack:.4f} packed vs {v_pad:.4f} padded nats after {packed.curve[-1][0]:,} / "
-            f"{padded.curve[-1][0]:,} sequences",
-        )
-    return [claim.measured(*ours[claim.id]) if claim.id in ours else claim for claim in claims(cfg)]
-
+from core.report import Figure, Report, Table
+from papers.packing.claims import _gain, claims, facts, measure
+from papers.packing.tables import LABELS, PUBLISHED, PUBLISHED_SECONDS, Cell
 
 # ---------------------------------------------------------------------------------------------- tables
 
@@ -277,6 +151,7 @@ def build_report(cfg, cells: list[Cell], training: dict[str, Any] | None) -> Rep
         figures(cfg, training),
         metrics,
         notes,
+        facts=facts(training),
     )
 
 
@@ -298,4 +173,4 @@ def _lengths(lengths: np.ndarray, max_len: int):
     return fig
 
 
-__all__ = ["PUBLISHED", "build_report", "claims", "measure"]
+__all__ = ["PUBLISHED", "build_report", "claims", "facts", "measure"]

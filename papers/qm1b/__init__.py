@@ -4,10 +4,10 @@ Three parts: (1) papers.qm1b.dft, restricted Kohn-Sham B3LYP in JAX (PySCF on th
 the SCF under jit, batched over conformers), checked against PySCF; (2) papers.qm1b.generate, the sharded,
 resumable dataset generator writing QM1B's columns to Parquet; (3) papers.qm1b.schnet, SchNet trained on growing
 subsets of the generated gaps, the paper's scaling figure at CPU scale. `reproduce` (papers.qm1b.experiment) runs
-all three; `claims` (papers.qm1b.report) declares what it checks.
+all three; `claims` (papers.qm1b.claims) declares what it checks.
 """
 
+from papers.qm1b.claims import claims
 from papers.qm1b.experiment import Config, reproduce
-from papers.qm1b.report import claims
 
 __all__ = ["Config", "claims", "reproduce"]

@@ -17,7 +17,15 @@ import numpy as np
 from core.config import ConfigError, check_choice, check_range
 from core.progress import progress
 from core.report import Report
-from papers.qm1b.generate import SOURCES, Selection, atom_string, dataset_key, generate_shard, read_dataset
+from papers.qm1b.generate import (
+    SOURCES,
+    Selection,
+    atom_string,
+    dataset_key,
+    generate_shard,
+    labelling_fingerprint,
+    read_dataset,
+)
 from papers.qm1b.schnet import PRESETS, TrainConfig, molecules_from_rows, split_by_smiles, train_schnet
 
 STAGES = ("all", "generate")
@@ -123,6 +131,12 @@ class Config:
 def selection(c, seed: int) -> Selection:
     d = c.data
     return Selection(d.source, d.min_heavy, d.max_heavy, d.max_hydrogens, d.molecules, d.conformers, seed)
+
+
+def dataset_directory(output_root, sel: Selection, dft: dict, code: str | None = None) -> Path:
+    """Where the labelled dataset of `sel` and `dft` lives: output_root/qm1b/data/<key>, the key covering the
+    labelling code's fingerprint (this code's by default), so a run of changed labelling code recomputes."""
+    return Path(output_root) / "qm1b" / "data" / dataset_key(sel, dft, code or labelling_fingerprint())
 
 
 def pyscf_reference(atom: str, dft: dict) -> dict:
@@ -234,8 +248,9 @@ def reproduce(cfg) -> Report:
     c = cfg.qm1b
     sel = selection(c, int(cfg.seed))
     dft = asdict(c.dft)
-    directory = Path(cfg.output_root) / "qm1b" / "data" / dataset_key(sel, dft)
-    common = {"molecules_per_part": c.data.molecules_per_part, "versions": versions()}
+    code = labelling_fingerprint()
+    directory = dataset_directory(cfg.output_root, sel, dft, code)
+    common = {"molecules_per_part": c.data.molecules_per_part, "versions": versions(), "code": code}
     common.update(batch_conformers=c.data.batch_conformers, workers=c.data.workers)
     if c.stage == "generate":
         manifest = generate_shard(sel, dft, directory, shard=cfg.shard, num_shards=cfg.num_shards, **common)

@@ -168,8 +168,31 @@ def conformer_rows(smiles: str, molecule: int, seed: int, elements, positions, r
     return rows, dropped
 
 
-def dataset_key(sel: Selection, dft: dict) -> str:
-    blob = json.dumps({"selection": asdict(sel), "dft": dft}, sort_keys=True)
+# The code a labelled row depends on: the DFT, the generator, the labelling command and the core modules they import
+# (molecule sources and conformers, atomic writes, progress bars). A dataset is keyed by its fingerprint, so data
+# labelled by other code is never reused (core.provenance; `labelling_fingerprint`).
+LABELLING_CODE = (
+    "papers/qm1b/dft",
+    "papers/qm1b/generate.py",
+    "papers/qm1b/label.py",
+    "core/data/molecules.py",
+    "core/io.py",
+    "core/progress.py",
+)
+
+
+def labelling_fingerprint(root: Path | None = None) -> str:
+    """12 hex digits identifying the labelling code (LABELLING_CODE under `root`, the repository by default)."""
+    from core.provenance import REPO_ROOT, paper_fingerprint
+
+    return paper_fingerprint("qm1b", *LABELLING_CODE, root=root or REPO_ROOT)
+
+
+def dataset_key(sel: Selection, dft: dict, code: str | None = None) -> str:
+    """The key of a labelled dataset: its selection, its DFT settings and the labelling code's fingerprint (this
+    code's by default), so a dataset labelled by other code lives under another key and is recomputed."""
+    code = code or labelling_fingerprint()
+    blob = json.dumps({"selection": asdict(sel), "dft": dft, "code": code}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -387,6 +410,7 @@ def generate_shard(
     run_batch: Callable | None = None,
     versions: dict | None = None,
     show_progress: bool = True,
+    code: str | None = None,
 ) -> dict:
     """Generate (or finish) one shard under `directory`; returns its manifest.
 
@@ -394,7 +418,9 @@ def generate_shard(
     density_fit, early_stop). Conformers are labelled in batches of up to `batch_conformers` across a part's
     molecules, by papers.qm1b.dft.pipeline.Labeller with `workers` processes preparing the next batches' integrals
     while the SCF runs. `run_batch(atoms: list[str], **dft) -> list[dict]` replaces the Labeller (tests pass a
-    stand-in)."""
+    stand-in). `code`: the labelling code's fingerprint (`labelling_fingerprint()` by default), part of the
+    dataset's key and recorded in the manifest and the parts: a shard labelled by other code is refused, not
+    resumed (the experiment keys its directory by it, so a run of changed code labels afresh elsewhere)."""
     if not 0 <= shard < num_shards:
         raise ValueError(f"shard={shard} must be in [0, num_shards={num_shards})")
     if molecules_per_part < 1:
@@ -402,6 +428,8 @@ def generate_shard(
     if batch_conformers < 1:
         raise ValueError(f"batch_conformers={batch_conformers} must be at least 1")
     check_sharding(directory, num_shards)
+    code = code or labelling_fingerprint()
+    key = dataset_key(sel, dft, code)
     chosen, skipped = select_molecules(sel)
     mine = [m for i, m in enumerate(chosen) if i % num_shards == shard]
     out = Path(directory) / shard_name(shard, num_shards)
@@ -412,7 +440,8 @@ def generate_shard(
             manifest = json.loads(manifest_path.read_text())
         else:
             manifest = {
-                "key": dataset_key(sel, dft),
+                "key": key,
+                "code": code,
                 "selection": asdict(sel),
                 "dft": dft,
                 "shard": shard,
@@ -426,7 +455,13 @@ def generate_shard(
                 "errors": [],
                 "seconds": 0.0,
             }
-        if manifest["key"] != dataset_key(sel, dft) or manifest["num_shards"] != num_shards:
+        if manifest.get("code") != code:
+            raise ValueError(
+                f"{out} was labelled by other code (labelling fingerprint {manifest.get('code', 'not recorded')}, "
+                f"this code {code}): its rows would mix two versions of the labelling code; label into another "
+                "directory (reproduce keys it by the code, papers.qm1b.generate.dataset_key)"
+            )
+        if manifest["key"] != key or manifest["num_shards"] != num_shards:
             raise ValueError(f"{out} holds another dataset (key {manifest['key']}): choose another directory")
         listed = {p["file"] for p in manifest["parts"]}
         for stray in [*out.glob("part_*.parquet*"), *out.glob(".*.tmp")]:  # after the last manifest, or half written
@@ -435,7 +470,7 @@ def generate_shard(
         done = set(manifest["done"])
         todo = [m for m in mine if m[0] not in done]
         chunks = [todo[i : i + molecules_per_part] for i in range(0, len(todo), molecules_per_part)]
-        metadata = {"selection": asdict(sel), "dft": dft, "versions": versions or {}}
+        metadata = {"selection": asdict(sel), "dft": dft, "code": code, "versions": versions or {}}
         bar = progress(
             total=len(mine) * sel.conformers,
             initial=len(done) * sel.conformers,

@@ -12,9 +12,10 @@ import jax
 import numpy as np
 import pytest
 
+from core.claims import Verdict
 from core.report import Interval
+from papers.bess.claims import _ensemble_claim, ensemble_gain, per_triple_rr
 from papers.bess.kg import load_builtin
-from papers.bess.report import _ensemble_claim, ensemble_gain, per_triple_rr
 from papers.bess.scoring import known_answers, random_filtered_mrr, ranking_metrics, score
 from papers.bess.train import (
     KGEConfig,
@@ -161,13 +162,14 @@ def test_ensemble_claim_needs_two_members_and_a_gain_above_its_bootstrap_interva
     claim = _ensemble_claim("g", 2)
     ens = {**ranking_metrics(better), "weights": {"distmult": 1, "complex": 2}, "test_ranks": better}
     gain, _ = ensemble_gain(ens, results, "g")
-    assert isinstance(gain, Interval) and gain.low > 0 and claim.measured(gain).holds
+    assert isinstance(gain, Interval) and gain.low > 0 and claim.measured(gain).verdict is Verdict.HOLDS
     same = {**ranking_metrics(a), "weights": {"distmult": 1, "complex": 1}, "test_ranks": a}
     gain, _ = ensemble_gain(same, results, "g")
-    assert gain.estimate == 0 and not claim.measured(gain).holds  # no gain: the interval does not lie above 0
+    assert gain.estimate == gain.low == gain.high == 0  # identical ranks: no gain, the interval is [0, 0]
+    assert claim.measured(gain).verdict is Verdict.FAILS  # none of it lies above 0
     alone = {**ranking_metrics(a), "weights": {"distmult": 3}, "test_ranks": a}
     gain, _ = ensemble_gain(alone, results, "g")
-    assert gain == "one member (DistMult x3): not an ensemble" and not claim.measured(gain).holds
+    assert gain == "one member (DistMult x3): not an ensemble" and claim.measured(gain).verdict is Verdict.FAILS
 
 
 def test_bad_training_settings_are_named():

@@ -86,3 +86,30 @@ def test_featurise_all_of_qm9(qm9, tmp_path):
     assert gs.num_nodes.max() <= 9 and gs.num_nodes.min() >= 1
     assert np.all(gs.spd[gs.spd != 255] <= 20)
     np.testing.assert_array_equal(gs.take([0]).ids, gs.ids[:1])
+
+
+def test_the_cache_key_follows_the_featurisation_code(tmp_path, monkeypatch):
+    """Features computed by other featurisation code are not read back: the key holds the code's fingerprint (of
+    the featurisation modules only), and the file records it."""
+    from core.provenance import paper_fingerprint
+
+    idx = np.array([3, 1, 2])
+    expected = paper_fingerprint(
+        "gps",
+        "papers/gps/cache.py",
+        "papers/gps/features.py",
+        "papers/gps/graphs.py",
+        "core/data/molecules.py",
+        "core/io.py",
+    )
+    assert C.featurisation_fingerprint() == expected
+    assert expected != paper_fingerprint("gps")  # narrower than the paper's whole package: training code is not in it
+    before = C.qm9_cache_path(idx, tmp_path)
+    monkeypatch.setattr(C, "featurisation_fingerprint", lambda: "0123456789ab")
+    assert C.qm9_cache_path(idx, tmp_path) != before  # a line of featurisation code changed: another file
+    assert C.qm9_cache_path(idx, tmp_path) == C.qm9_cache_path(idx.copy(), tmp_path)
+    gs = featurise_many(["CCO", "c1ccccc1"], target=[1.0, 2.0])
+    path = tmp_path / "x.npz"
+    gs.save(path, code="0123456789ab")
+    assert json.loads(np.load(path)["meta"].tobytes())["code"] == "0123456789ab"
+    assert_sets_equal(type(gs).load(path), gs)

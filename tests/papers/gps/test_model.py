@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from papers.gps.batching import MODEL_KEYS, PackLimits, assemble, plan
+from papers.gps.claims import PAPER_PARAMETERS
 from papers.gps.model import GPSConfig, GPSPlusPlus, graph_operators, parameter_breakdown, preset
-from papers.gps.report import PAPER_PARAMETERS
 
 LIMITS = PackLimits(nodes=24, edges=48, graphs=4)
 TINY = dict(layers=2, node=16, edge=8, globals=8, heads=4, ffn=32, encoder=8, embedding=8, kernels=8)

@@ -6,6 +6,7 @@ pipeline, not the physics (tests/papers/qm1b/test_dft.py does that)."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,15 +18,19 @@ import numpy as np
 import pytest
 
 from core.data.molecules import MoleculeError, embed_conformers
+from core.provenance import REPO_ROOT
 from papers.qm1b.generate import (
     ANGSTROM_BOHR,
     HARTREE_EV,
+    LABELLING_CODE,
     Selection,
     atom_string,
     check_molecule,
     conformer_rows,
     conformer_seed,
+    dataset_key,
     generate_shard,
+    labelling_fingerprint,
     read_dataset,
     select_molecules,
     shard_lock,
@@ -175,6 +180,54 @@ def test_a_shard_directory_refuses_another_dataset(tmp_path):
         generate_shard(SEL, {**DFT, "iterations": 10}, tmp_path, run_batch=fake_dft, show_progress=False)
     with pytest.raises(ValueError, match=r"shard=3 must be in \[0, num_shards=3\)"):
         generate_shard(SEL, DFT, tmp_path, shard=3, num_shards=3, run_batch=fake_dft)
+
+
+def _copy_labelling_code(root: Path) -> None:
+    for rel in LABELLING_CODE:
+        src, dst = REPO_ROOT / rel, root / rel
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+
+
+def test_a_change_to_the_labelling_code_relabels_instead_of_reusing(tmp_path):
+    from papers.qm1b.experiment import dataset_directory
+
+    # the fingerprint covers the labelling code: a comment does not change it, a line of code does
+    root = tmp_path / "repo"
+    _copy_labelling_code(root)
+    before = labelling_fingerprint(root)
+    assert before == labelling_fingerprint()  # the same files give the same fingerprint wherever they lie
+    generator = root / "papers" / "qm1b" / "generate.py"
+    generator.write_text(generator.read_text() + "\n# a comment\n")
+    assert labelling_fingerprint(root) == before
+    generator.write_text(generator.read_text() + "MAX_STD_EV = MAX_STD_EV * 1.0\n")
+    after = labelling_fingerprint(root)
+    assert after != before
+    assert dataset_key(SEL, DFT, before) != dataset_key(SEL, DFT, after)
+
+    calls = {"conformers": 0}
+
+    def counting(atoms, **kwargs):
+        calls["conformers"] += len(atoms)
+        return fake_dft(atoms, **kwargs)
+
+    out = tmp_path / "out"
+    old_dir = dataset_directory(out, SEL, DFT, before)
+    first = generate_shard(SEL, DFT, old_dir, run_batch=counting, code=before, show_progress=False)
+    assert calls["conformers"] == 12 and first["code"] == before
+    generate_shard(SEL, DFT, old_dir, run_batch=counting, code=before, show_progress=False)
+    assert calls["conformers"] == 12  # the same code resumes: nothing recomputed
+    # a resumed run of the changed code keys its dataset elsewhere and labels every conformer again
+    new_dir = dataset_directory(out, SEL, DFT, after)
+    assert new_dir != old_dir and new_dir.parent == old_dir.parent
+    second = generate_shard(SEL, DFT, new_dir, run_batch=counting, code=after, show_progress=False)
+    assert calls["conformers"] == 24 and second["code"] == after and len(second["done"]) == 6
+    # and the old dataset's directory refuses the changed code rather than mixing two codes' rows
+    with pytest.raises(ValueError, match=f"labelled by other code.*{before}.*this code {after}"):
+        generate_shard(SEL, DFT, old_dir, run_batch=counting, code=after, show_progress=False)
 
 
 def test_a_dataset_holds_one_sharding_and_is_read_exactly(tmp_path):

@@ -1,0 +1,66 @@
+"""Every change to the GPS++ claims, oldest first (core/ledger.py). Entries before 2026-11-25 predate the claims
+lock: they carry no fingerprint, and say when and why a rule moved and the verdict last recorded under the old one."""
+
+from core.claims import at_least, at_most
+from core.ledger import Change
+
+LEDGER: list[Change] = [
+    Change(
+        date="2026-11-24",
+        claim="mpnn-keeps-accuracy",
+        kind="respecified",
+        old="ours <= 0.1: relative validation MAE increase of MPNN only over full GPS++, one training seed per arm "
+        "(the 10% bound was the issue's wording)",
+        new="interval high < 0.1028: 95% Welch interval of the seed-mean relative increase over 3 seeds per arm, "
+        "below GPS++'s margin over GPS (85.8 / 77.8 meV - 1, REFERENCES.md [mpnn-threshold])",
+        reason="Commit c626c9c (issue 23): decide the ablations on the spread of >= 3 seeds and show the paper's "
+        "statement, not our tolerance, in the paper column; the bound became the paper-derived 10.3%. A result had "
+        "been seen: the README row of commit 0a3a334 recorded MPNN only +4.0% (holds, one seed) and issue 23 a "
+        "clean re-run at +6.5%. The old rule is evaluated here on the present interval (only the bound moved: "
+        "10% -> 10.3%, and the point became an interval).",
+        old_rule=at_most(0.10),
+        old_verdict="holds (+4.0%: 214.8 vs 206.5 meV, one seed)",
+        commit="0a3a334",
+        run="README row of commit 0a3a334 (default run of 2026-11-23)",
+    ),
+    Change(
+        date="2026-11-24",
+        claim="3d-costs-more",
+        kind="respecified",
+        old="3D cost exceeds attention cost by at least 5% of full GPS++'s MAE: (MAE no 3D - MAE MPNN only) / MAE "
+        "full >= 0.05, one training seed per arm, no-3D arm trained with grouped masking",
+        new="interval low > 0: 95% Welch interval of (MAE no 3D - MAE MPNN only) / MAE full over 3 seeds per arm, "
+        "no-3D arm trained without grouped masking (it removes the 3D features alone)",
+        reason="Commit c626c9c (issue 23): the no-3D arm kept grouped masking, so 60% of its training molecules lost "
+        "shortest paths too; every ablation arm runs >= 3 seeds and the claim is decided on the mean difference "
+        "against the seed spread, the 5% margin ('clearly more') replaced by the interval lying above 0. A result "
+        "had been seen: the claim had failed in the README row of commit 0a3a334 (no 3D +1.4%, MPNN only +4.0%). "
+        "The old 5% bound is evaluated here on the present interval (its estimate is the old statistic).",
+        old_rule=at_least(0.05),
+        old_verdict="fails (no 3D +1.4% vs MPNN only +4.0% over full: -2.6%, one seed)",
+        commit="0a3a334",
+        run="README row of commit 0a3a334 (default run of 2026-11-23)",
+    ),
+    Change(
+        date="2026-11-25",
+        claim="parameters-44m",
+        kind="removed",
+        old="ours <= 0.01: |total parameters of the gps++_44m preset / 44.3M - 1|, every part within 5% of Table 1",
+        new="-",
+        reason="Issue 41: the gps++_44m preset was built to match Table 1 (its widths and depths chosen so that its "
+        "parts reach the table's counts), so the count is a calibration, not a finding; it holds by construction. "
+        "Last recorded: holds (44.41M against 44.3M, every part within 1%; README rows since commit 0a3a334).",
+        moved_to="fact parameters-44m (calibration): the measured parameter count beside Table 1's 44.3M",
+    ),
+    Change(
+        date="2026-11-25",
+        claim="mpnn-keeps-accuracy",
+        kind="respecified",
+        old="decision labelled superiority",
+        new="decision labelled non-inferiority (rule unchanged: interval high < 0.1028)",
+        reason="Issue 41 review: MPNN-only 'keeps nearly all' of GPS++'s accuracy is a non-inferiority claim (the "
+        "MAE gap stays under a margin); interval_below's default label said superiority. Label only: "
+        "statistic, margin and verdicts unchanged.",
+        fingerprint="2dd28b75e901",
+    ),
+]
