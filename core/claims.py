@@ -53,8 +53,8 @@ class Interval:
             raise ValueError(f"Interval: confidence must be in (0, 1], got {self.confidence}")
 
     def __str__(self) -> str:
-        if self.method.startswith("printed"):
-            return format_value(self.estimate)
+        if self.method.startswith("printed as "):
+            return self.method.removeprefix("printed as ")  # as the paper prints it, trailing zeros included
         pct = f"{100 * self.confidence:g}%"
         return f"{format_value(self.estimate)} [{format_value(self.low)}, {format_value(self.high)}] ({pct})"
 

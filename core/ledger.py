@@ -131,8 +131,9 @@ def normalised_source(text: str) -> str:
 
 
 def function_source(fn: Callable[..., Any]) -> str:
-    """The normalised source of `fn` and, transitively, of the functions and classes of its own module that it
-    names: a helper's change counts as a change of the function that calls it."""
+    """The normalised source of `fn` and, transitively, of the functions of its own module that it names: a
+    helper's change counts as a change of the function that calls it. Classes it names (data types such as
+    Interval or Claim) are not followed: how a value is stored or shown is not how a claim is measured or decided."""
     fn = inspect.unwrap(fn)
     seen: set[int] = set()
     parts: list[str] = []
@@ -156,7 +157,7 @@ def function_source(fn: Callable[..., Any]) -> str:
         for name in sorted(names):
             target = getattr(module, name, None) if module else None
             if (
-                isinstance(target, FunctionType | type)
+                isinstance(target, FunctionType)
                 and getattr(target, "__module__", None) == getattr(module, "__name__", "")
                 and target is not obj
             ):

@@ -61,6 +61,6 @@ LEDGER: list[Change] = [
         reason="Issue 41 review: MPNN-only 'keeps nearly all' of GPS++'s accuracy is a non-inferiority claim (the "
         "MAE gap stays under a margin); interval_below's default label said superiority. Label only: "
         "statistic, margin and verdicts unchanged.",
-        fingerprint="2dd28b75e901",
+        fingerprint="3bc6864cbf7d",
     ),
 ]

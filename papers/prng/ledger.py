@@ -42,7 +42,7 @@ LEDGER: list[Change] = [
         new="ours <= 0 (unchanged)",
         reason="Issue 41: measure() no longer computes the two claims that became facts (claims.facts does); "
         "this claim's statistic and rule are unchanged. No result seen differently.",
-        fingerprint="7e9bc445869e",
+        fingerprint="99f5d77d82f0",
     ),
     Change(
         "2026-11-25",
@@ -52,6 +52,6 @@ LEDGER: list[Change] = [
         new="ours >= 1e-4 (unchanged)",
         reason="Issue 41: measure() no longer computes the two claims that became facts (claims.facts does); "
         "this claim's statistic and rule are unchanged. No result seen differently.",
-        fingerprint="4941405b3386",
+        fingerprint="c447a9688d3c",
     ),
 ]

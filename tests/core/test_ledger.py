@@ -46,7 +46,7 @@ def test_every_claim_states_its_design(paper):
     for c in load_paper_claims(paper).claims:
         missing = [k for k in ("source", "statistic", "unit", "resolution") if not getattr(c, k).strip()]
         assert not missing, f"{paper} {c.id}: no {', '.join(missing)}"
-        assert 0 < c.confidence < 1
+        assert 0 < c.confidence <= 1  # 1: a deterministic quantity against a printed figure
 
 
 @pytest.mark.parametrize("paper", papers_with_claims())
@@ -66,7 +66,7 @@ def test_a_threshold_changed_without_a_ledger_entry_fails_the_suite():
     changed = dataclasses.replace(pc.claims[0], rule=at_most(12345.0))
     pc.claims = [changed, *pc.claims[1:]]
     problems = check_lock(pc)
-    assert len(problems) == 1 and repr(changed.id) in problems[0] and "its declaration differs" in problems[0]
+    assert len(problems) == 1 and repr(changed.id) in problems[0] and "its declaration" in problems[0]
     assert "ledger.py" in problems[0]
 
 
@@ -179,7 +179,14 @@ def test_the_code_fingerprint_follows_the_measuring_code_and_its_helpers(tmp_pat
             return helper(x) + 1  # a comment
 
         def helper(x):
-            return 2 * x
+            return Box(2 * x).value
+
+        class Box:
+            def __init__(self, value):
+                self.value = value
+
+            def __str__(self):
+                return f"{self.value:.3g}"
     ''')
 
     def fingerprint(text: str, name: str) -> str:
@@ -193,7 +200,8 @@ def test_the_code_fingerprint_follows_the_measuring_code_and_its_helpers(tmp_pat
 
     base = fingerprint(source, "m_base")
     assert fingerprint(source.replace("# a comment", "# another").replace("Docstring", "Doc"), "m_doc") == base
-    assert fingerprint(source.replace("    return 2 * x", "    return 3 * x"), "m_helper") != base
+    assert fingerprint(source.replace("Box(2 * x)", "Box(3 * x)"), "m_helper") != base
+    assert fingerprint(source.replace(":.3g", ":.4g"), "m_class") == base  # how a value is shown is not followed
     assert fingerprint(source.replace("+ 1", "+ 2"), "m_body") != base
 
 
