@@ -33,6 +33,7 @@ from types import FunctionType, ModuleType
 from typing import Any
 
 from core.claims import Claim, Rule, Verdict
+from core.provenance import strip_docstrings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHANGE_KINDS = ("added", "respecified", "code", "removed")
@@ -107,27 +108,13 @@ class Change:
 # ---------------------------------------------------------------------------------------------- fingerprints
 
 
-def _strip_docstrings(tree: ast.AST) -> ast.AST:
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (
-            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module)
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
 def normalised_source(text: str) -> str:
     """Python source as its syntax tree without docstrings: comments, formatting and docstrings do not count."""
     try:
         tree = ast.parse(textwrap.dedent(text))
     except SyntaxError:
         return " ".join(text.split())  # a lambda cut out of a larger expression: its text, whitespace normalised
-    return ast.dump(_strip_docstrings(tree), annotate_fields=False, include_attributes=False)
+    return ast.dump(strip_docstrings(tree), annotate_fields=False, include_attributes=False)
 
 
 def function_source(fn: Callable[..., Any]) -> str:

@@ -22,7 +22,8 @@ _SKIPPED_SUFFIXES = {".md", ".pyc", ".lock"}
 _SKIPPED_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 
 
-def _strip_docstrings(tree: ast.AST) -> ast.AST:
+def strip_docstrings(tree: ast.AST) -> ast.AST:
+    """The tree without the docstrings of its module, classes and functions (what a fingerprint ignores)."""
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if (
@@ -40,7 +41,7 @@ def _file_digest(path: Path) -> bytes:
     data = path.read_bytes()
     if path.suffix == ".py":
         try:
-            tree = _strip_docstrings(ast.parse(data, filename=str(path)))
+            tree = strip_docstrings(ast.parse(data, filename=str(path)))
             data = ast.dump(tree, annotate_fields=False, include_attributes=False).encode()
         except SyntaxError:
             pass  # hashed as bytes: it will fail loudly when imported anyway
