@@ -184,3 +184,28 @@ def test_the_readme_holds_the_generated_table_and_every_paper_has_its_page():
         assert table[:2] == RESULTS.HEADER
     for paper in RESULTS.configured_papers():
         assert (REPO_ROOT / "papers" / paper / "README.md").is_file(), paper
+
+
+def test_a_paper_readme_gets_its_last_runs_claims_and_facts(outputs, tmp_path):
+    record_dir = outputs / "prng" / "2026-11-20_10-00-00"
+    record = json.loads((record_dir / "results.json").read_text())
+    record["claims"][0]["original_verdict"] = "ours <= 1: holds on this run"
+    record["facts"] = [{"id": "gate-ratio", "kind": "analytic", "paper": 0.553, "value": 0.2375}]
+    (record_dir / "results.json").write_text(json.dumps(record))
+    lines = RESULTS.paper_section("prng", "default", outputs)
+    assert lines[0].startswith("35 s (default scale, 2026-11-20), commit abc1234, code current: 2 hold, 1 fail, ")
+    assert "| a | 0 | 0 | - | holds | ours <= 1: holds on this run |" in lines
+    assert "| c | fails | no | - | fails | - |" in lines  # a pipe-free row; the statement is not repeated here
+    assert "| gate-ratio | analytic | 0.553 | 0.2375 |" in lines
+    assert RESULTS.paper_section("bess", "default", outputs)[0].startswith("No default-scale run in outputs/ yet")
+
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# P\n\n## Last default run\n\n{RESULTS.CLAIMS_BEGIN}\nstale block\n{RESULTS.CLAIMS_END}\n")
+    RESULTS.write_into(readme, lines, RESULTS.CLAIMS_BEGIN, RESULTS.CLAIMS_END)
+    assert "stale block" not in readme.read_text() and lines[0] in readme.read_text()
+
+
+def test_every_paper_readme_has_its_last_run_block():
+    for paper in RESULTS.configured_papers():
+        text = (REPO_ROOT / "papers" / paper / "README.md").read_text()
+        assert text.count(RESULTS.CLAIMS_BEGIN) == 1 and text.count(RESULTS.CLAIMS_END) == 1, paper
