@@ -1,7 +1,7 @@
 """Every change to the BESS claims, oldest first (core/ledger.py). Entries before 2026-11-25 predate the claims lock:
 they carry no fingerprint, and say when and why a rule moved and the verdict last recorded under the old one."""
 
-from core.claims import at_least, printed
+from core.claims import at_least, at_most, printed
 from core.ledger import Change
 
 # Literal values, not read from claims.py: the history must not move when the claims do
@@ -115,6 +115,7 @@ REVIEW = [
         reason="Issue 41 review: BESS 'equals' single-device training, an equivalence claim decided on the largest "
         "absolute difference; at_most's default label said non-inferiority. Label only: statistic, tolerance "
         "and verdicts unchanged.",
+        old_rule=at_most(1e-5),  # the same rule: only its label changed
         fingerprint="5e0bf6e9fab8",
     ),
 ]

@@ -1,7 +1,7 @@
 """Every change to the GPS++ claims, oldest first (core/ledger.py). Entries before 2026-11-25 predate the claims
 lock: they carry no fingerprint, and say when and why a rule moved and the verdict last recorded under the old one."""
 
-from core.claims import at_least, at_most
+from core.claims import at_least, at_most, interval_below
 from core.ledger import Change
 
 LEDGER: list[Change] = [
@@ -61,6 +61,7 @@ LEDGER: list[Change] = [
         reason="Issue 41 review: MPNN-only 'keeps nearly all' of GPS++'s accuracy is a non-inferiority claim (the "
         "MAE gap stays under a margin); interval_below's default label said superiority. Label only: "
         "statistic, margin and verdicts unchanged.",
+        old_rule=interval_below(0.0858 / 0.0778 - 1),  # the same rule: only its label changed
         fingerprint="3bc6864cbf7d",
     ),
 ]
