@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from core.nn.llama import Llama
-from core.nn.ops import masked_softmax
+from core.nn.parametrization import masked_softmax
 from core.nn.transformer import TransformerLM
 
 

@@ -17,8 +17,8 @@ a sequence computes, so
     loss, per_sequence, count = model.apply(params, ids, sequence_ids, positions, labels, max_sequences=8,
                                             method=TransformerEncoder.mlm_loss)
 
-Blocks, layer norms, MLPs and numerics are TransformerLM's (core.nn.transformer); only the attention function
-(Ops.masked_attention with the mask below) and the embeddings differ.
+Blocks, layer norms, MLPs, parametrization and number formats are TransformerLM's (core.nn.transformer); only the
+attention function (the parametrization's masked_attention with the mask below) and the embeddings differ.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from core.nn.ops import Ops
-from core.nn.transformer import Block, LayerNorm, Linear
+from core.nn.formats import FP32, Formats
+from core.nn.parametrization import Parametrization, Standard
+from core.nn.transformer import Block, LayerNorm, Linear, tagged_param
 
 
 def attention_mask(sequence_ids: jax.Array) -> jax.Array:
@@ -48,7 +49,8 @@ class TransformerEncoder(nn.Module):
     depth: int
     heads: int
     max_len: int
-    ops: Ops = Ops()
+    parametrization: Parametrization = Standard()
+    formats: Formats = FP32
     norm: str = "pre"
 
     def setup(self) -> None:
@@ -56,15 +58,14 @@ class TransformerEncoder(nn.Module):
             raise ValueError(f"TransformerEncoder: norm must be 'pre' or 'post', got {self.norm!r}")
         if self.d_model % self.heads:
             raise ValueError(f"TransformerEncoder: d_model {self.d_model} is not divisible by heads {self.heads}")
-        std = self.ops.init_std() if self.ops.unit else 0.02
-        init = nn.initializers.normal(stddev=std)
-        self.token_embedding = self.param("token_embedding", init, (self.vocab, self.d_model))
-        self.position_embedding = self.param("position_embedding", init, (self.max_len, self.d_model))
-        self.blocks = [
-            Block(self.heads, self.ops, self.depth, i, self.norm, name=f"block_{i}") for i in range(self.depth)
-        ]
-        self.final_norm = LayerNorm(self.ops, name="final_norm") if self.norm == "pre" else None
-        self.mlm_head = Linear(self.vocab, self.ops, use_bias=False, name="mlm_head")
+        p, f = self.parametrization, self.formats
+        init = nn.initializers.normal(stddev=p.init_std("input", (self.vocab, self.d_model)))
+        self.token_embedding = tagged_param(self, "token_embedding", "input", None, init, (self.vocab, self.d_model))
+        shape = (self.max_len, self.d_model)
+        self.position_embedding = tagged_param(self, "position_embedding", "input", None, init, shape)
+        self.blocks = [Block(self.heads, p, f, self.depth, i, self.norm, name=f"block_{i}") for i in range(self.depth)]
+        self.final_norm = LayerNorm(p, f, name="final_norm") if self.norm == "pre" else None
+        self.mlm_head = Linear(self.vocab, p, f, name="mlm_head")
 
     def _check_inputs(self, ids: jax.Array, sequence_ids: jax.Array, positions: jax.Array) -> None:
         if ids.ndim != 2:
@@ -84,10 +85,12 @@ class TransformerEncoder(nn.Module):
         Shapes and T <= max_len are checked; values are not (they may be traced): positions must lie in
         [0, max_len) and ids in [0, vocab), or the embedding lookups fill with NaN."""
         self._check_inputs(ids, sequence_ids, positions)
-        tok = self.ops.embedding(ids, self.token_embedding)
-        pos = self.ops.embedding(positions, self.position_embedding)
-        x = self.ops.q(tok + pos) if not self.ops.unit else self.ops.q((tok + pos) * 2**-0.5)
-        attend = partial(self.ops.masked_attention, mask=attention_mask(sequence_ids)[:, None])  # over heads
+        p, f = self.parametrization, self.formats
+        tok = f.boundary(p.embedding(ids, f.boundary(self.token_embedding)))
+        pos = f.boundary(p.embedding(positions, f.boundary(self.position_embedding)))
+        x = f.boundary(p.combine(tok, pos))
+        mask = attention_mask(sequence_ids)[:, None]  # over heads
+        attend = partial(p.masked_attention, mask=mask, f=f.for_attention)
         for block in self.blocks:
             x = block(x, attend)
         if self.final_norm is not None:
@@ -123,7 +126,7 @@ class TransformerEncoder(nn.Module):
             raise ValueError(f"TransformerEncoder: labels has shape {tuple(labels.shape)}, ids has {tuple(ids.shape)}")
         if not isinstance(max_sequences, int) or max_sequences < 1:
             raise ValueError(f"TransformerEncoder: max_sequences must be a positive int, got {max_sequences!r}")
-        logits = self.ops.q(self.mlm_logits(self(ids, sequence_ids, positions)))
+        logits = self.formats.boundary(self.mlm_logits(self(ids, sequence_ids, positions)))
         logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
         target = labels >= 0
         nll = -jnp.take_along_axis(logp, jnp.where(target, labels, 0)[..., None], axis=-1)[..., 0]

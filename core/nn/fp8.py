@@ -1,4 +1,4 @@
-"""Training glue for models whose linear layers run in FP8 (Ops(fp8=policy)): the variables split into
+"""Training glue for models whose linear layers run in FP8 (core.nn.Formats(fp8=policy)): the variables split into
 parameters, scaling state and probes; the probes' gradients are the step's scaling statistics; `update_fp8`
 advances every layer's state from them (core.numerics.fp8.update_meta).
 

@@ -8,8 +8,8 @@
 the tokens' positions and `attend(layer, q, k, v)` replaces the causal attention of every block, with q
 [B, heads, T, head_dim] and k, v [B, kv_heads, T, head_dim] (each KV head serves heads / kv_heads query heads).
 
-Linear layers are `core.nn.transformer.Linear`, so `Ops` decides their numerics (`Ops(fp8="amax")` runs them in
-simulated FP8 for post-training FP8 inference); norms, rotary embeddings and the softmax stay in float32.
+Linear layers are `core.nn.transformer.Linear`, so `formats` decides their numerics (`Formats(fp8="amax")` runs
+them in simulated FP8 for post-training FP8 inference); norms, rotary embeddings and the softmax stay in float32.
 """
 
 from __future__ import annotations
@@ -22,8 +22,11 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from core.nn.ops import Ops
+from core.nn.formats import FP32, Formats
+from core.nn.parametrization import Standard
 from core.nn.transformer import Linear, rotary
+
+STANDARD = Standard()  # the linear layers' initialisation (GPT-2's std 0.02; loaded weights replace it)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ class RMSNorm(nn.Module):
 
 class LlamaAttention(nn.Module):
     config: LlamaConfig
-    ops: Ops
+    formats: Formats
 
     @nn.compact
     def __call__(self, x: jax.Array, positions: jax.Array, attend=None) -> jax.Array:
@@ -105,43 +108,43 @@ class LlamaAttention(nn.Module):
         def heads(y, n):  # [..., T, n*hd] -> [..., n, T, hd]
             return jnp.moveaxis(y.reshape(*lead, T, n, hd), -2, -3)
 
-        q = heads(Linear(c.heads * hd, self.ops, name="q")(x), c.heads)
-        k = heads(Linear(c.kv_heads * hd, self.ops, name="k")(x), c.kv_heads)
-        v = heads(Linear(c.kv_heads * hd, self.ops, name="v")(x), c.kv_heads)
+        q = heads(Linear(c.heads * hd, STANDARD, self.formats, name="q")(x), c.heads)
+        k = heads(Linear(c.kv_heads * hd, STANDARD, self.formats, name="k")(x), c.kv_heads)
+        v = heads(Linear(c.kv_heads * hd, STANDARD, self.formats, name="v")(x), c.kv_heads)
         q, k = rotary(q, positions, c.rope_base), rotary(k, positions, c.rope_base)
         y = (causal_gqa_attention if attend is None else attend)(q, k, v)
         y = jnp.moveaxis(y, -3, -2).reshape(*lead, T, c.heads * hd)
-        return Linear(c.d_model, self.ops, name="o")(y)
+        return Linear(c.d_model, STANDARD, self.formats, name="o")(y)
 
 
 class SwiGLU(nn.Module):
     config: LlamaConfig
-    ops: Ops
+    formats: Formats
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         c = self.config
-        gate = Linear(c.ffn, self.ops, name="gate")(x)
-        up = Linear(c.ffn, self.ops, name="up")(x)
-        return Linear(c.d_model, self.ops, name="down")(jax.nn.silu(gate) * up)
+        gate = Linear(c.ffn, STANDARD, self.formats, name="gate")(x)
+        up = Linear(c.ffn, STANDARD, self.formats, name="up")(x)
+        return Linear(c.d_model, STANDARD, self.formats, name="down")(jax.nn.silu(gate) * up)
 
 
 class LlamaBlock(nn.Module):
     config: LlamaConfig
-    ops: Ops
+    formats: Formats
 
     @nn.compact
     def __call__(self, x: jax.Array, positions: jax.Array, attend=None) -> jax.Array:
         c = self.config
-        x = x + LlamaAttention(c, self.ops, name="attention")(
+        x = x + LlamaAttention(c, self.formats, name="attention")(
             RMSNorm(c.norm_eps, name="attn_norm")(x), positions, attend
         )
-        return x + SwiGLU(c, self.ops, name="mlp")(RMSNorm(c.norm_eps, name="ffn_norm")(x))
+        return x + SwiGLU(c, self.formats, name="mlp")(RMSNorm(c.norm_eps, name="ffn_norm")(x))
 
 
 class Llama(nn.Module):
     config: LlamaConfig
-    ops: Ops = Ops()
+    formats: Formats = FP32
     dtype: jnp.dtype = jnp.float32  # activations between blocks (parameters keep the dtype they are given)
 
     @property
@@ -165,9 +168,11 @@ class Llama(nn.Module):
         table = self.param("embedding", nn.initializers.normal(0.02), (c.vocab, c.d_model))
         x = jnp.take(table, ids, axis=0).astype(self.dtype)
         for i in range(c.depth):
-            x = LlamaBlock(c, self.ops, name=f"block_{i}")(x, positions, None if attend is None else partial(attend, i))
+            x = LlamaBlock(c, self.formats, name=f"block_{i}")(
+                x, positions, None if attend is None else partial(attend, i)
+            )
         x = RMSNorm(c.norm_eps, name="norm")(x)
-        # tied LM head: the embedding table, FP32 by the head policy of core.nn.ops
+        # tied LM head: the embedding table, FP32 by the head policy of core.nn.formats
         return jnp.einsum("...d,vd->...v", x, table.astype(x.dtype), preferred_element_type=jnp.float32)
 
     def loss(self, ids: jax.Array, labels: jax.Array, weights: jax.Array | None = None) -> jax.Array:

@@ -1,20 +1,9 @@
-"""u-muP, the unit-scaled maximal update parametrization (Blake, Eichenberg, Dean et al. 2024, arXiv 2407.17465),
-with the standard parametrization (SP) and muP (Yang et al. 2022, "Tensor Programs V") beside it as comparisons.
+"""The ops of u-muP, the unit-scaled maximal update parametrization (Blake, Eichenberg, Dean et al. 2024, arXiv
+2407.17465). Its abc table (init std, multipliers, Adam learning-rate scales per parameter kind), and those of SP and
+muP (Yang et al. 2022, "Tensor Programs V") it is compared with, are core.nn.parametrization.umup and .mup; the
+per-tensor learning rates are applied by `scale_by_tree`.
 
-A parametrization says, for every kind of parameter, three width-dependent factors (the paper's abc framing):
-A, a multiplier applied to the weight in the forward pass; B, the std of its initialisation; C, its Adam learning
-rate relative to the global one. Under Adam, (A/t, B t, C t) trains identically for any t > 0 (abc-symmetry), which
-is how u-muP moves every B to 1 (unit scale) and puts the width dependence into A and C. With w the fan-in of the
-weight, d = d_model and r = width / base_width (muP's base shapes):
-
-    kind     SP (B; C)            muP (A; B; C)                   u-muP (A; B; C)
-    input    1; 1                 1; 1; 1                         1; 1; 1/sqrt(d)   (the fan-out of the embedding)
-    hidden   1/sqrt(w); 1         1; 1/sqrt(w); 1/r               1/sqrt(w); 1; 1/sqrt(w)
-    output   1/sqrt(w); 1         1/r; 1/sqrt(w); 1               1/w; 1; 1
-    norm     1; 1                 1; 1; 1                         1; 1; 1
-
-u-muP also scales the learning rate of every parameter inside the residual stack by 1/sqrt(L) (L layers, depth-muP
-for Adam), and replaces the free scales of the model by hyperparameters with default 1 that are swept instead
+u-muP replaces the free scales of the model by hyperparameters with default 1 that are swept instead
 (`Mults`): the residual contribution and its attention/MLP ratio (`residual_tau`), the attention softmax's
 temperature (`attention`, logits alpha q.k/d_head), the MLP activation's input scale (`gelu`) and the loss softmax's
 (`cross_entropy`). Each op is unit-scaled for its multiplier by the reference library's empirical models of the
@@ -24,8 +13,7 @@ Our rules follow the paper and the reference PyTorch library graphcore-research/
 `unit_scaling/optim.py` (lr_scale_func_adam, lr_scale_for_depth), `unit_scaling/functional.py` (linear_readout,
 gelu, softmax, scaled_dot_product_attention, cross_entropy, residual_split/residual_add), `unit_scaling/core/
 functional.py` (transformer_residual_scaling_rule, logarithmic_interpolation) and `unit_scaling/_modules.py` (the
-constraint each layer uses, DepthSequential's depth). The model code that uses them is core.nn (Ops with scaling
-"sp", "mup" or "umup"); the per-tensor learning rates are `adam_lr_scale` / `lr_scales`, applied by `scale_by_tree`.
+constraint each layer uses, DepthSequential's depth). The model code that uses them is core.nn.parametrization.umup.
 """
 
 from __future__ import annotations
@@ -42,8 +30,7 @@ import optax
 from core.unit_scaling.ops import apply_constraint, matmul, scale_bwd, scale_fwd
 from core.unit_scaling.ops import cross_entropy as unit_cross_entropy
 
-PARAMETRIZATIONS = ("sp", "mup", "umup")
-KINDS = ("input", "hidden", "output", "norm", "bias")
+PARAMETRIZATIONS = ("sp", "mup", "umup")  # the three the u-muP paper compares (core.nn.parametrization.by_name)
 
 # The constraint each u-muP layer ties its forward and input-gradient scales with (unit_scaling/_modules.py): hidden
 # linear layers and the elementwise ops give the input gradient the output's scale (the true gradient); the readout
@@ -68,95 +55,6 @@ class Mults:
         for name, value in self.__dict__.items():
             if not (isinstance(value, int | float) and value > 0 and math.isfinite(value)):
                 raise ValueError(f"Mults.{name} must be a positive finite number, got {value!r}")
-
-
-def check_parametrization(name: str) -> str:
-    if name not in PARAMETRIZATIONS:
-        raise ValueError(f"unknown parametrization {name!r}: choose one of {', '.join(PARAMETRIZATIONS)}")
-    return name
-
-
-def _check_kind(kind: str) -> None:
-    if kind not in KINDS:
-        raise ValueError(f"unknown parameter kind {kind!r}: choose one of {', '.join(KINDS)}")
-
-
-# ---------------------------------------------------------------------------------------------- abc rules
-
-
-def init_std(parametrization: str, kind: str, fan_in: int) -> float:
-    """B: the std of the parameter's N(0, B^2) initialisation (norm gains start at 1 and biases at 0 whatever
-    this says)."""
-    check_parametrization(parametrization)
-    _check_kind(kind)
-    if parametrization == "umup" or kind in ("input", "norm", "bias"):
-        return 1.0
-    return fan_in**-0.5  # SP and muP: hidden and output weights 1/sqrt(fan-in)
-
-
-def output_multiplier(parametrization: str, fan_in: int, base_fan_in: float | None = None) -> float:
-    """A of the readout (output) weights: SP 1, muP base_fan_in / fan_in (1 at the base width), u-muP 1 / fan_in."""
-    check_parametrization(parametrization)
-    if parametrization == "sp":
-        return 1.0
-    if parametrization == "umup":
-        return 1.0 / fan_in
-    if base_fan_in is None:
-        raise ValueError("output_multiplier: muP needs the base width's fan-in (base_fan_in)")
-    return base_fan_in / fan_in
-
-
-def adam_lr_scale(
-    parametrization: str,
-    kind: str,
-    shape: tuple[int, ...],
-    *,
-    width_ratio: float = 1.0,
-    depth: int | None = None,
-) -> float:
-    """C: the parameter's Adam learning rate as a multiple of the global one.
-
-    shape is the parameter's shape in this project's layout (a linear kernel is [fan_in, fan_out], an embedding
-    table [vocab, d_model]); width_ratio is muP's width / base width; depth is the number of layers of the residual
-    stack the parameter sits in (None: not in one). u-muP: hidden weights 1/sqrt(fan_in), embeddings 1/sqrt(d_model)
-    (their fan-out), everything else 1; times depth^-1/2 inside the stack (lr_scale_func_adam and
-    lr_scale_for_depth of the reference library). muP: hidden weights 1 / width_ratio. SP: 1.
-    """
-    check_parametrization(parametrization)
-    _check_kind(kind)
-    if depth is not None and depth < 1:
-        raise ValueError(f"adam_lr_scale: depth must be >= 1 or None, got {depth}")
-    if parametrization == "sp":
-        return 1.0
-    if parametrization == "mup":
-        if width_ratio <= 0:
-            raise ValueError(f"adam_lr_scale: width_ratio must be > 0, got {width_ratio}")
-        return 1.0 / width_ratio if kind == "hidden" else 1.0
-    scale = 1.0 if depth is None else depth**-0.5
-    if kind == "hidden":
-        if len(shape) != 2:
-            raise ValueError(f"adam_lr_scale: a hidden weight is [fan_in, fan_out], got shape {shape}")
-        return scale * shape[0] ** -0.5
-    if kind == "input":
-        return scale * shape[-1] ** -0.5
-    return scale
-
-
-def lr_scales(
-    params: Any,
-    kinds: Any,
-    parametrization: str,
-    *,
-    width_ratio: float = 1.0,
-) -> Any:
-    """The tree of adam_lr_scale for a parameter tree. `kinds` has the same structure, each leaf a pair
-    (kind, depth or None) saying what the parameter is and the depth of the residual stack holding it."""
-    return jax.tree_util.tree_map(
-        lambda p, k: adam_lr_scale(parametrization, k[0], tuple(p.shape), width_ratio=width_ratio, depth=k[1]),
-        params,
-        kinds,
-        is_leaf=lambda x: isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str),
-    )
 
 
 class ScaleByTreeState(NamedTuple):
@@ -238,7 +136,7 @@ def linear_readout(x: jax.Array, w: jax.Array) -> jax.Array:
     fan_out^-1/2 and the weight gradient by batch^-1/2, so both are unit at initialisation (unconstrained)."""
     fan_in, fan_out = w.shape
     batch = x.size // x.shape[-1]
-    fwd, bwd = apply_constraint(READOUT_CONSTRAINT, output_multiplier("umup", fan_in), fan_out**-0.5)
+    fwd, bwd = apply_constraint(READOUT_CONSTRAINT, 1.0 / fan_in, fan_out**-0.5)
     y = jnp.matmul(scale_bwd(x, bwd), scale_bwd(w, batch**-0.5))
     return scale_fwd(y, fwd)
 

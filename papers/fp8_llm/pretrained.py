@@ -2,7 +2,7 @@
 linear layer of every block in simulated FP8 (E4M3 weights and activations) with per-tensor amax scale biases, scored
 by perplexity on held-out Shakespeare against the same model in float32, with the no-scaling control (plain E4M3
 casts, bias 0) and the biases each layer type used. The embedding, norms, attention's matmuls and the tied LM head
-stay in float32, as in the training arms (the head policy of core.nn.ops).
+stay in float32, as in the training arms (the head policy of core.nn.formats).
 
     result = pretrained_fp8_inference(windows=8, window=512, policies=("amax", "none"))
 """
@@ -100,7 +100,7 @@ def pretrained_fp8_inference(
     """`loader()` -> (Llama model, params, tokenizer); default core.nn.gguf.load_smollm2."""
     import time
 
-    from core.nn import Ops
+    from core.nn import Formats
     from core.nn.fp8 import split_fp8
     from core.nn.gguf import load_smollm2
     from core.nn.llama import Llama
@@ -119,7 +119,7 @@ def pretrained_fp8_inference(
     out = {"fp32": [float(fp32(params, ids[i], labels[i])) for i in range(windows)]}
     biases, values = {}, {}
     for policy in policies:
-        fp8 = Llama(model.config, ops=Ops(fp8=policy))
+        fp8 = Llama(model.config, formats=Formats(fp8=policy))
         variables = jax.eval_shape(fp8.init, jax.random.key(0), ids[:1, :4])
         _, meta_shape, probe_shape = split_fp8(variables)
         meta = jax.tree.map(

@@ -22,11 +22,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from core.charlm import FP8_LLM_ADAM, train_windows, warmup_cosine
 from core.config import ConfigError, check_range
-from core.data.shakespeare import CharCorpus, evaluation_windows, sample_windows
+from core.data.shakespeare import CharCorpus, evaluation_windows
+from core.nn import FP32, Formats, TransformerLM
 from core.nn.fp8 import calibrate_fp8, fp8_statistics, split_fp8, update_fp8
-from core.nn.ops import Ops
-from core.nn.transformer import TransformerLM
 from core.numerics.fp8 import POLICIES
 from core.train import fit_seeds, stack
 
@@ -96,9 +96,9 @@ class ArmResult:
 def build_model(size: SizeConfig, vocab: int, seq_len: int, arm: str, history: int = 16) -> TransformerLM:
     if arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
-    ops = Ops() if arm == "fp32" else Ops(fp8=arm, fp8_history=history)
+    formats = FP32 if arm == "fp32" else Formats(fp8=arm, fp8_history=history)
     return TransformerLM(
-        vocab=vocab, d_model=size.d_model, depth=size.depth, heads=size.heads, seq_len=seq_len, ops=ops
+        vocab=vocab, d_model=size.d_model, depth=size.depth, heads=size.heads, seq_len=seq_len, formats=formats
     )
 
 
@@ -155,13 +155,12 @@ def train_arm(
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds={seeds}: give at least one seed, none repeated")
     model = build_model(size, corpus.vocab_size, rc.seq_len, arm, rc.history)
-    schedule = optax.warmup_cosine_decay_schedule(0.0, rc.lr, rc.warmup, max(rc.steps, rc.warmup + 1), rc.lr * 0.1)
-    optimiser = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(schedule, b1=0.9, b2=0.99))
+    optimiser = FP8_LLM_ADAM.optimizer(warmup_cosine(rc.lr, rc.warmup, rc.steps))
     policy = None if arm == "fp32" else arm
     probes = split_fp8(model.init(jax.random.key(0), jnp.zeros((1, rc.seq_len), jnp.int32)))[2]  # zeros: shapes only
 
     def batch(seed: int, k: int):  # the batch of step k (k = -1: the calibration batch, never trained on)
-        return sample_windows(corpus.train, rc.seq_len + 1, rc.batch_size, np.random.default_rng([seed, k + 1]))
+        return train_windows(corpus.train, rc.seq_len, rc.batch_size, seed, k + 1)
 
     calibration = jax.jit(lambda p, m, w: _nats_step(model, p, m, probes, w[:, :-1], w[:, 1:])[1][1])
 

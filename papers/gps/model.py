@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from core.nn.ops import masked_softmax
+from core.nn.parametrization import masked_softmax
 from papers.gps.features import ATOM_VOCAB, BOND_VOCAB
 
 # Gaussian kernel centres span [0, 8] Angstrom for the distances of all atom pairs of a molecule, [0, 2.5] for bond

@@ -19,24 +19,25 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from omegaconf import OmegaConf
 
+from core.charlm import SPARQ_ADAM, warmup_cosine, window_loss
 from core.data.shakespeare import CharCorpus, sample_windows
-from core.nn import Ops, TransformerLM
+from core.nn import TransformerLM
 from core.provenance import paper_fingerprint
 from core.train import fit, init_state, optimizer_step
 
 
 def build_model(cfg, corpus: CharCorpus) -> TransformerLM:
     m = cfg.model
-    return TransformerLM(corpus.vocab_size, m.d_model, m.depth, m.heads, m.seq_len, Ops(), position=m.position)
+    return TransformerLM(corpus.vocab_size, m.d_model, m.depth, m.heads, m.seq_len, position=m.position)
 
 
 # The code the trained weights depend on (core.provenance): this module, the LM and its ops, the training loop and its
 # checkpoints, and the corpus. A change to any of them trains a new model instead of reusing one made by other code.
 TRAINING_CODE = (
     "papers/sparq/model.py",
+    "core/charlm.py",
     "core/nn",
     "core/numerics",
     "core/unit_scaling",
@@ -75,18 +76,18 @@ def train_model(cfg, corpus: CharCorpus, directory: Path, *, seed: int, resume: 
     """Train (or load, when `directory` holds the finished run) the LM; returns (model, params, info)."""
     m = cfg.model
     model = build_model(cfg, corpus)
-    schedule = optax.warmup_cosine_decay_schedule(0.0, m.lr, m.warmup, max(m.steps, m.warmup + 1), m.lr * 0.1)
-    optimizer = optax.adamw(schedule, b1=0.9, b2=0.99, weight_decay=0.01)
+    optimizer = SPARQ_ADAM.optimizer(warmup_cosine(m.lr, m.warmup, m.steps))
     params = model.init(jax.random.key(seed), jnp.zeros((1, m.seq_len), jnp.int32))
 
-    def loss_fn(p, w):
-        return model.apply(p, w[:, :-1], w[:, 1:], method=TransformerLM.loss)
+    loss_fn = window_loss(model)
 
     def batch_of(i: int) -> np.ndarray:
         rng = np.random.default_rng([seed, i])
         if i < m.induction_steps:
             return induction_windows(rng, m.induction_batch, m.induction_len + 1, m.induction_span, corpus.vocab_size)
-        w = sample_windows(corpus.train, m.seq_len + 1, m.batch_size, rng)
+        w = sample_windows(
+            corpus.train, m.seq_len + 1, m.batch_size, rng
+        )  # rng also draws the repeats: not train_windows
         return repeat_windows(w, rng, m.repeat_share, m.repeat_span)
 
     run = fit(

@@ -7,7 +7,7 @@ import itertools
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +16,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from core.data.shakespeare import CharCorpus, evaluation_windows, sample_windows
+from core.charlm import PLAIN_FP8, UMUP_ADAM, train_windows, warmup_cosine, window_loss
+from core.data.shakespeare import CharCorpus, evaluation_windows
 from core.io import atomic_write_json
-from core.nn import Ops, TransformerLM
+from core.nn import FP32, TransformerLM, param_kinds
+from core.nn.parametrization import by_name, lr_scales
 from core.train import fit_seeds
 from core.unit_scaling import umup
-
-ADAM = dict(b1=0.9, b2=0.999, eps=1e-8)
 
 
 @dataclass(frozen=True)
@@ -80,29 +80,20 @@ class GroupResult:
 
 
 def build_model(cfg, corpus: CharCorpus, group: Group) -> TransformerLM:
+    """The group's model: its parametrization at width / the narrowest width of the sweep (muP's base width), in
+    FP32 or with PLAIN_FP8 casts on the linear layers only (the u-muP paper's FP8 scheme leaves attention out)."""
     m = cfg.model
-    fp8 = (
-        dict(
-            fwd_fmt="e4m3",
-            bwd_fmt="e5m2",
-            cast_scope="matmul",
-            rounding="nearest",
-            saturate=False,
-            head_precision=group.fp8_head,
-        )
-        if group.fp8
-        else {}
-    )
-    ops = Ops(scaling=group.parametrization, width_ratio=group.width / min(cfg.widths), mults=group.mults, **fp8)
+    p = by_name(group.parametrization, width_ratio=group.width / min(cfg.widths), mults=group.mults)
+    formats = replace(PLAIN_FP8, head=group.fp8_head).formats(attention=False) if group.fp8 else FP32
     return TransformerLM(
-        vocab=corpus.vocab_size, d_model=group.width, depth=m.depth, heads=m.heads, seq_len=m.seq_len, ops=ops
+        vocab=corpus.vocab_size,
+        d_model=group.width,
+        depth=m.depth,
+        heads=m.heads,
+        seq_len=m.seq_len,
+        parametrization=p,
+        formats=formats,
     )
-
-
-def schedule(cfg) -> optax.Schedule:
-    """The learning-rate factor over training: linear warm-up, then cosine decay to a tenth."""
-    warmup = max(1, min(cfg.warmup_steps, cfg.steps - 1))
-    return optax.warmup_cosine_decay_schedule(0.0, 1.0, warmup, max(cfg.steps, warmup + 1), end_value=0.1)
 
 
 def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, resume: bool) -> GroupResult:
@@ -116,11 +107,9 @@ def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, res
     seq = cfg.model.seq_len
     dummy = jnp.zeros((1, seq), jnp.int32)
     template = model.init(jax.random.key(0), dummy)
-    scales = umup.lr_scales(
-        template, model.param_kinds(template), group.parametrization, width_ratio=model.ops.width_ratio
-    )
-    optimizer = optax.chain(optax.scale_by_adam(**ADAM), umup.scale_by_tree(scales))
-    factor = schedule(cfg)
+    scales = lr_scales(template["params"], param_kinds(model, template, dummy), model.parametrization)
+    optimizer = optax.chain(UMUP_ADAM.scale_by_adam(), umup.scale_by_tree({"params": scales}))
+    factor = warmup_cosine(1.0, cfg.warmup_steps, cfg.steps)  # times each run's own learning rate
     runs = group.runs
     lrs = jnp.asarray([lr for lr, _ in runs], jnp.float32)
     run_seeds = [s for _, s in runs]
@@ -129,8 +118,7 @@ def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, res
         params = model.init(jax.random.key(jnp.asarray(run_seeds)[i]), dummy)
         return {"params": params, "opt": optimizer.init(params), "lr": lrs[i], "step": jnp.int32(0)}
 
-    def loss_fn(params, windows):
-        return model.apply(params, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss)
+    loss_fn = window_loss(model)
 
     def step(s, windows):
         loss, grads = jax.value_and_grad(loss_fn)(s["params"], windows)
@@ -150,7 +138,7 @@ def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, res
         init,
         step,
         # runs of one seed see the same batches whatever their learning rate (paired comparisons)
-        lambda i, k: sample_windows(corpus.train, seq + 1, cfg.batch_size, np.random.default_rng([run_seeds[i], k])),
+        lambda i, k: train_windows(corpus.train, seq, cfg.batch_size, run_seeds[i], k),
         evaluate=evaluate,
         steps=cfg.steps,
         eval_every=cfg.steps,
@@ -178,42 +166,3 @@ def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, res
     if result_file is not None:
         atomic_write_json(result_file, result.to_dict())
     return result
-
-
-# ---------------------------------------------------------------------------------------------- optimum
-
-
-def mean_curve(result: GroupResult, seeds: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(log2 lr, mean valid loss over `seeds`, repeats counted (a resample); default: every seed once) sorted by
-    lr; a diverged run makes its lr's mean +inf."""
-    by_lr: dict[float, dict[int, float]] = {}
-    for lr, seed, loss in zip(result.lr, result.seed, result.valid_loss, strict=True):
-        by_lr.setdefault(lr, {})[seed] = loss if math.isfinite(loss) else math.inf
-    lrs = sorted(by_lr)
-    return np.log2(lrs), np.asarray([np.mean([by_lr[lr][s] for s in seeds or by_lr[lr]]) for lr in lrs])
-
-
-@dataclass(frozen=True)
-class Optimum:
-    log2_lr: float  # the sub-grid estimate (parabola through the best grid point and its neighbours)
-    grid_log2_lr: float  # the best grid point
-    loss: float  # the best grid point's loss
-    at_edge: bool  # the best grid point is the first or last: the optimum is not bracketed
-
-
-def optimum(log2_lrs: np.ndarray, losses: np.ndarray) -> Optimum:
-    """Where the loss-vs-log2(lr) curve is lowest: the best grid point refined by the parabola through it and its
-    two neighbours, the vertex kept within half a grid step of it."""
-    x, y = np.asarray(log2_lrs, float), np.asarray(losses, float)
-    if len(x) == 0 or not np.isfinite(y).any():
-        return Optimum(math.nan, math.nan, math.inf, True)
-    b = int(np.nanargmin(np.where(np.isfinite(y), y, np.inf)))
-    edge = b in (0, len(x) - 1)
-    best = float(x[b])
-    if not edge and np.isfinite(y[b - 1]) and np.isfinite(y[b + 1]):
-        h = (x[b + 1] - x[b - 1]) / 2
-        curvature = y[b - 1] - 2 * y[b] + y[b + 1]
-        if curvature > 0:
-            shift = h / 2 * (y[b - 1] - y[b + 1]) / curvature
-            best = float(x[b] + np.clip(shift, -h / 2, h / 2))
-    return Optimum(best, float(x[b]), float(y[b]), edge)

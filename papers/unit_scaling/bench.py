@@ -28,7 +28,15 @@ def bench_unit_scaling(size: str) -> list[Comparison]:
     shape = f"d_model {d_model}, depth {depth}, seq {seq}, batch {batch}; median of {repeat} interleaved rounds"
 
     def step(arm: str):
-        model = TransformerLM(vocab=80, d_model=d_model, depth=depth, heads=4, seq_len=seq, ops=ARMS[arm].ops())
+        model = TransformerLM(
+            vocab=80,
+            d_model=d_model,
+            depth=depth,
+            heads=4,
+            seq_len=seq,
+            parametrization=ARMS[arm].parametrization(),
+            formats=ARMS[arm].formats(),
+        )
         with stochastic_rounding(jax.random.key(0)):
             params = model.init(jax.random.key(0), ids[:, :-1])
         opt = optax.adamw(1e-3)

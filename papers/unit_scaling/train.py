@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from core.charlm import PLAIN_FP8, SIMULATE_FP8, UNIT_SCALING_ADAM, FP8Casts, train_windows, warmup_cosine
 from core.data.shakespeare import CharCorpus, evaluation_windows, sample_windows
 from core.io import atomic_write_json
-from core.nn import Ops, TransformerLM
+from core.nn import FP32, Formats, Standard, TransformerLM, UnitScaled
+from core.nn.parametrization import Parametrization
 from core.numerics import (
     all_finite,
     dynamic_loss_scale_init,
@@ -50,42 +52,17 @@ class Arm:
     def fp16(self) -> bool:
         return self.fwd == "fp16"
 
-    @property
-    def cast_scope(self) -> str:
-        # FP16 arms train in pure FP16 (every op boundary); FP8 arms use FP8 for matmuls only, as the paper
-        return "matmul" if self.fp8 else "all"
+    def parametrization(self, constraint: str | None = "gmean") -> Parametrization:
+        return UnitScaled(constraint) if self.scaling == "unit" else Standard()
 
-    def ops(self, constraint: str | None = "gmean", recipe: FP8Recipe | None = None) -> Ops:
-        """The arm's ops. FP8 arms follow `recipe` (rounding, saturation, LM head); FP16 arms cast every op, the
-        head included, rounding to nearest (pure FP16)."""
-        recipe = recipe or FP8Recipe()
-        fp8 = dict(rounding=recipe.rounding, saturate=recipe.saturate, head_precision=recipe.head)
-        return Ops(
-            scaling=self.scaling,
-            fwd_fmt=self.fwd,
-            bwd_fmt=self.bwd,
-            constraint=constraint,
-            cast_scope=self.cast_scope,
-            **(fp8 if self.fp8 else {"head_precision": "low" if self.fwd is not None else "fp32"}),
-        )
-
-
-@dataclass(frozen=True)
-class FP8Recipe:
-    """How the FP8 arms cast. The default is the unit-scaling library's `simulate_fp8` (stochastic rounding,
-    saturating at the format's max) with the LM head and the logits' gradient kept in FP32, the policy the FP8 LLM
-    paper uses for its head (core.nn.ops.HEAD_PRECISIONS); "nearest" / saturate False / head "low" is the plain cast
-    of earlier versions."""
-
-    rounding: str = "stochastic"
-    saturate: bool = True
-    head: str = "fp32"
-
-    @property
-    def label(self) -> str:
-        sat = "saturating" if self.saturate else "overflowing to Inf/NaN"
-        head = "LM head in FP32" if self.head == "fp32" else "LM head in FP8"
-        return f"{self.rounding} rounding, {sat}, {head}"
+    def formats(self, fp8: FP8Casts | None = None) -> Formats:
+        """The arm's number formats. FP8 arms follow the `fp8` recipe (default SIMULATE_FP8: casts at matmul operands
+        only, as the paper); FP16 arms cast every op boundary, the head included, rounding to nearest (pure FP16)."""
+        if self.fp8:
+            return (fp8 or SIMULATE_FP8).formats()
+        if self.fwd is None:
+            return FP32
+        return Formats(fwd=self.fwd, bwd=self.bwd, head="low")
 
 
 ARMS: dict[str, Arm] = {
@@ -121,11 +98,12 @@ class ArmResult:
         return dict(self.__dict__)
 
 
-def recipe(cfg) -> FP8Recipe:
-    return FP8Recipe(cfg.fp8.rounding, bool(cfg.fp8.saturate), cfg.fp8.head)
+def recipe(cfg) -> FP8Casts:
+    """The FP8 arms' cast recipe of the config's `fp8` section."""
+    return FP8Casts(cfg.fp8.rounding, bool(cfg.fp8.saturate), cfg.fp8.head)
 
 
-def build_model(cfg, corpus: CharCorpus, arm: Arm, fp8: FP8Recipe | None = None) -> TransformerLM:
+def build_model(cfg, corpus: CharCorpus, arm: Arm, fp8: FP8Casts | None = None) -> TransformerLM:
     m = cfg.model
     return TransformerLM(
         vocab=corpus.vocab_size,
@@ -133,12 +111,10 @@ def build_model(cfg, corpus: CharCorpus, arm: Arm, fp8: FP8Recipe | None = None)
         depth=m.depth,
         heads=m.heads,
         seq_len=m.seq_len,
-        ops=arm.ops(cfg.constraint, fp8 or recipe(cfg)),
+        parametrization=arm.parametrization(cfg.constraint),
+        formats=arm.formats(fp8 or recipe(cfg)),
         norm=m.norm,
     )
-
-
-ADAM_EPS = 1e-8
 
 
 def _rescale_moments(opt_state, ratio):
@@ -160,11 +136,6 @@ def _to_fp16_grid(tree):
     )
 
 
-def schedule(cfg, lr: float) -> optax.Schedule:
-    warmup = max(1, min(cfg.warmup_steps, cfg.steps - 1))
-    return optax.warmup_cosine_decay_schedule(0.0, lr, warmup, max(cfg.steps, warmup + 1), end_value=lr * 0.1)
-
-
 def _bpc(nats):
     return nats / math.log(2)
 
@@ -180,10 +151,12 @@ def train_arm(
     model = build_model(cfg, corpus, arm)
     seq = cfg.model.seq_len
 
-    def make_optimizer(eps):
-        return optax.adamw(schedule(cfg, lr), b1=0.9, b2=0.99, eps=eps, weight_decay=cfg.weight_decay)
+    adam = replace(UNIT_SCALING_ADAM, weight_decay=cfg.weight_decay)
 
-    optimizer = make_optimizer(ADAM_EPS)
+    def make_optimizer(eps):
+        return replace(adam, eps=eps).optimizer(warmup_cosine(lr, cfg.warmup_steps, cfg.steps))
+
+    optimizer = make_optimizer(adam.eps)
     dummy = jnp.zeros((1, seq), jnp.int32)
 
     pure_fp16 = arm.fp16 and cfg.fp16_state
@@ -214,7 +187,7 @@ def train_arm(
             # Adam keeps the moments of the loss-scaled gradient, which FP16 can hold where the unscaled ones would
             # underflow; with eps scaled alike its update equals Adam's on the unscaled gradient. Weights and both
             # moments are then stored in FP16 (the update arithmetic is FP32).
-            updates, opt = make_optimizer(ADAM_EPS * scale).update(scaled_grads, s["opt"], s["params"])
+            updates, opt = make_optimizer(adam.eps * scale).update(scaled_grads, s["opt"], s["params"])
             params, opt = _to_fp16_grid(optax.apply_updates(s["params"], updates)), _to_fp16_grid(opt)
         else:
             updates, opt = optimizer.update(grads, s["opt"], s["params"])
@@ -230,7 +203,7 @@ def train_arm(
         new = {"step": s["step"] + 1, "seed": s["seed"], **kept, "loss_scale": loss_scale}
         return new, {"loss": loss / scale, SKIPPED: (~finite).astype(jnp.int32)}
 
-    eval_fn = jax.jit(jax.vmap(lambda p, w: loss_fn(p, w[:, :-1], w[:, 1:]), in_axes=(0, None)))
+    eval_fn = jax.jit(jax.vmap(lambda p, w: loss_fn(p, w[:, :-1], w[:, 1:]), in_axes=(0, None)))  # per seed
     tracks_file = None if checkpoint_dir is None else Path(checkpoint_dir) / "scale_tracks.json"
     tracks: dict[int, list[TensorScale]] = {}
     if track and resume and tracks_file is not None and tracks_file.exists():
@@ -264,7 +237,7 @@ def train_arm(
         seeds,
         init_one,
         train_step,
-        lambda seed, k: sample_windows(corpus.train, seq + 1, cfg.batch_size, np.random.default_rng([seed, k])),
+        lambda seed, k: train_windows(corpus.train, seq, cfg.batch_size, seed, k),
         evaluate=evaluate_and_track,
         steps=cfg.steps,
         eval_every=cfg.eval_every,
@@ -319,7 +292,7 @@ def gradient_underflow(
     if arm.bwd is None:
         return 0.0
     params = jax.tree_util.tree_map(lambda x: x[0], stacked_params)
-    fp32_model = model.clone(ops=Ops(scaling=arm.scaling, constraint=cfg.constraint))
+    fp32_model = model.clone(formats=FP32)
     windows = sample_windows(corpus.valid, cfg.model.seq_len + 1, cfg.batch_size, np.random.default_rng(12345))
     ids, labels = jnp.asarray(windows[:, :-1]), jnp.asarray(windows[:, 1:])
     scale = (
@@ -377,10 +350,10 @@ def _scales_with_qkv_split(tensors) -> list[TensorScale]:
 
 
 GRADIENT_RECIPES = (
-    FP8Recipe("nearest", False, "low"),
-    FP8Recipe("stochastic", True, "low"),
-    FP8Recipe("nearest", False, "fp32"),
-    FP8Recipe("stochastic", True, "fp32"),
+    PLAIN_FP8,
+    FP8Casts("stochastic", True, "low"),
+    FP8Casts("nearest", False, "fp32"),
+    SIMULATE_FP8,
 )
 
 

@@ -7,13 +7,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from core.nn import Ops, TransformerLM
+from core.nn import TransformerLM
 from core.nn.decoding import decode_step, dense_step, prefill
 
 
 @pytest.fixture(scope="module", params=["learned", "rope"])
 def lm(request):
-    model = TransformerLM(vocab=20, d_model=32, depth=2, heads=4, seq_len=48, ops=Ops(), position=request.param)
+    model = TransformerLM(vocab=20, d_model=32, depth=2, heads=4, seq_len=48, position=request.param)
     ids = jnp.asarray(np.random.default_rng(0).integers(0, 20, (3, 40)), jnp.int32)
     return model, model.init(jax.random.key(0), ids), ids
 

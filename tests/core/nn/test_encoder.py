@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.special import erf
 
+from core.nn import FP32, Standard, UnitScaled
 from core.nn.encoder import TransformerEncoder, attention_mask
-from core.nn.ops import Ops
 
 VOCAB, D_MODEL, DEPTH, HEADS, MAX_LEN = 24, 32, 2, 2, 32
 PAD, CLS, MASK = 0, 1, 2  # token ids; words are 3..VOCAB-1
@@ -115,7 +115,7 @@ def test_masked_attention_is_a_masked_softmax_with_zero_rows_where_nothing_is_al
     s = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k) / 2.0
     e = np.where(mask, np.exp(s - s.max(-1, keepdims=True)), 0.0)
     ref = np.einsum("bhqk,bhkd->bhqd", e / np.maximum(e.sum(-1, keepdims=True), 1e-300), v)
-    out, vjp = jax.vjp(lambda q, k, v: Ops().masked_attention(q, k, v, mask), q, k, v)
+    out, vjp = jax.vjp(lambda q, k, v: Standard().masked_attention(q, k, v, mask, FP32), q, k, v)
     np.testing.assert_allclose(np.asarray(out), ref, atol=1e-6)
     assert not np.asarray(out[0, :, 2]).any()
     grads = vjp(jnp.ones_like(out))
@@ -125,7 +125,7 @@ def test_masked_attention_is_a_masked_softmax_with_zero_rows_where_nothing_is_al
 def test_masked_attention_refuses_unit_scaling():
     x = jnp.zeros((1, 4, 2))
     with pytest.raises(NotImplementedError, match="unit scaling"):
-        Ops(scaling="unit").masked_attention(x, x, x, jnp.ones((4, 4), bool))
+        UnitScaled().masked_attention(x, x, x, jnp.ones((4, 4), bool), FP32)
 
 
 # ---------------------------------------------------------------------------------------------- independent reference
@@ -296,4 +296,4 @@ def test_bad_inputs_get_clear_errors(params):
     with pytest.raises(ValueError, match=r"cls_positions must be \[batch, max_sequences\] with batch 3"):
         m.apply(params, jnp.zeros((3, T, D_MODEL)), cls[0], method=TransformerEncoder.pooled)
     with pytest.raises(NotImplementedError, match="unit scaling"):
-        model(ops=Ops(scaling="unit")).init(jax.random.key(0), ids, sids, pos)
+        model(parametrization=UnitScaled()).init(jax.random.key(0), ids, sids, pos)

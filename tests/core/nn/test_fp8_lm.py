@@ -1,4 +1,4 @@
-"""The transformer LM with FP8 linear layers (Ops(fp8=policy)): same parameters as the FP32 model, every block's
+"""The transformer LM with FP8 linear layers (Formats(fp8=policy)): same parameters as the FP32 model, every block's
 linear layer (not the head) carries FP8 state and a probe, the loss and gradients stay close to FP32's, the probes'
 gradients are the step's statistics (gradients need the largest biases), and the delayed and cscale policies take
 their biases from that state."""
@@ -8,13 +8,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from core.nn import Formats, UnitScaled
 from core.nn.fp8 import calibrate_fp8, fp8_statistics, split_fp8, update_fp8
-from core.nn.ops import Ops
 from core.nn.transformer import TransformerLM
 
 
-def _model(**ops):
-    return TransformerLM(vocab=40, d_model=32, depth=2, heads=2, seq_len=16, ops=Ops(**ops))
+def _model(**formats):
+    return TransformerLM(vocab=40, d_model=32, depth=2, heads=2, seq_len=16, formats=Formats(**formats))
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +78,8 @@ def test_delayed_and_cscale_take_their_biases_from_the_state(batch):
 
 def test_fp8_settings_are_checked():
     with pytest.raises(ValueError, match="unknown FP8 scaling policy 'fp4'"):
-        Ops(fp8="fp4")
-    with pytest.raises(ValueError, match="scaling='regular' and no fwd_fmt"):
-        Ops(fp8="amax", scaling="unit")
-    with pytest.raises(ValueError, match="scaling='regular' and no fwd_fmt"):
-        Ops(fp8="amax", fwd_fmt="e4m3")
+        Formats(fp8="fp4")
+    with pytest.raises(ValueError, match="combines with the standard parametrization only"):
+        _model(fp8="amax").clone(parametrization=UnitScaled()).init(jax.random.key(0), jnp.zeros((1, 4), jnp.int32))
+    with pytest.raises(ValueError, match="combines with no fwd/bwd casts only"):
+        Formats(fp8="amax", fwd="e4m3")

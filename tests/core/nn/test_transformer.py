@@ -5,7 +5,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from core.nn import Ops, TransformerLM
+from core.nn import FP32, Formats, TransformerLM, UnitScaled
+from core.nn.parametrization import by_name
 
 
 def model(scaling="regular", norm="pre", fwd=None, bwd=None, head="low", **kw):
@@ -16,7 +17,8 @@ def model(scaling="regular", norm="pre", fwd=None, bwd=None, head="low", **kw):
         heads=2,
         seq_len=12,
         norm=norm,
-        ops=Ops(scaling=scaling, fwd_fmt=fwd, bwd_fmt=bwd, head_precision=head),
+        parametrization=by_name(scaling),
+        formats=Formats(fwd=fwd, bwd=bwd, head=head),
         **kw,
     )
 
@@ -72,7 +74,13 @@ def test_fp8_regular_gradients_underflow_where_unit_scaled_ones_do_not():
     grads_zero = {}
     for scaling in ("regular", "unit"):
         m = TransformerLM(
-            vocab=64, d_model=32, depth=2, heads=2, seq_len=32, ops=Ops(scaling=scaling, fwd_fmt="e4m3", bwd_fmt="e5m2")
+            vocab=64,
+            d_model=32,
+            depth=2,
+            heads=2,
+            seq_len=32,
+            parametrization=by_name(scaling),
+            formats=Formats(fwd="e4m3", bwd="e5m2"),
         )
         ids = jnp.asarray(np.random.default_rng(1).integers(0, 64, (8, 33)))
         params = m.init(jax.random.key(0), ids[:, :-1])
@@ -83,12 +91,12 @@ def test_fp8_regular_gradients_underflow_where_unit_scaled_ones_do_not():
 
 
 def test_bad_model_arguments():
-    with pytest.raises(ValueError, match="scaling must be one of regular, unit, sp, mup, umup"):
-        Ops(scaling="ntk")
+    with pytest.raises(ValueError, match="unknown parametrization 'ntk': choose one of regular, unit, sp, mup, umup"):
+        by_name("ntk")
     with pytest.raises(ValueError, match="unknown number format"):
-        Ops(fwd_fmt="fp9")
+        Formats(fwd="fp9")
     with pytest.raises(ValueError, match="not divisible by heads"):
-        TransformerLM(vocab=8, d_model=10, depth=1, heads=3, seq_len=4, ops=Ops()).init(jax.random.key(0), IDS[:, :4])
+        TransformerLM(vocab=8, d_model=10, depth=1, heads=3, seq_len=4).init(jax.random.key(0), IDS[:, :4])
     with pytest.raises(ValueError, match="exceeds seq_len"):
         m = model()
         m.init(jax.random.key(0), jnp.zeros((1, 13), jnp.int32))
@@ -101,7 +109,8 @@ def test_matmul_cast_scope_keeps_outputs_in_fp32_but_casts_operands_and_gradient
         depth=1,
         heads=2,
         seq_len=12,
-        ops=Ops(scaling="unit", fwd_fmt="e4m3", bwd_fmt="e5m2", cast_scope="matmul", head_precision="low"),
+        parametrization=UnitScaled(),
+        formats=Formats(fwd="e4m3", bwd="e5m2", scope="matmul", head="low"),
     )
     params = m.init(jax.random.key(0), IDS)
     logits = np.asarray(m.apply(params, IDS))
@@ -110,31 +119,29 @@ def test_matmul_cast_scope_keeps_outputs_in_fp32_but_casts_operands_and_gradient
 
     # the weight gradient is an FP32 accumulation (of E5M2 output gradients times E4M3 activations), not itself
     # cast to E5M2; and it differs from the gradient without the E5M2 cast of the output gradient
-    def head_grad(ops):
-        model = m.clone(ops=ops)
+    def head_grad(formats):
+        model = m.clone(formats=formats)
         g = jax.grad(lambda p: model.apply(p, IDS[:, :-1], IDS[:, 1:], method=TransformerLM.loss))(params)
         return np.asarray(g["params"]["head"]["kernel"])
 
-    head = head_grad(m.ops)
+    head = head_grad(m.formats)
     assert (head != head.astype(ml_dtypes.float8_e5m2).astype(np.float32)).any()
-    no_bwd_cast = head_grad(
-        Ops(scaling="unit", fwd_fmt="e4m3", bwd_fmt=None, cast_scope="matmul", head_precision="low")
-    )
+    no_bwd_cast = head_grad(Formats(fwd="e4m3", bwd=None, scope="matmul", head="low"))
     assert not np.array_equal(head, no_bwd_cast)
-    with pytest.raises(ValueError, match="cast_scope must be one of all, matmul"):
-        Ops(cast_scope="some")
+    with pytest.raises(ValueError, match="scope must be one of all, matmul"):
+        Formats(scope="some")
 
 
 def test_unit_attention_is_scaled_causal_attention_with_scaled_value_gradients():
-    from core.nn.ops import _causal_mixing_scales
+    from core.nn.parametrization.unit import causal_mixing_scales
 
     q, k, v = (jax.random.normal(jax.random.key(i), (2, 8, 4)) for i in range(3))
-    ops = Ops(scaling="unit", constraint=None)
-    fwd, bwd = _causal_mixing_scales(8)
+    unit = UnitScaled(constraint=None)
+    fwd, bwd = causal_mixing_scales(8)
     mask = np.tril(np.ones((8, 8), bool))
     probs = jax.nn.softmax(jnp.einsum("bqd,bkd->bqk", q, k) / 2.0, axis=-1, where=mask)
     ref = fwd * jnp.einsum("bqk,bkd->bqd", probs, v)
-    out, vjp = jax.vjp(ops.causal_attention, q, k, v)
+    out, vjp = jax.vjp(lambda q, k, v: unit.causal_attention(q, k, v, FP32), q, k, v)
     np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-5, atol=1e-6)
     dy = jax.random.normal(jax.random.key(9), out.shape)
     _, _, dv = vjp(dy)
@@ -143,16 +150,16 @@ def test_unit_attention_is_scaled_causal_attention_with_scaled_value_gradients()
     )
     # with uniform attention (q = 0) and unit values, the output has unit variance, as the scales intend
     big_v = jax.random.normal(jax.random.key(4), (64, 128, 16))
-    uniform = ops.causal_attention(jnp.zeros((64, 128, 16)), jnp.zeros((64, 128, 16)), big_v)
+    uniform = unit.causal_attention(jnp.zeros((64, 128, 16)), jnp.zeros((64, 128, 16)), big_v, FP32)
     assert float(jnp.std(uniform)) == pytest.approx(1.0, rel=0.1)
 
 
 @pytest.mark.parametrize("scope", ["all", "matmul"])
 def test_an_fp32_head_keeps_logits_and_their_gradient_out_of_the_casts(scope):
-    """head_precision="fp32" (the FP8 recipe): the head's matmul, the logits and the logits' gradient are FP32, so
+    """head="fp32" (the FP8 recipe): the head's matmul, the logits and the logits' gradient are FP32, so
     the head's weight gradient equals that of the FP32 head on the same (cast) features; the body stays cast."""
-    ops = Ops(scaling="unit", fwd_fmt="e4m3", bwd_fmt="e5m2", cast_scope=scope)
-    m = TransformerLM(vocab=32, d_model=16, depth=1, heads=2, seq_len=12, ops=ops)
+    formats = Formats(fwd="e4m3", bwd="e5m2", scope=scope)
+    m = TransformerLM(vocab=32, d_model=16, depth=1, heads=2, seq_len=12, parametrization=UnitScaled(), formats=formats)
     params = m.init(jax.random.key(0), IDS)
     feats = []  # the head's input (the final norm's output), recorded by an interceptor
 
@@ -175,13 +182,13 @@ def test_an_fp32_head_keeps_logits_and_their_gradient_out_of_the_casts(scope):
     head_grad = np.asarray(g["params"]["head"]["kernel"], np.float64)
     ref = h.reshape(-1, 16).T @ dlogits.reshape(-1, 32)
     cos = np.sum(head_grad * ref) / np.linalg.norm(head_grad) / np.linalg.norm(ref)
-    assert cos > 0.99999  # an E5M2-cast logits gradient would give ~0.99 (checked with head_precision="low")
-    low = m.clone(ops=Ops(scaling="unit", fwd_fmt="e4m3", bwd_fmt="e5m2", cast_scope=scope, head_precision="low"))
+    assert cos > 0.99999  # an E5M2-cast logits gradient would give ~0.99 (checked with head="low")
+    low = m.clone(formats=Formats(fwd="e4m3", bwd="e5m2", scope=scope, head="low"))
     g_low = jax.grad(lambda q: low.apply(q, ids, labels, method=TransformerLM.loss))(params)
     low_grad = np.asarray(g_low["params"]["head"]["kernel"], np.float64)
     assert np.sum(low_grad * ref) / np.linalg.norm(low_grad) / np.linalg.norm(ref) < cos
-    with pytest.raises(ValueError, match="head_precision must be one of fp32, low"):
-        Ops(head_precision="fp16")
+    with pytest.raises(ValueError, match="head must be one of fp32, low"):
+        Formats(head="fp16")
 
 
 def test_unit_scaled_gradients_point_along_the_true_gradient_of_the_same_forward():
@@ -189,7 +196,7 @@ def test_unit_scaled_gradients_point_along_the_true_gradient_of_the_same_forward
     function times a positive constant (core.unit_scaling.plain_autodiff gives the true one): cosine 1."""
     import core.unit_scaling as us
 
-    m = TransformerLM(vocab=32, d_model=32, depth=2, heads=4, seq_len=12, ops=Ops(scaling="unit"))
+    m = TransformerLM(vocab=32, d_model=32, depth=2, heads=4, seq_len=12, parametrization=UnitScaled())
     params = m.init(jax.random.key(1), IDS)
 
     def loss(q):
@@ -231,10 +238,10 @@ def test_rotary_matches_the_complex_rotation_and_depends_on_offsets_only():
 
 
 def test_rope_model_has_no_position_table_and_rejects_unknown_positions():
-    model = TransformerLM(vocab=10, d_model=16, depth=1, heads=2, seq_len=8, ops=Ops(), position="rope")
+    model = TransformerLM(vocab=10, d_model=16, depth=1, heads=2, seq_len=8, position="rope")
     params = model.init(jax.random.key(0), jnp.zeros((1, 8), jnp.int32))
     assert "position_embedding" not in params["params"]
     with pytest.raises(ValueError, match="position must be one of"):
-        TransformerLM(vocab=10, d_model=16, depth=1, heads=2, seq_len=8, ops=Ops(), position="alibi").init(
+        TransformerLM(vocab=10, d_model=16, depth=1, heads=2, seq_len=8, position="alibi").init(
             jax.random.key(0), jnp.zeros((1, 8), jnp.int32)
         )

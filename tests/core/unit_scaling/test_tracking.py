@@ -96,7 +96,9 @@ def test_plot_scale_tracks_small(tmp_path):
 
 
 def test_tracks_a_unit_scaled_transformer_over_training(tmp_path):
-    model = core.nn.TransformerLM(vocab=16, d_model=16, depth=1, heads=2, seq_len=8, ops=core.nn.Ops(scaling="unit"))
+    model = core.nn.TransformerLM(
+        vocab=16, d_model=16, depth=1, heads=2, seq_len=8, parametrization=core.nn.UnitScaled()
+    )
     ids = jax.random.randint(jax.random.key(0), (4, 8), 0, 16)
     labels = jnp.roll(ids, -1, axis=1)
     variables = model.init(jax.random.key(1), ids)

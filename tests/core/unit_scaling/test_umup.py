@@ -1,6 +1,6 @@
-"""u-muP's rules (core.unit_scaling.umup) pinned to the paper's formulas, against references written here: numpy
-forward/backward passes, a brute-force variance bookkeeping of the residual stream, Monte-Carlo stds of the
-activations, and Adam trajectories compared under abc-symmetry."""
+"""u-muP's rules (core.unit_scaling.umup, core.nn.parametrization) pinned to the paper's formulas, against
+references written here: numpy forward/backward passes, a brute-force variance bookkeeping of the residual stream,
+Monte-Carlo stds of the activations, and Adam trajectories compared under abc-symmetry."""
 
 import math
 
@@ -10,7 +10,8 @@ import numpy as np
 import optax
 import pytest
 
-from core.nn import Ops, TransformerLM
+from core.nn import MuP, TransformerLM, UMuP, param_kinds
+from core.nn.parametrization import by_name, lr_scales
 from core.unit_scaling import umup
 from core.unit_scaling.analysis import collect_tensors
 
@@ -37,31 +38,31 @@ from core.unit_scaling.analysis import collect_tensors
     ],
 )
 def test_adam_lr_scale_is_the_papers_rule(parametrization, kind, shape, kw, expected):
-    assert umup.adam_lr_scale(parametrization, kind, shape, **kw) == pytest.approx(expected, rel=1e-12)
+    p = by_name(parametrization, width_ratio=kw.get("width_ratio", 1.0))
+    assert p.lr_scale(kind, shape, depth=kw.get("depth")) == pytest.approx(expected, rel=1e-12)
 
 
 def test_init_stds_and_output_multipliers():
-    assert umup.init_std("umup", "hidden", 256) == umup.init_std("umup", "output", 256) == 1.0
-    assert umup.init_std("sp", "hidden", 256) == umup.init_std("mup", "output", 256) == 1 / 16
-    assert umup.init_std("mup", "input", 256) == 1.0
-    assert umup.output_multiplier("umup", 256) == 1 / 256
-    assert umup.output_multiplier("mup", 256, base_fan_in=64) == 1 / 4
-    assert umup.output_multiplier("sp", 256) == 1.0
+    umup_p, sp, mup = by_name("umup"), by_name("sp"), by_name("mup", width_ratio=4.0)
+    assert umup_p.init_std("hidden", (256, 8)) == umup_p.init_std("output", (256, 8)) == 1.0
+    assert sp.init_std("hidden", (256, 8)) == mup.init_std("output", (256, 8)) == 1 / 16
+    assert mup.init_std("input", (11, 256)) == 1.0
+    assert umup_p.abc("output", (256, 11)).multiplier == 1 / 256
+    assert mup.readout_multiplier(256) == 1 / 4
+    assert sp.readout_multiplier(256) == 1.0
 
 
 def test_bad_rule_arguments_are_named():
     with pytest.raises(ValueError, match="unknown parametrization 'ntk'"):
-        umup.adam_lr_scale("ntk", "hidden", (4, 4))
+        by_name("ntk")
     with pytest.raises(ValueError, match="unknown parameter kind 'conv'"):
-        umup.adam_lr_scale("umup", "conv", (4, 4))
+        UMuP().lr_scale("conv", (4, 4))
     with pytest.raises(ValueError, match="depth must be >= 1"):
-        umup.adam_lr_scale("umup", "hidden", (4, 4), depth=0)
-    with pytest.raises(ValueError, match="muP needs the base width"):
-        umup.output_multiplier("mup", 64)
+        UMuP().lr_scale("hidden", (4, 4), depth=0)
     with pytest.raises(ValueError, match=r"Mults\.attn_softmax must be a positive finite number"):
         umup.Mults(attn_softmax=0.0)
     with pytest.raises(ValueError, match="width_ratio must be > 0"):
-        Ops(scaling="mup", width_ratio=0.0)
+        MuP(0.0)
 
 
 def _adam_trajectory(multiplier, init_std, lr, grad_fwd, steps=6):
@@ -89,15 +90,15 @@ def test_umup_hidden_rule_is_mup_under_abc_symmetry():
     with jax.enable_x64(True):
         umup_y = _adam_trajectory(
             1.0,
-            umup.init_std("umup", "hidden", fan_in),
-            eta * umup.adam_lr_scale("umup", "hidden", (fan_in, 16)),
+            UMuP().init_std("hidden", (fan_in, 16)),
+            eta * UMuP().lr_scale("hidden", (fan_in, 16)),
             lambda x, w, m: umup.linear(x, w),
         )
         # muP's 1/width_ratio with base fan-in 1 is 1/fan_in
         mup_y = _adam_trajectory(
             1.0,
-            umup.init_std("mup", "hidden", fan_in),
-            eta * umup.adam_lr_scale("mup", "hidden", (fan_in, 16), width_ratio=fan_in),
+            MuP(fan_in).init_std("hidden", (fan_in, 16)),
+            eta * MuP(fan_in).lr_scale("hidden", (fan_in, 16)),
             lambda x, w, m: x @ w,
         )
     np.testing.assert_allclose(umup_y, mup_y, rtol=1e-9, atol=1e-9)
@@ -113,15 +114,21 @@ def test_scale_by_tree_multiplies_each_update_by_its_own_scale():
 
 
 def test_transformer_param_kinds_and_lr_scales():
-    model = TransformerLM(vocab=11, d_model=32, depth=3, heads=2, seq_len=8, ops=Ops(scaling="umup"))
-    params = model.init(jax.random.key(0), jnp.zeros((1, 8), jnp.int32))
-    kinds = model.param_kinds(params)["params"]
+    """Kinds come from where the parameters are created, not from their names."""
+    model = TransformerLM(vocab=11, d_model=32, depth=3, heads=2, seq_len=8, parametrization=UMuP())
+    ids = jnp.zeros((1, 8), jnp.int32)
+    params = model.init(jax.random.key(0), ids)
+    assert set(params) == {"params"}  # init returns the parameters only: the kinds are asked for
+    kinds = param_kinds(model, params, ids)
+    assert jax.tree_util.tree_structure(jax.tree.map(lambda _: 0, kinds, is_leaf=lambda x: isinstance(x, tuple))) == (
+        jax.tree_util.tree_structure(jax.tree.map(lambda _: 0, params["params"]))
+    )
     assert kinds["token_embedding"] == kinds["position_embedding"] == ("input", None)
     assert kinds["head"]["kernel"] == ("output", None)
     assert kinds["final_norm"]["scale"] == ("norm", None)
     assert kinds["block_1"]["attention"]["qkv"]["kernel"] == ("hidden", 3)
     assert kinds["block_0"]["norm_mlp"]["scale"] == ("norm", 3)
-    scales = umup.lr_scales(params, model.param_kinds(params), "umup")["params"]
+    scales = lr_scales(params["params"], kinds, model.parametrization)
     assert scales["block_2"]["mlp"]["down"]["kernel"] == pytest.approx((4 * 32) ** -0.5 * 3**-0.5)
     assert scales["token_embedding"] == pytest.approx(32**-0.5)
     assert scales["head"]["kernel"] == 1.0
@@ -243,7 +250,7 @@ def test_mup_at_its_base_width_is_sp():
     ids = jnp.asarray(np.random.default_rng(5).integers(0, 11, size=(2, 8)))
     losses = []
     for scaling in ("sp", "mup"):
-        m = TransformerLM(vocab=11, d_model=16, depth=2, heads=2, seq_len=8, ops=Ops(scaling=scaling))
+        m = TransformerLM(vocab=11, d_model=16, depth=2, heads=2, seq_len=8, parametrization=by_name(scaling))
         p = m.init(jax.random.key(0), ids)
         losses.append(jax.value_and_grad(lambda p, m=m: m.apply(p, ids, ids, method=TransformerLM.loss))(p))
     assert float(losses[0][0]) == float(losses[1][0])
@@ -261,7 +268,7 @@ def test_umup_model_is_unit_scaled_at_initialisation_and_its_scales_do_not_move_
     ids = jnp.asarray(rng.integers(0, 64, size=(8, 32)))
     stds = {}
     for width in (32, 128):
-        model = TransformerLM(vocab=64, d_model=width, depth=2, heads=2, seq_len=32, ops=Ops(scaling="umup"))
+        model = TransformerLM(vocab=64, d_model=width, depth=2, heads=2, seq_len=32, parametrization=UMuP())
         params = model.init(jax.random.key(0), ids)
         tensors = collect_tensors(model, params, lambda m: m.loss(ids, ids))
         stds[width] = {key: float(jnp.std(jnp.asarray(v, jnp.float32))) for key, v in tensors.items()}

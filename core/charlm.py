@@ -1,0 +1,118 @@
+"""The character-level language-model experiment that four papers run (unit scaling, u-muP, FP8 LLMs, SparQ's
+evaluation model): a core.nn.TransformerLM on Shakespeare's characters (core.data.shakespeare), trained with Adam
+under a warm-up + cosine schedule on windows drawn from the training text, scored on fixed validation windows.
+
+The papers declare their arms against these pieces; where their settings differ, the difference and its reason
+are stated here, once:
+
+- `Adam`: nanoGPT's character-level settings (b1 0.9, b2 0.99: "a bit bigger because the number of tokens per
+  iteration is small", its train_shakespeare_char config) for unit scaling, FP8 LLMs and SparQ. Weight decay:
+  the config's (0 by default) in unit scaling, optax's default 1e-4 in FP8 LLMs, 0.01 in SparQ's model. FP8 LLMs
+  clip the global gradient norm at 1 (nanoGPT's grad_clip). u-muP uses Adam's usual b2 0.999 and no decay, as its
+  runs were first specified (whether the u-muP paper's own Adam settings differ is not checked here); its
+  per-tensor learning rates multiply Adam's normalised update, so it uses `Adam.scale_by_adam`. These differences
+  predate this module and are kept so that every run reproduces its recorded numbers.
+- `warmup_cosine`: linear warm-up from 0 to the peak, cosine decay to a tenth of it (nanoGPT's min_lr = lr / 10);
+  u-muP schedules a factor of 1 that multiplies each run's own learning rate (its runs share one jitted step).
+- `train_windows`: the batch of step k of seed s is drawn from numpy's generator seeded [s, k], so every batch is
+  replayable (core.train.fit resumes exactly) and the arms of one seed see the same batches (paired comparisons).
+- `FP8Casts`: the named FP8 cast recipes (E4M3 values, E5M2 gradients, matmul operands only): `SIMULATE_FP8`, the
+  unit-scaling library's simulate_fp8 (stochastic rounding, saturating) with the LM head in FP32, and `PLAIN_FP8`
+  (round to nearest, overflowing, head cast too); FP8 LLMs' scaled FP8 is core.nn.Formats(fp8=policy) instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+import optax
+
+from core.config import check_choice
+from core.data.shakespeare import sample_windows
+from core.nn import Formats, TransformerLM
+
+
+@dataclass(frozen=True)
+class Adam:
+    b1: float = 0.9
+    b2: float = 0.99
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+    clip: float | None = None  # global gradient-norm clip, applied before Adam
+
+    def optimizer(self, learning_rate: float | optax.Schedule) -> optax.GradientTransformation:
+        """AdamW with these settings at `learning_rate` (a number or a schedule)."""
+        adam = optax.adamw(learning_rate, b1=self.b1, b2=self.b2, eps=self.eps, weight_decay=self.weight_decay)
+        return adam if self.clip is None else optax.chain(optax.clip_by_global_norm(self.clip), adam)
+
+    def scale_by_adam(self) -> optax.GradientTransformation:
+        """Adam's normalised update alone (no learning rate, decay or clip), for per-tensor learning rates."""
+        return optax.scale_by_adam(b1=self.b1, b2=self.b2, eps=self.eps)
+
+
+UNIT_SCALING_ADAM = Adam()  # weight decay from the paper's config (0 by default)
+FP8_LLM_ADAM = Adam(weight_decay=1e-4, clip=1.0)
+SPARQ_ADAM = Adam(weight_decay=0.01)
+UMUP_ADAM = Adam(b2=0.999)
+
+
+def warmup_cosine(peak: float, warmup: int, steps: int) -> optax.Schedule:
+    """0 -> `peak` linearly over `warmup` steps (at least 1, at most steps - 1), then cosine decay to peak / 10 at
+    `steps`."""
+    warmup = max(1, min(warmup, steps - 1))
+    return optax.warmup_cosine_decay_schedule(0.0, peak, warmup, max(steps, warmup + 1), end_value=peak * 0.1)
+
+
+def train_windows(text: np.ndarray, seq_len: int, batch: int, seed: int, step: int) -> np.ndarray:
+    """The training batch of `step` for `seed`: `batch` windows of seq_len + 1 characters (inputs and the next
+    character), drawn by numpy's generator seeded [seed, step]."""
+    return sample_windows(text, seq_len + 1, batch, np.random.default_rng([seed, step]))
+
+
+def window_loss(model: TransformerLM) -> Callable[[dict, jax.Array], jax.Array]:
+    """(variables, windows [B, seq_len + 1]) -> the mean next-character loss in nats of `model` on the windows."""
+
+    def loss(variables, windows):
+        return model.apply(variables, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss)
+
+    return loss
+
+
+@dataclass
+class FP8Casts:
+    """An FP8 cast recipe: E4M3 weights and activations, E5M2 gradients, at matmul operands (FP32 accumulation,
+    everything else FP32). A config section as well (the unit-scaling paper's `fp8`)."""
+
+    rounding: str = "stochastic"
+    saturate: bool = True
+    head: str = "fp32"  # "fp32": the LM head and the logits' gradient out of FP8; "low": cast like every layer
+
+    def __post_init__(self) -> None:
+        check_choice("fp8.rounding", self.rounding, ["nearest", "stochastic"])
+        check_choice("fp8.head", self.head, ["fp32", "low"])
+
+    def formats(self, attention: bool = True) -> Formats:
+        """The model's formats; `attention` False leaves the attention's matmuls in FP32 (the u-muP paper's scheme
+        casts the linear layers only)."""
+        return Formats(
+            fwd="e4m3",
+            bwd="e5m2",
+            scope="matmul",
+            rounding=self.rounding,
+            saturate=self.saturate,
+            head=self.head,
+            attention=attention,
+        )
+
+    @property
+    def label(self) -> str:
+        sat = "saturating" if self.saturate else "overflowing to Inf/NaN"
+        head = "LM head in FP32" if self.head == "fp32" else "LM head in FP8"
+        return f"{self.rounding} rounding, {sat}, {head}"
+
+
+SIMULATE_FP8 = FP8Casts("stochastic", True, "fp32")
+PLAIN_FP8 = FP8Casts("nearest", False, "low")
