@@ -256,6 +256,15 @@ def is_true(description: str) -> Rule:
     return Rule(description, lambda ours, paper: ours is True, "qualitative")
 
 
+def or_diverged(rule: Rule, description: str) -> Rule:
+    """`rule`, or holds outright where ours is the text "diverged": for claims that an arm trains worse than its
+    reference, where an arm that did not train at all (a non-finite loss) shows it most plainly. `description` says
+    both halves ("gap >= 1% (worse than FP32), or diverged")."""
+    return Rule(
+        description, lambda ours, paper: Verdict.HOLDS if ours == "diverged" else rule.verdict(ours, paper), rule.kind
+    )
+
+
 # ---------------------------------------------------------------------------------------------- claims
 
 

@@ -17,9 +17,12 @@ shows a re-specified claim's original verdict beside the new one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from core.claims import (  # noqa: F401  (the claims API, re-exported where reports import it from)
     FACT_KINDS,
@@ -38,6 +41,7 @@ from core.claims import (  # noqa: F401  (the claims API, re-exported where repo
     interval_above,
     interval_below,
     is_true,
+    or_diverged,
     printed,
     within_abs,
     within_rel,
@@ -50,10 +54,25 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def verdict(v: Verdict | bool | None) -> str:
-    if isinstance(v, Verdict):
-        return v.value
-    return {True: "holds", False: "fails", None: "not measured"}[v]
+# ---------------------------------------------------------------------------------------------- formatting
+# Cell and detail text the papers' reports share; format_value (core.claims) is the default for everything else.
+
+
+def fixed(x: float | None, digits: int = 2, *, missing: str = "n/a") -> str:
+    """`x` with `digits` decimals; `missing` where there is no finite value (None, NaN, an infinity), e.g.
+    "diverged" for the loss of a run that did not train."""
+    return missing if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def mean_std(values: Sequence[float], spec: str = ".4f") -> str:
+    """'mean +- std' over seeds (the sample std, ddof=1), both in the format `spec` ('.1f', '+.2%': a sign shows on
+    the mean only); a single value alone, as it is; '-' for none."""
+    v = np.asarray(values, np.float64)
+    if v.size == 0:
+        return "-"
+    if v.size == 1:
+        return f"{v[0]:{spec}}"
+    return f"{v.mean():{spec}} +- {v.std(ddof=1):{spec.lstrip('+')}}"
 
 
 # ---------------------------------------------------------------------------------------------- tables, figures
@@ -116,7 +135,7 @@ class Figure:
 
 @dataclass
 class Report:
-    """What `papers.<name>.reproduce(cfg)` returns. The runner adds config, versions and wall time."""
+    """What `papers.<name>.reproduce(cfg, run)` returns. The runner adds config, versions and wall time."""
 
     paper: str
     title: str

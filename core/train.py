@@ -22,6 +22,9 @@ loop needs, each on its own cadence:
 A step that skips non-finite updates reports it in the metric `skipped` (0 or 1, or per seed); the loop sums it
 instead of averaging it. `fit_seeds` trains several seeds of one arm: together under `jax.vmap` where the model
 allows, else one after the other; either way the history holds per-seed lists.
+
+One module over 400 lines: the loop, its history and cadences, resume and the per-seed vmap are one training
+loop that every paper calls; the pieces share its state and checkpoint layout.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ above the tile's capacity. A tensor is live from its first write to its last rea
 liveness analysis overlaps the memory of tensors whose lifetimes do not meet (`CompiledProgram._lifetimes`). It
 plans every step once: the batches of vertices evaluated together and the cycles of each compute set, the traffic
 of each Copy and host stream, and the steps a cost-only run must still execute.
+
+One module over 400 lines: the checks and the plans read the same tile mapping and liveness, and a compiled
+program is their single product.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Each op adds variables and compute sets to a graph and returns (program, result tensor); the caller puts the
 program into its own Sequence. Arithmetic follows the IPU: float16 products accumulate in float32 (the AMP unit),
 partial sums travel as float32 and the result is cast once at the end.
+
+One module over 400 lines: a small poplibs, one op per section (elementwise, fill, reduce, cast, matmul), each op
+its codelet beside it.
 """
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ from papers.bess.claims import (
 # ---------------------------------------------------------------------------------------------- tables
 
 
-def tables(cfg, graphs, results, ensembles, floors, untrained, scaling_rows) -> list[Table]:
+def _table_link_prediction(cfg, graphs, results, ensembles, floors, untrained) -> Table:
+    """Filtered MRR and hits@k of every trained model beside the literature, then the ensembles, the random floors
+    and the untrained embeddings of each graph."""
     from papers.bess.scoring import random_floor
 
     c = cfg.bess
@@ -56,114 +58,128 @@ def tables(cfg, graphs, results, ensembles, floors, untrained, scaling_rows) -> 
         u = untrained[name]
         hits = [f"{u[k]:.3f}" for k in ("hits@1", "hits@3", "hits@10")]
         rows.append([name, "untrained (random embeddings)", f"{u['mrr']:.3f}", "-", *hits, *["-"] * 5])
-    out = [
-        Table(
-            "link_prediction",
-            "Filtered link prediction on the test split (both directions, ties averaged)",
-            [
-                "graph",
-                "model",
-                "MRR",
-                "literature MRR",
-                "hits@1",
-                "hits@3",
-                "hits@10",
-                "valid MRR",
-                "kept at step",
-                "gamma",
-                "train triples/s",
-                "time (s)",
-            ],
-            rows,
-            caption=f"BESS on {c.devices} simulated devices, {c.train.steps} steps of {c.train.batch} triples "
-            f"(reciprocal relations; every triple weighted by its block's share of the training set), "
-            f"{c.train.negatives} negatives per block ({c.devices * c.train.negatives} per triple), seed {cfg.seed}. "
-            f"Each model keeps the parameters of its best validation MRR (evaluated every {c.train.eval_every} "
-            "steps); RotatE's margin gamma is chosen per graph on validation. Literature sources: "
-            "papers/bess/REFERENCES.md.",
-        )
-    ]
+    return Table(
+        "link_prediction",
+        "Filtered link prediction on the test split (both directions, ties averaged)",
+        [
+            "graph",
+            "model",
+            "MRR",
+            "literature MRR",
+            "hits@1",
+            "hits@3",
+            "hits@10",
+            "valid MRR",
+            "kept at step",
+            "gamma",
+            "train triples/s",
+            "time (s)",
+        ],
+        rows,
+        caption=f"BESS on {c.devices} simulated devices, {c.train.steps} steps of {c.train.batch} triples "
+        f"(reciprocal relations; every triple weighted by its block's share of the training set), "
+        f"{c.train.negatives} negatives per block ({c.devices * c.train.negatives} per triple), seed {cfg.seed}. "
+        f"Each model keeps the parameters of its best validation MRR (evaluated every {c.train.eval_every} "
+        "steps); RotatE's margin gamma is chosen per graph on validation. Literature sources: "
+        "papers/bess/REFERENCES.md.",
+    )
+
+
+def _table_margins(results) -> Table | None:
+    """Validation MRR per margin gamma for the models whose gamma was searched (None where none was)."""
     grids = [(name, model, info) for (name, model), info in results.items() if len(info["grid"]) > 1]
-    if grids:
-        out.append(
-            Table(
-                "margins",
-                "Margin gamma chosen on the validation split (best validation MRR over each run's evaluations)",
-                ["graph", "model", *[f"gamma = {g:g}" for g in grids[0][2]["grid"]], "chosen"],
-                [
-                    [name, NAMES[model], *[f"{v:.3f}" for v in info["grid"].values()], f"{info['gamma']:g}"]
-                    for name, model, info in grids
-                ],
-            )
+    if not grids:
+        return None
+    return Table(
+        "margins",
+        "Margin gamma chosen on the validation split (best validation MRR over each run's evaluations)",
+        ["graph", "model", *[f"gamma = {g:g}" for g in grids[0][2]["grid"]], "chosen"],
+        [
+            [name, NAMES[model], *[f"{v:.3f}" for v in info["grid"].values()], f"{info['gamma']:g}"]
+            for name, model, info in grids
+        ],
+    )
+
+
+def _table_ensembles(cfg, results, ensembles) -> Table:
+    """Each graph's ensemble against its best single member: the MRR gain and its paired-bootstrap interval."""
+    rows = []
+    for name, ens in ensembles.items():
+        gain, detail = ensemble_gain(ens, results, name, int(cfg.seed))
+        cells = (
+            [f"{gain.estimate:+.4f}", f"[{gain.low:+.4f}, {gain.high:+.4f}]"]
+            if isinstance(gain, Interval)
+            else [gain, "-"]
         )
+        rows.append([name, detail, *cells])
+    return Table(
+        "ensembles",
+        "Ensembles against their best single member on the test split",
+        ["graph", "ensemble vs best member; members (weight)", "MRR gain", "95% interval"],
+        rows,
+        caption="Members and weights chosen on the validation split by greedy forward selection; the "
+        "interval is a paired bootstrap (2000 resamples) over test triples of the per-triple reciprocal "
+        "rank (the mean of the tail and the head query).",
+    )
+
+
+def _table_scaling(cfg, scaling_rows) -> Table:
+    """Speed, memory and collective traffic of BESS on 1..n simulated devices, read from the compiled programs."""
+    c = cfg.bess
+    return Table(
+        "scaling",
+        "BESS at a fixed global batch on 1..n simulated devices (synthetic graph), memory and traffic read "
+        "from the compiled programs",
+        [
+            "devices",
+            "steps/s",
+            "triples/s",
+            "step memory / device (MiB)",
+            "entity-table cost / device (MiB)",
+            "step temporaries / device (MiB)",
+            "BESS bytes/step",
+            "of which all-to-all",
+            "all-to-all, analytic",
+            "all-gather step bytes/step",
+            "all-gather step temporaries / device (MiB)",
+        ],
+        [
+            [
+                r["devices"],
+                f"{r['steps_per_second']:.1f}",
+                f"{r['triples_per_second']:.0f}",
+                f"{r['step_bytes_per_device'] / 2**20:.2f}",
+                f"{r['entity_bytes_per_device'] / 2**20:.2f}",
+                f"{r['temp_bytes_per_device'] / 2**20:.2f}",
+                f"{r['bess_bytes_per_step']:,}",
+                f"{r['bess_all_to_all_bytes_per_step']:,}",
+                f"{r['analytic_all_to_all_bytes_per_step']:,}",
+                f"{r['all_gather_bytes_per_step']:,}",
+                f"{r['all_gather_temp_bytes_per_device'] / 2**20:.2f}",
+            ]
+            for r in scaling_rows
+        ],
+        caption=f"{c.scaling.entities:,} entities, DistMult of width {c.scaling.dim}, 1024 triples per step, "
+        "64 negatives per triple, sampled softmax, AdamW. Step memory: XLA's memory analysis of the compiled "
+        "step per device (arguments + outputs + temporaries). Entity-table cost: what compiling the same step "
+        f"for {c.scaling.entities:,} more entities adds per device (arguments + outputs). Bytes/step: what "
+        "the collectives of the compiled step deliver to all devices from others (all-to-all and "
+        "all-gather (n-1)/n of their result, reduce-scatter (n-1) x its result, all-reduce 2(n-1)/n of it); "
+        "both steps also all-reduce the replicated relations' gradient. The analytic column "
+        "(2 n(n-1)(b + n_neg) d x 4 bytes) is a cross-check, not a measurement. The simulated devices share "
+        "this machine's cores, so steps/s shows the method's overheads, not a cluster's speed-up.",
+    )
+
+
+def tables(cfg, graphs, results, ensembles, floors, untrained, scaling_rows) -> list[Table]:
+    """The report's tables in order: link prediction, the margin search (where gamma was searched), the ensembles
+    and the scaling sweep (where they ran)."""
+    out = [_table_link_prediction(cfg, graphs, results, ensembles, floors, untrained), _table_margins(results)]
     if ensembles:
-        ens_rows = []
-        for name, ens in ensembles.items():
-            gain, detail = ensemble_gain(ens, results, name, int(cfg.seed))
-            cells = (
-                [f"{gain.estimate:+.4f}", f"[{gain.low:+.4f}, {gain.high:+.4f}]"]
-                if isinstance(gain, Interval)
-                else [gain, "-"]
-            )
-            ens_rows.append([name, detail, *cells])
-        out.append(
-            Table(
-                "ensembles",
-                "Ensembles against their best single member on the test split",
-                ["graph", "ensemble vs best member; members (weight)", "MRR gain", "95% interval"],
-                ens_rows,
-                caption="Members and weights chosen on the validation split by greedy forward selection; the "
-                "interval is a paired bootstrap (2000 resamples) over test triples of the per-triple reciprocal "
-                "rank (the mean of the tail and the head query).",
-            )
-        )
+        out.append(_table_ensembles(cfg, results, ensembles))
     if scaling_rows:
-        out.append(
-            Table(
-                "scaling",
-                "BESS at a fixed global batch on 1..n simulated devices (synthetic graph), memory and traffic read "
-                "from the compiled programs",
-                [
-                    "devices",
-                    "steps/s",
-                    "triples/s",
-                    "step memory / device (MiB)",
-                    "entity-table cost / device (MiB)",
-                    "step temporaries / device (MiB)",
-                    "BESS bytes/step",
-                    "of which all-to-all",
-                    "all-to-all, analytic",
-                    "all-gather step bytes/step",
-                    "all-gather step temporaries / device (MiB)",
-                ],
-                [
-                    [
-                        r["devices"],
-                        f"{r['steps_per_second']:.1f}",
-                        f"{r['triples_per_second']:.0f}",
-                        f"{r['step_bytes_per_device'] / 2**20:.2f}",
-                        f"{r['entity_bytes_per_device'] / 2**20:.2f}",
-                        f"{r['temp_bytes_per_device'] / 2**20:.2f}",
-                        f"{r['bess_bytes_per_step']:,}",
-                        f"{r['bess_all_to_all_bytes_per_step']:,}",
-                        f"{r['analytic_all_to_all_bytes_per_step']:,}",
-                        f"{r['all_gather_bytes_per_step']:,}",
-                        f"{r['all_gather_temp_bytes_per_device'] / 2**20:.2f}",
-                    ]
-                    for r in scaling_rows
-                ],
-                caption=f"{c.scaling.entities:,} entities, DistMult of width {c.scaling.dim}, 1024 triples per step, "
-                "64 negatives per triple, sampled softmax, AdamW. Step memory: XLA's memory analysis of the compiled "
-                "step per device (arguments + outputs + temporaries). Entity-table cost: what compiling the same step "
-                f"for {c.scaling.entities:,} more entities adds per device (arguments + outputs). Bytes/step: what "
-                "the collectives of the compiled step deliver to all devices from others (all-to-all and "
-                "all-gather (n-1)/n of their result, reduce-scatter (n-1) x its result, all-reduce 2(n-1)/n of it); "
-                "both steps also all-reduce the replicated relations' gradient. The analytic column "
-                "(2 n(n-1)(b + n_neg) d x 4 bytes) is a cross-check, not a measurement. The simulated devices share "
-                "this machine's cores, so steps/s shows the method's overheads, not a cluster's speed-up.",
-            )
-        )
-    return out
+        out.append(_table_scaling(cfg, scaling_rows))
+    return [t for t in out if t is not None]
 
 
 # ---------------------------------------------------------------------------------------------- figures

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from core import plots
-from core.report import Figure, Report, Table
+from core.report import Figure, Report, Table, mean_std
 from papers.fp8_llm.claims import biases, claims, facts, inference_gaps, measure, paired_gaps, pretrained_gap
 
 TENSOR_NAMES = ("activations (E4M3)", "weights (E4M3)", "gradients (E5M2)")
@@ -17,20 +17,6 @@ __all__ = ["build_report", "claims", "figures", "measure", "tables"]
 
 
 # ---------------------------------------------------------------------------------------------- tables
-
-
-def _mean_std(values: list[float]) -> str:
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{np.mean(values):.4f} +- {np.std(values, ddof=1):.4f}"
-
-
-def _pct_mean_std(values: list[float], digits: int = 2) -> str:
-    if not values:
-        return "-"
-    if len(values) == 1:
-        return f"{values[0]:+.{digits}%}"
-    return f"{np.mean(values):+.{digits}%} +- {np.std(values, ddof=1):.{digits}%}"
 
 
 def tables(cfg, results: dict, inference: dict, pretrained=None) -> list[Table]:
@@ -46,8 +32,8 @@ def tables(cfg, results: dict, inference: dict, pretrained=None) -> list[Table]:
                     r.parameters,
                     arm,
                     len(r.seeds),
-                    _mean_std(r.valid_losses),
-                    _pct_mean_std(paired_gaps(results, s, arm, "fp32")) if arm != "fp32" else "-",
+                    mean_std(r.valid_losses),
+                    mean_std(paired_gaps(results, s, arm, "fp32"), "+.2%") if arm != "fp32" else "-",
                     r.bad_amax,
                     f"{r.seconds:.0f}",
                 ]
@@ -59,8 +45,8 @@ def tables(cfg, results: dict, inference: dict, pretrained=None) -> list[Table]:
                 results[(s, "fp32")].parameters,
                 "fp32 -> FP8 inference (amax)",
                 len(q["losses"]),
-                _mean_std(q["losses"]),
-                _pct_mean_std(inf_gap[s], 3),
+                mean_std(q["losses"]),
+                mean_std(inf_gap[s], "+.3%"),
                 "-",
                 "-",
             ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.claims import Claim, Fact, Interval, at_least, interval_above, interval_below
+from core.report import mean_std
 from core.stats import seed_difference
 
 PAPER_PARAMETERS = {  # [parameters]: GPS++ 44M parameters per part, Table 1 of arXiv 2212.02229
@@ -56,11 +57,6 @@ def relative_difference(a: np.ndarray, b: np.ndarray, base: np.ndarray) -> Inter
     return Interval(d.estimate / m, d.low / m, d.high / m, d.confidence, f"{d.method}; / full's mean {m:.1f} meV")
 
 
-def mean_std(values) -> str:
-    v = np.asarray(values, np.float64)
-    return f"{v.mean():.1f} +- {v.std(ddof=1):.1f}" if v.size > 1 else f"{v.mean():.1f}"
-
-
 def packing(results: dict) -> dict:
     """The packing efficiency of the batches (every arm packs the same molecules: the first arm's)."""
     return next(iter(results.values()))["packing"] if results else {}
@@ -70,7 +66,7 @@ def measure_mpnn(mae: dict[str, np.ndarray]) -> tuple[Interval, str]:
     """`mpnn-keeps-accuracy`: MPNN only against full GPS++, relative to full's seed mean."""
     return (
         relative_difference(mae["mpnn_only"], mae["full"], mae["full"]),
-        f"MPNN only {mean_std(mae['mpnn_only'])} vs full {mean_std(mae['full'])} meV "
+        f"MPNN only {mean_std(mae['mpnn_only'], '.1f')} vs full {mean_std(mae['full'], '.1f')} meV "
         f"(mean +- std over {len(mae['full'])} seeds)",
     )
 
@@ -81,8 +77,8 @@ def measure_3d(mae: dict[str, np.ndarray]) -> tuple[Interval, str]:
     cost_attention = mae["mpnn_only"].mean() / mae["full"].mean() - 1
     return (
         relative_difference(mae["no_3d"], mae["mpnn_only"], mae["full"]),
-        f"no 3D {mean_std(mae['no_3d'])} meV ({cost_3d:+.1%} vs full), MPNN only "
-        f"{mean_std(mae['mpnn_only'])} meV ({cost_attention:+.1%})",
+        f"no 3D {mean_std(mae['no_3d'], '.1f')} meV ({cost_3d:+.1%} vs full), MPNN only "
+        f"{mean_std(mae['mpnn_only'], '.1f')} meV ({cost_attention:+.1%})",
     )
 
 

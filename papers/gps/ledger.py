@@ -64,4 +64,18 @@ LEDGER: list[Change] = [
         old_rule=interval_below(0.0858 / 0.0778 - 1),  # the same rule: only its label changed
         fingerprint="3bc6864cbf7d",
     ),
+    *[
+        Change(
+            date="2026-11-25",
+            claim=claim,
+            kind="code",
+            old="the detail's 'mean +- std' text written by papers/gps/claims.mean_std",
+            new="the same text from core.report.mean_std(values, '.1f')",
+            reason="issue 42: the mean +- std formatter, written in three papers, moved to core.report.mean_std (the "
+            "same numpy mean and ddof=1 std, one decimal); the computation unchanged: only the detail text uses it, "
+            "and it reads the same.",
+            fingerprint=fingerprint,
+        )
+        for claim, fingerprint in (("mpnn-keeps-accuracy", "22e91c8792f1"), ("3d-costs-more", "390b911515d2"))
+    ],
 ]

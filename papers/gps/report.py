@@ -5,14 +5,13 @@ paper's Table 1) and the figure (validation curves per arm)."""
 from __future__ import annotations
 
 from core import plots
-from core.report import Figure, Report, Table
+from core.report import Figure, Report, Table, mean_std
 from papers.gps.claims import (  # noqa: F401  (PAPER_PARAMETERS, MPNN_THRESHOLD, claims: imported from here too)
     MPNN_THRESHOLD,
     PAPER_PARAMETERS,
     PAPER_PCQM4MV2,
     claims,
     facts,
-    mean_std,
     measure,
     packing,
     seed_maes,
@@ -40,9 +39,9 @@ def tables(cfg, results: dict, data: dict, breakdowns: dict) -> list[Table]:
                 ARM_NAMES.get(arm, arm),
                 f"{info['parameters'] / 1e6:.3f}M",
                 "yes" if info["masking"] else "no",
-                mean_std(mae[arm]),
+                mean_std(mae[arm], ".1f"),
                 ", ".join(f"{v:.1f}" for v in mae[arm]),
-                mean_std(info["train_mae"]),
+                mean_std(info["train_mae"], ".1f"),
                 f"{mae[arm].mean() / mae['full'].mean() - 1:+.1%}" if "full" in mae else "-",
                 f"{info['graphs_per_second']:.0f}",
                 info["traces"],
@@ -77,7 +76,7 @@ def tables(cfg, results: dict, data: dict, breakdowns: dict) -> list[Table]:
     paper_rows += [
         [name, f"{v:g}", "QM9 gap, full QM9 training set (literature)"] for name, v in QM9_GAP_LITERATURE.items()
     ]
-    paper_rows += [[ARM_NAMES.get(a, a), mean_std(m), "QM9 gap, ours (CPU scale)"] for a, m in mae.items()]
+    paper_rows += [[ARM_NAMES.get(a, a), mean_std(m, ".1f"), "QM9 gap, ours (CPU scale)"] for a, m in mae.items()]
     paper_table = Table(
         "paper_table",
         "Gap MAE (meV): the paper's PCQM4Mv2 table, QM9 literature, ours",

@@ -24,6 +24,9 @@ Device side (`DynamicSparseMatmul.program`).
    only. Zero rounds when nothing overflowed, which costs one branch.
 4. The partials of the Y partitions of k are summed onto Y's tiles (`ops.reduce`), or cast when Y = 1.
 Every step costs what its capacity costs (a vertex runs through its whole bucket slot list), whatever the pattern.
+
+One module over 400 lines: the plan, the codelets and the program are the steps above, sharing the capacity's
+bucket arithmetic; apart, none of them reads without the others.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ Program (`static_sparse_matmul`).
    Only blocks present cost FLOPs: 2 b^2 cols per block.
 3. With more than one band, the float32 partials of the bands are summed onto Y's tiles (`ipu_model.ops.reduce`);
    with one band the workers write Y directly, in its dtype.
+
+One module over 400 lines: the plan, the codelet and the program are the three steps above, sharing the plan's
+partition arithmetic; apart, none of them reads without the others.
 """
 
 from __future__ import annotations

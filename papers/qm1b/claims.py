@@ -12,7 +12,7 @@ from collections import Counter
 
 import numpy as np
 
-from core.report import Claim, Fact, Interval, at_most, interval_below
+from core.report import Claim, Fact, Interval, at_most, interval_below, mean_std
 from core.stats import seed_mean, slope
 
 CHEMICAL_ACCURACY_MEV = 43.0  # [5] 1 kcal/mol = 43.4 meV, rounded down
@@ -56,13 +56,6 @@ def _slope_over_seeds(scaling, values) -> Interval:
     return slope(x, y)
 
 
-def _mean_std(values) -> str:
-    values = list(values)
-    if len(values) == 1:
-        return f"{values[0]:.0f}"
-    return f"{np.mean(values):.0f} +- {np.std(values, ddof=1):.0f}"
-
-
 # ---------------------------------------------------------------------------------------------- measuring
 # each takes (manifests, validation, scaling) and returns (ours, detail), or None where the run did not measure it
 
@@ -92,7 +85,7 @@ def _drop_share(manifests, validation, scaling) -> tuple:
 def _valid_mae_falls(manifests, validation, scaling) -> tuple:
     """The slope of validation MAE / mean predictor's MAE against ln(conformers), with its interval."""
     per_size = ", ".join(
-        f"{r['size']}: {_mean_std(r['valid_mae'])} (mean predictor {r['mean_mae']:.0f})" for r in scaling
+        f"{r['size']}: {mean_std(r['valid_mae'], '.0f')} (mean predictor {r['mean_mae']:.0f})" for r in scaling
     )
     trend = _slope_over_seeds(scaling, lambda r: [v / r["mean_mae"] for v in r["valid_mae"]])
     return (
@@ -110,7 +103,7 @@ def _beats_mean_predictor(manifests, validation, scaling) -> tuple | None:
     margin = seed_mean([v - last["mean_mae"] for v in last["valid_mae"]])
     return (
         margin,
-        f"{last['size']} conformers: {_mean_std(last['valid_mae'])} meV against {last['mean_mae']:.0f} meV "
+        f"{last['size']} conformers: {mean_std(last['valid_mae'], '.0f')} meV against {last['mean_mae']:.0f} meV "
         f"({np.mean(last['valid_mae']) / last['mean_mae']:.2f} of it), on {last['valid_rows']} conformers of "
         f"{last['valid_molecules']} held-out molecules",
     )
@@ -122,7 +115,7 @@ def _gap_narrows(manifests, validation, scaling) -> tuple:
     return (
         narrowing,
         "validation - training MAE (meV): "
-        + ", ".join(f"{r['size']}: {_mean_std(_train_valid_gaps(r))}" for r in scaling)
+        + ", ".join(f"{r['size']}: {mean_std(_train_valid_gaps(r), '.0f')}" for r in scaling)
         + f"; slope {narrowing.estimate:+.0f} meV per e-fold",
     )
 

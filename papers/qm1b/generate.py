@@ -18,6 +18,9 @@ so one bad molecule cannot stop a shard on every resume.
 Rows follow QM1B's columns: smile, atoms, z, energy (eV), homo, lumo (eV), N (number of AOs), std (eV), y (gap, eV),
 pos (Bohr, flattened), plus the molecule's source index and its conformer seed. Rows with std > 0.01 eV or a zero
 gap are dropped and counted, as QM1B did.
+
+One module over 400 lines: the generator's stages (select, embed, label, write shards) hand each other the same
+rows and fingerprints; its shard storage (shard_name to shard_lock) is the seam to split along should it grow.
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ elements the basis covers (PySCF's STO-3G: H to I), so unlike the QM1B generator
 During labelling, an input whose conformers cannot be embedded or whose DFT raises is a counted drop (the
 exception's last line is in the summary's `errors`), and rows are dropped by QM1B's rules (std > 0.01 eV, zero
 gap), as in the generator. The Parquet file is written atomically at the end.
+
+One module over 400 lines: the command is one path from a file to Parquet rows (read and check the inputs, run
+the DFT, apply QM1B's drop rules, summarise), each step the size of a function.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from core import plots
-from core.report import Figure, Report, Table
-from papers.qm1b.claims import _mean_std, _summary, _train_valid_gaps, claims, facts, measure
+from core.report import Figure, Report, Table, mean_std
+from papers.qm1b.claims import _summary, _train_valid_gaps, claims, facts, measure
 
 # Every figure below: papers/qm1b/REFERENCES.md (entry numbers in brackets)
 # [1] SchNet 9M validation MAE of the HOMO-LUMO gap (meV) against training conformers, read off the paper's log plot
@@ -37,9 +37,9 @@ def tables(cfg, manifests, directory, scaling) -> list[Table]:
         [
             [
                 r["size"],
-                _mean_std(r["train_mae"]),
-                _mean_std(r["valid_mae"]),
-                _mean_std(_train_valid_gaps(r)),
+                mean_std(r["train_mae"], ".0f"),
+                mean_std(r["valid_mae"], ".0f"),
+                mean_std(_train_valid_gaps(r), ".0f"),
                 f"{r['mean_mae']:.0f}",
                 f"{np.mean(r['valid_mae']) / r['mean_mae']:.3f}",
                 f"{r['seconds']:.1f}",

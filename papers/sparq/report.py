@@ -27,7 +27,31 @@ def _paper(table: dict, m) -> object:
     return table.get(m.name, "-") if m.name == "dense" or abs(m.ratio - 0.125) < 1e-9 else "-"
 
 
-def tables(cfg, results, speed) -> list[Table]:
+def _sweep_setup(c) -> str:
+    """The sweep table's caption opening: the model and how each task is set up."""
+    if c.lm == "smollm2":
+        s = c.smollm2
+        return (
+            f"SmolLM2-135M. Repetition: {c.repetition_examples} contexts of {s.context} tokens of the held-out test "
+            f"plays, a {s.prompt}-token prompt copied from each, {s.generate} tokens generated greedily (score = "
+            "characters correct before the first mismatch; the paper's contexts are ~6000 characters and its "
+            f"scores count up to 256). Needle: the same contexts each hold a line 'The secret number is N.' (5 "
+            "random digits) at a depth spread evenly over the examples; the question follows the context (one dense "
+            "prefill serves both tasks) and a hit is a greedy answer that starts with N. BPC: "
+            f"{c.bpc_windows} validation windows of {s.capacity} tokens, the last {s.bpc_predict} scored with the "
+            "method (bits over their characters)."
+        )
+    return (
+        f"Character LM. Repetition: {c.repetition_examples} test-split contexts of "
+        f"{c.model.seq_len - c.prompt_len - c.generate} characters, a {c.prompt_len}-character prompt copied from "
+        f"each, {c.generate} characters generated greedily. BPC: {c.bpc_windows} validation windows of "
+        f"{c.model.seq_len}, the first {c.bpc_prefill} prefilled densely."
+    )
+
+
+def _table_sweep(cfg, results) -> Table:
+    """Every method's repetition score (and needle retrieval, where run) and BPC against its transfer, as ratios to
+    dense with paired-bootstrap intervals, beside the paper's figures at 1/8."""
     c = cfg.sparq
     dense = _find(results, "dense")
     needles = "needles" in dense
@@ -55,32 +79,13 @@ def tables(cfg, results, speed) -> list[Table]:
     columns += ["BPC / dense - 1 (95% CI)", "paper repetition (1/8)"]
     columns += ["paper SQuAD (1/8)"] if needles else []
     columns += ["paper BPC (1/8, WikiText)"]
-    if c.lm == "smollm2":
-        s = c.smollm2
-        what = (
-            f"SmolLM2-135M. Repetition: {c.repetition_examples} contexts of {s.context} tokens of the held-out test "
-            f"plays, a {s.prompt}-token prompt copied from each, {s.generate} tokens generated greedily (score = "
-            "characters correct before the first mismatch; the paper's contexts are ~6000 characters and its "
-            f"scores count up to 256). Needle: the same contexts each hold a line 'The secret number is N.' (5 "
-            "random digits) at a depth spread evenly over the examples; the question follows the context (one dense "
-            "prefill serves both tasks) and a hit is a greedy answer that starts with N. BPC: "
-            f"{c.bpc_windows} validation windows of {s.capacity} tokens, the last {s.bpc_predict} scored with the "
-            "method (bits over their characters)."
-        )
-    else:
-        what = (
-            f"Character LM. Repetition: {c.repetition_examples} test-split contexts of "
-            f"{c.model.seq_len - c.prompt_len - c.generate} characters, a {c.prompt_len}-character prompt copied from "
-            f"each, {c.generate} characters generated greedily. BPC: {c.bpc_windows} validation windows of "
-            f"{c.model.seq_len}, the first {c.bpc_prefill} prefilled densely."
-        )
-    table = Table(
+    return Table(
         "sweep",
         f"Repetition{', needle retrieval' if needles else ''} and BPC against transfer (ours: "
         f"{'SmolLM2-135M' if c.lm == 'smollm2' else 'char-level Shakespeare LM'}; paper: Llama-2-7B)",
         columns,
         rows,
-        caption=what + " The prefill is dense and shared by the methods (H2O starts from its accumulated "
+        caption=_sweep_setup(c) + " The prefill is dense and shared by the methods (H2O starts from its accumulated "
         "attention); the ratios' intervals are paired bootstraps over examples (windows for BPC). Transfer "
         "(analytic): the elements each method needs per KV head and step, from the sizes of what it selects (the "
         "paper's formulas, checked by tests/papers/sparq/test_attention.py); the reference implementations that "
@@ -88,8 +93,13 @@ def tables(cfg, results, speed) -> list[Table]:
         "is not what they read. What the timed kernels read is counted from their programs: see the decode-step "
         "table.",
     )
+
+
+def _table_decode_step(cfg, speed) -> Table:
+    """The timed decode-step kernels: elements read (counted from their programs, beside the paper's formula),
+    milliseconds per step and SparQ's speed-up over dense."""
     formula = sparq_attention_transfer(speed.S, speed.d, speed.r, speed.k)
-    kernels = Table(
+    return Table(
         "decode_step",
         f"Decode-step attention at S={speed.S}, d={speed.d}, {speed.rows} heads, float32: transfer counted from the "
         "traced kernels, time measured",
@@ -118,7 +128,11 @@ def tables(cfg, results, speed) -> list[Table]:
         "array) plus its output; SparQ's 2d writes of the new key to its transposed K copy and of the V mean "
         "happen in the cache update and are added as the formula counts them.",
     )
-    return [table, kernels]
+
+
+def tables(cfg, results, speed) -> list[Table]:
+    """The report's tables: the sweep over methods, then the timed decode step."""
+    return [_table_sweep(cfg, results), _table_decode_step(cfg, speed)]
 
 
 # ---------------------------------------------------------------------------------------------- figures

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from core.report import Claim, Fact, Interval, Rule, Verdict, at_most, interval_above, interval_below
+from core.report import Claim, Fact, Interval, at_most, interval_above, interval_below, or_diverged
 from core.stats import seed_difference, seed_mean
-from papers.umup.train import GroupResult, Optimum, mean_curve, optimum
+from papers.umup.train import GroupResult
 
 # how far (octaves of the learning rate over the swept width range) an optimum may move and still "stay put": one
 # step of the paper's learning-rate grids (papers/umup/REFERENCES.md, UMUP-FIG1B: "the best LR for width 256 is
@@ -27,15 +28,6 @@ HEADS = {"low": "the readout included", "fp32": "the readout kept in FP32"}
 
 DRIFT_UNIT = "3 seeds (every ordered resample of the seeds with replacement, 27)"
 FP8_UNIT = "3 seeds (paired by seed with the FP32 run)"
-
-
-def _worse_or_diverged() -> Rule:
-    above = interval_above(0.0)
-    return Rule(
-        "interval low > 0 (SP's FP8 gap the larger), or SP diverged in FP8",
-        lambda ours, paper: Verdict.HOLDS if ours == "diverged" else above.verdict(ours, paper),
-        "superiority",
-    )
 
 
 def _claims(cfg) -> dict[str, Claim]:
@@ -111,7 +103,7 @@ def _claims(cfg) -> dict[str, Claim]:
                 "sp-fp8-worse",
                 "SP's relative FP8 gap minus u-muP's (same casts, each at its own best FP32 learning rate)",
                 "fails for other models (Fig. 1(c))",
-                _worse_or_diverged(),
+                or_diverged(interval_above(0.0), "interval low > 0 (SP's FP8 gap the larger), or SP diverged in FP8"),
                 measure=measure_sp_fp8_worse,
                 source="UMUP-FIG1C",
                 statistic="SP's relative FP8 gap minus u-muP's, Welch t interval over seeds",
@@ -145,7 +137,7 @@ def facts(cfg, sweeps: dict[tuple[str, int], GroupResult]) -> list[Fact]:
             moved,
             "construction",
             f"Within +-{TRANSFER_OCTAVES:g} octave by construction whenever the best grid point is the same at both "
-            "widths: the grid step is 1 octave and papers/umup/train.optimum clamps each width's parabola vertex to "
+            "widths: the grid step is 1 octave and papers/umup/claims.optimum clamps each width's parabola vertex to "
             "+-0.5 step of its best grid point, so the move lies in (grid move) +- 1 octave. It reports where the "
             "optimum sits; it does not test transfer. Until issue 41 it was the claim umup-lr-transfers "
             f"(interval within [-{TRANSFER_OCTAVES:g}, {TRANSFER_OCTAVES:g}]); papers/umup/ledger.py records the "
@@ -156,6 +148,46 @@ def facts(cfg, sweeps: dict[tuple[str, int], GroupResult]) -> list[Fact]:
 
 
 # ---------------------------------------------------------------------------------------------- analysis
+# The statistics the claims are decided on, here so that the claims lock fingerprints them with the measuring
+# functions (papers/umup/analysis.py reads the same ones for the report's tables and figures).
+
+
+def mean_curve(result: GroupResult, seeds: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(log2 lr, mean valid loss over `seeds`, repeats counted (a resample); default: every seed once) sorted by
+    lr; a diverged run makes its lr's mean +inf."""
+    by_lr: dict[float, dict[int, float]] = {}
+    for lr, seed, loss in zip(result.lr, result.seed, result.valid_loss, strict=True):
+        by_lr.setdefault(lr, {})[seed] = loss if math.isfinite(loss) else math.inf
+    lrs = sorted(by_lr)
+    return np.log2(lrs), np.asarray([np.mean([by_lr[lr][s] for s in seeds or by_lr[lr]]) for lr in lrs])
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """The optimal learning rate of one loss-against-learning-rate curve."""
+
+    log2_lr: float  # the sub-grid estimate (parabola through the best grid point and its neighbours)
+    grid_log2_lr: float  # the best grid point
+    loss: float  # the best grid point's loss
+    at_edge: bool  # the best grid point is the first or last: the optimum is not bracketed
+
+
+def optimum(log2_lrs: np.ndarray, losses: np.ndarray) -> Optimum:
+    """Where the loss-vs-log2(lr) curve is lowest: the best grid point refined by the parabola through it and its
+    two neighbours, the vertex kept within half a grid step of it."""
+    x, y = np.asarray(log2_lrs, float), np.asarray(losses, float)
+    if len(x) == 0 or not np.isfinite(y).any():
+        return Optimum(math.nan, math.nan, math.inf, True)
+    b = int(np.nanargmin(np.where(np.isfinite(y), y, np.inf)))
+    edge = b in (0, len(x) - 1)
+    best = float(x[b])
+    if not edge and np.isfinite(y[b - 1]) and np.isfinite(y[b + 1]):
+        h = (x[b + 1] - x[b - 1]) / 2
+        curvature = y[b - 1] - 2 * y[b] + y[b + 1]
+        if curvature > 0:
+            shift = h / 2 * (y[b - 1] - y[b + 1]) / curvature
+            best = float(x[b] + np.clip(shift, -h / 2, h / 2))
+    return Optimum(best, float(x[b]), float(y[b]), edge)
 
 
 def _resamples(seeds: list[int], limit: int = 1000) -> list[list[int]]:

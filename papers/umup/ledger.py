@@ -35,4 +35,26 @@ LEDGER: list[Change] = [
         "verdict is unchanged.",
         fingerprint="0a20e1231671",
     ),
+    Change(
+        date="2026-11-25",
+        claim="sp-lr-drifts",
+        kind="code",
+        old="drift's optimum and mean_curve imported from papers/umup/train.py (outside the fingerprint)",
+        new="the same functions, their source unchanged, in papers/umup/claims.py (inside it)",
+        reason="issue 42: mean_curve, Optimum and optimum moved out of the training module into claims.py, beside "
+        "drift, so the lock now fingerprints the optimum the drift is decided on (the report's numbers are "
+        "computed once in papers/umup/analysis.py with the same functions); the computation unchanged.",
+        fingerprint="726478dee059",
+    ),
+    Change(
+        date="2026-11-25",
+        claim="sp-fp8-worse",
+        kind="code",
+        old="a wrapper written here: holds where SP diverged, else interval_above(0)'s verdict",
+        new="core.claims.or_diverged(interval_above(0.0), ...): the same test and rule text, shared with unit_scaling",
+        reason="issue 42: the 'or diverged' rule combinator, written in umup and unit_scaling, moved to "
+        "core.claims.or_diverged; the decision identical ('diverged' holds, else interval_above's verdict passed "
+        "through, undecided included).",
+        fingerprint="36a3e17ed1ec",
+    ),
 ]

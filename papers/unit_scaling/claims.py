@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from core.report import Claim, Rule, at_least, at_most
+from core.report import Claim, Rule, at_least, at_most, or_diverged
 from core.unit_scaling.analysis import TensorScale
 from papers.unit_scaling.train import ARMS, IID_LABEL, ArmResult, recipe
 
@@ -47,12 +47,7 @@ INIT_UNIT = "deterministic: one initialisation (the first seed) on one batch of 
 
 
 def _worse_or_diverged(threshold: float) -> Rule:
-    worse = at_least(threshold)
-    return Rule(
-        f"gap >= {threshold:.0%} (worse than FP32), or diverged",
-        lambda ours, paper: ours == "diverged" or worse(ours, paper),
-        "superiority",
-    )
+    return or_diverged(at_least(threshold), f"gap >= {threshold:.0%} (worse than FP32), or diverged")
 
 
 def _gap_rule(threshold: float) -> Rule:

@@ -92,4 +92,28 @@ LEDGER: list[Change] = [
         commit="7484b79",
         run=README_7484B79,
     ),
+    *[
+        Change(
+            date="2026-11-25",
+            claim=claim,
+            kind="code",
+            old="_worse_or_diverged built its rule here: 'diverged', or at_least(threshold)'s yes/no",
+            new="_worse_or_diverged is core.claims.or_diverged(at_least(threshold), ...): 'diverged', or at_least's "
+            "verdict",
+            reason="issue 42: the 'or diverged' rule combinator, written in unit_scaling and umup, moved to "
+            "core.claims.or_diverged; the computation unchanged. Every claim's fingerprint moved because `measure` "
+            "reads the declarations (_claims), which build the rule. The decision is identical: the gap is a point "
+            "value (a float, or 'diverged'), for which at_least gives only holds or fails, so its yes/no and its "
+            "verdict agree.",
+            fingerprint=fingerprint,
+        )
+        for claim, fingerprint in (
+            ("init-unit-scales", "b0f534a46db0"),
+            ("init-regular-gradients-small", "23b35d859c6e"),
+            ("fp16-unit-matches-fp32", "cf225f04a67c"),
+            ("fp16-regular-worse", "934b1490c369"),
+            ("fp8-unit-matches-fp32", "c2accebff962"),
+            ("fp8-regular-fails", "8cb94262d911"),
+        )
+    ],
 ]

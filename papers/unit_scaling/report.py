@@ -210,7 +210,7 @@ def build_report(
         "gradient at those points (nearest-even)"
         + (", and keep weights and both Adam moments in FP16 (the update arithmetic is FP32)" if c.fp16_state else "")
         + f". FP8 arms cast matmul operands to E4M3 and the output gradients the backward matmuls read to E5M2, with "
-        f"{recipe(c).label} (the LM head policy is core.nn.ops' head_precision, shared with the FP8 LLM paper). "
+        f"{recipe(c).label} (the LM head policy is core.nn.Formats' head, shared with the FP8 LLM paper). "
         "Arithmetic between casts is FP32. Updates with non-finite gradients are skipped in every arm (counted in "
         "the table).",
     ]

@@ -17,6 +17,7 @@ from core.claims import (
     equivalent,
     interval_above,
     interval_below,
+    or_diverged,
     printed,
     within_abs,
     within_rel,
@@ -116,3 +117,13 @@ def test_facts_are_labelled_and_never_claims():
     assert f.to_dict()["kind"] == "calibration"
     with pytest.raises(ValueError, match="kind 'holds' is not one of analytic, calibration, construction"):
         Fact("x", "x", 1.0, "holds")
+
+
+def test_or_diverged_holds_on_a_diverged_run_and_otherwise_passes_the_rules_verdict_through():
+    rule = or_diverged(interval_above(0.0), "interval low > 0, or diverged")
+    assert (rule.description, rule.kind) == ("interval low > 0, or diverged", "superiority")
+    assert rule.verdict("diverged", None) is H
+    assert [rule.verdict(x, None) for x in (iv(0.1, 0.2), iv(-0.2, -0.1), iv(-0.1, 0.1))] == [H, F, U]
+    assert rule.verdict("not bracketed", None) is F  # other text is not a divergence
+    worse = or_diverged(at_least(0.01, kind="bound"), "gap >= 1%, or diverged")
+    assert worse.kind == "bound" and worse.verdict(0.02, None) is H and worse.verdict(0.0, None) is F

@@ -11,8 +11,10 @@ from core.report import (
     Table,
     at_least,
     at_most,
+    fixed,
     format_value,
     is_true,
+    mean_std,
     within_abs,
     within_rel,
 )
@@ -134,3 +136,20 @@ def test_a_report_must_keep_the_claims_declared_before_the_run():
         Report("p", "P", [loosened, declared[1]]).check_declared(declared)
     with pytest.raises(ValueError, match=r"dropped \['b'\]"):
         Report("p", "P", [declared[0]]).check_declared(declared)
+
+
+def test_mean_std_writes_the_seed_mean_and_sample_std_in_one_format():
+    # [1, 2, 4]: mean 7/3, sample std sqrt(((4/3)^2 + (1/3)^2 + (5/3)^2) / 2) = sqrt(7/3) = 1.5275...
+    assert mean_std([1.0, 2.0, 4.0]) == "2.3333 +- 1.5275"
+    assert mean_std([1.0, 2.0, 4.0], ".1f") == "2.3 +- 1.5"
+    assert mean_std([200, 203, 198], ".0f") == "200 +- 3"
+    assert mean_std([0.01, 0.03], "+.2%") == "+2.00% +- 1.41%"  # the sign on the mean only
+    assert mean_std([-0.012], "+.2%") == "-1.20%"  # one value: itself, no spread
+    assert mean_std(np.array([271.84]), ".1f") == "271.8"
+    assert mean_std([]) == "-"
+
+
+def test_fixed_writes_decimals_and_names_a_missing_value():
+    assert fixed(3.14159) == "3.14" and fixed(2.0, 3) == "2.000" and fixed(7, 1) == "7.0"
+    assert fixed(None) == fixed(math.nan) == fixed(math.inf) == "n/a"
+    assert fixed(math.inf, 3, missing="diverged") == "diverged"
