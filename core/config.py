@@ -60,6 +60,9 @@ def validate_section(section: Any, schema: type[T], key: str = "") -> tuple[T, D
     """
     if not dataclasses.is_dataclass(schema):
         raise TypeError(f"schema for {key!r} must be a dataclass, got {schema!r}")
+    if section is not None and not isinstance(section, dict | DictConfig):
+        allowed = ", ".join(f.name for f in dataclasses.fields(schema))
+        raise ConfigError(f"{key or 'the config'}={section!r} is not allowed: it holds the keys {allowed}")
     try:
         typed = OmegaConf.merge(OmegaConf.structured(schema), section if section is not None else {})
         obj = OmegaConf.to_object(typed)

@@ -2,59 +2,116 @@
 
 Before Hydra takes over, a preflight composes the config the way Hydra will (for a sweep, once per swept value)
 and validates it, so a missing or unknown paper, an unknown key or a bad value stops the run at once with one
-clear line instead of a traceback, and before any work of any sweep job starts.
+clear line instead of a traceback, and before any work of any sweep job starts. The preflight reads the command
+line with Hydra's public override parser and checks each override itself: a config group's choice against the
+group's options before composing; where Hydra then refuses the composition, each key against the config composed
+from the group choices alone, and a value the schema cannot take from the OmegaConf error's key. Hydra's error text
+is passed on, never parsed.
+
+The config is validated once. A plain run's job gets the config the preflight validated (`core.runner.Validated`)
+rather than validating Hydra's composition of it again. Hydra still composes it once more inside `hydra.main`, for
+what Hydra owns: the run directory, the log file and the `.hydra/` record of config and overrides. Doing those
+without `hydra.main` would mean building Hydra's job context from its private modules (`hydra._internal`), which
+this module avoids. A sweep's jobs (`-m`, possibly on other machines through the submitit launcher) each validate
+the config Hydra composed for them.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import importlib
 import os
-import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+import hydra
+from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
+from hydra.errors import HydraException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException, ValidationError
 
 from core.config import ConfigError
-from core.runner import REPO_ROOT, prepare, run
+from core.provenance import REPO_ROOT
+from core.runner import Validated, prepare, run
 
 CONFIG_DIR = REPO_ROOT / "configs"
-
-# Hydra flags that do not launch a run (help, info, printing the config) or that change where configs come from:
-# the preflight steps aside and lets Hydra handle them.
-_NON_RUN_FLAGS = (
-    "help",
-    "hydra_help",
-    "info",
-    "cfg",
-    "shell_completion",
-    "config_path",
-    "config_name",
-    "config_dir",
-    "experimental_rerun",
-)
+SCHEMA_GROUP = "paper_schema"  # configs/config.yaml composes `optional paper_schema: ${paper}` first
 
 _MAX_PREFLIGHT_COMPOSES = 64
-SCHEMA_GROUP = "paper_schema"  # configs/config.yaml composes `optional paper_schema: ${paper}` first
+
+# Hydra's flags (`--hydra-help` lists them) that print something instead of running, or that change where the
+# configs come from: the preflight steps aside and leaves the command to Hydra.
+_ASIDE_SWITCHES = (("--help", "-h"), ("--hydra-help",), ("--version",), ("--shell-completion", "-sc"))
+_ASIDE_OPTIONS = (
+    ("--cfg", "-c"),
+    ("--config-path", "-cp"),
+    ("--config-name", "-cn"),
+    ("--config-dir", "-cd"),
+    ("--experimental-rerun",),
+)
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    overrides: list[str]
+    multirun: bool  # -m: a sweep, one job per combination of swept values
+    runs: bool  # False where a flag prints instead of running (--help, --cfg, --info, ...) or an unknown flag is given
+
+
+def parse_command_line(argv: Sequence[str]) -> CommandLine:
+    """Split the command line into Hydra's flags and the overrides. The flags are declared as Hydra declares them,
+    so each option's value is told apart from the overrides; an unknown flag or a bad use of one is left to Hydra to
+    report (`runs` False)."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    parser.add_argument("overrides", nargs="*")
+    parser.add_argument("--multirun", "-m", action="store_true")
+    parser.add_argument("--run", "-r", action="store_true")
+    parser.add_argument("--resolve", action="store_true")
+    parser.add_argument("--package", "-p")
+    parser.add_argument("--info", "-i", nargs="?", const="all", dest="aside_info")
+    for names in _ASIDE_SWITCHES:
+        parser.add_argument(*names, action="store_true", dest=_aside(names[0]))
+    for names in _ASIDE_OPTIONS:
+        parser.add_argument(*names, dest=_aside(names[0]))
+    try:
+        args, unknown = parser.parse_known_intermixed_args(list(argv))
+    except argparse.ArgumentError:
+        return CommandLine([], multirun=False, runs=False)
+    aside = bool(unknown) or any(v not in (None, False) for k, v in vars(args).items() if k.startswith("aside_"))
+    return CommandLine(list(args.overrides), multirun=args.multirun, runs=not aside)
+
+
+def _aside(flag: str) -> str:
+    return "aside_" + flag.lstrip("-").replace("-", "_")
+
+
+def _parse(overrides: Sequence[str]) -> list[Override]:
+    """Hydra's parse of the overrides; a syntax error is a ConfigError naming the override, with Hydra's message."""
+    try:
+        return OverridesParser.create().parse_overrides(list(overrides))
+    except OverrideParseException as e:
+        raise ConfigError(f"cannot parse the override {e.override!r}: {e}") from None
+
+
+def _searchpath(parsed: list[Override]) -> list[str]:
+    return [o.input_line for o in parsed if o.key_or_group == "hydra.searchpath"]
 
 
 def _group_options(group: str, searchpath: list[str]) -> list[str]:
-    from hydra.core.global_hydra import GlobalHydra
-
+    """The options of config group `group` (empty where `group` is not one); inside `initialize_config_dir`."""
     loader = GlobalHydra.instance().config_loader()
     return loader.get_group_options(group, config_name="config", overrides=searchpath)
 
 
-def available_papers(config_dir: Path = CONFIG_DIR, searchpath: Sequence[str] = ()) -> list[str]:
-    from hydra import initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-        return _group_options("paper", list(searchpath))
-
-
-def _variants(parsed: list) -> list[list[str]]:
+def _variants(parsed: list[Override]) -> list[list[str]]:
     """Override lists to compose: all sweeps at their first value, then each further swept value in turn."""
     base, sweeps = [], []
     for o in parsed:
@@ -72,7 +129,7 @@ def _variants(parsed: list) -> list[list[str]]:
     return out[:_MAX_PREFLIGHT_COMPOSES]
 
 
-def _chosen_papers(parsed: list) -> list[str]:
+def _chosen_papers(parsed: list[Override]) -> list[str]:
     return [
         str(name)
         for o in parsed
@@ -86,16 +143,11 @@ def register_schemas(overrides: Sequence[str], config_dir: Path = CONFIG_DIR) ->
     so that composition starts from it: the dataclass holds the defaults (a paper's YAML files hold only what
     differs), and Hydra types every value and override, `--cfg job` and `-m` included. Returns the papers
     registered; a paper that cannot be found is left to the preflight (or Hydra) to report."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.config_store import ConfigStore
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
     try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except HydraException:
+        parsed = _parse(overrides)
+    except ConfigError:
         return []
-    searchpath = [o.input_line for o in parsed if o.key_or_group == "hydra.searchpath"]
+    searchpath = _searchpath(parsed)
     registered = []
     with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
         for name in _chosen_papers(parsed):
@@ -113,30 +165,19 @@ def register_schemas(overrides: Sequence[str], config_dir: Path = CONFIG_DIR) ->
 
 def load_config(overrides: Sequence[str], config_dir: Path = CONFIG_DIR):
     """The validated config of the run `overrides` describe, as the paper's `reproduce` gets it (`cfg.<paper>` an
-    instance of its Config): for notebooks and tests, `load_config(["paper=bess", "scale=smoke"])`."""
-    from hydra import compose, initialize_config_dir
-
-    register_schemas(overrides, config_dir)
-    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-        cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
-        paper = cfg.hydra.runtime.choices.paper
-        plain = OmegaConf.to_container(cfg, resolve=False)
-    assert isinstance(plain, dict)
-    del plain["hydra"]
-    return prepare(OmegaConf.create(plain), paper)[2]
+    instance of its Config): for notebooks and tests,
+    `papers.bess.reproduce(load_config(["paper=bess", "scale=smoke"]), RunContext.detached())`."""
+    validated = preflight(overrides, config_dir)
+    if len(validated) != 1:
+        raise ConfigError(f"load_config takes the overrides of one run, not a sweep: {' '.join(overrides)}")
+    return validated[0].config
 
 
-def preflight(overrides: Sequence[str], config_dir: Path = CONFIG_DIR) -> None:
-    """Raise ConfigError if the run these overrides describe would fail on its config."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except HydraException:
-        return  # a syntax error: Hydra's own message points at the character
-    searchpath = [o.input_line for o in parsed if o.key_or_group == "hydra.searchpath"]
+def preflight(overrides: Sequence[str], config_dir: Path = CONFIG_DIR) -> list[Validated]:
+    """Compose and validate the run(s) these overrides describe, one per composition a sweep needs (its first
+    values, then each further swept value); raise ConfigError naming the bad override and what is allowed."""
+    parsed = _parse(overrides)
+    searchpath = _searchpath(parsed)
     register_schemas(overrides, config_dir)
     with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
         papers = _group_options("paper", searchpath)
@@ -147,55 +188,78 @@ def preflight(overrides: Sequence[str], config_dir: Path = CONFIG_DIR) -> None:
         for name in chosen:
             if name not in papers:
                 raise ConfigError(f"unknown paper {name!r}: choose one of {listed}")
-        for variant in _variants(parsed):
-            try:
-                cfg = compose("config", overrides=variant, return_hydra_config=True)
-            except HydraException as e:
-                raise ConfigError(_explain(e, variant, searchpath)) from None
-            paper = cfg.hydra.runtime.choices.paper
-            with_hydra = OmegaConf.to_container(cfg, resolve=False)
-            assert isinstance(with_hydra, dict)
-            del with_hydra["hydra"]
-            prepare(OmegaConf.create(with_hydra), paper)  # imports the paper and validates its config
+        groups = {o.key_or_group: _group_options(o.key_or_group, searchpath) for o in parsed}
+        return [_validate(_parse(variant), groups, searchpath) for variant in _variants(parsed)]
 
 
-def _explain(e: Exception, variant: list[str], searchpath: list[str]) -> str:
-    """Turn Hydra's composition errors into one line naming the bad key or choice and what is allowed."""
-    from hydra import compose
+def _validate(variant: list[Override], groups: dict[str, list[str]], searchpath: list[str]) -> Validated:
+    """Check one composition's group choices (`groups`: each overridden name's options, none for a key), compose
+    it as Hydra will, and validate the result."""
+    choices = [o for o in variant if groups[o.key_or_group]]
+    for o in choices:
+        options = groups[o.key_or_group]
+        if not o.is_delete() and o.value() not in options:
+            raise ConfigError(f"unknown {o.key_or_group} {o.value()!r}: choose one of {', '.join(options)}")
+    try:
+        cfg = compose("config", overrides=[o.input_line for o in variant], return_hydra_config=True)
+    except HydraException as e:
+        raise ConfigError(_explain(e, variant, [o.input_line for o in choices] + searchpath)) from None
+    paper = cfg.hydra.runtime.choices.paper
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(plain, dict)
+    del plain["hydra"]
+    return prepare(OmegaConf.create(plain), paper)  # imports the paper and validates its config
 
-    text = str(e)
-    missing = re.search(r"Could not find '([^']+)'", text)
-    if missing:
-        group, _, option = missing.group(1).rpartition("/")
-        if group:
-            options = ", ".join(_group_options(group, searchpath)) or "(none)"
-            return f"unknown {group} {option!r}: choose one of {options}"
-    bad = re.search(r"Could not (?:override|append to|delete from) '([^']+)'", text)
-    if bad:
-        key = bad.group(1)
-        parent, _, leaf = key.rpartition(".")
-        others = [v for v in variant if v.split("=", 1)[0].lstrip("+~") != key]
-        try:
-            cfg = compose("config", overrides=others)
-            node = OmegaConf.select(cfg, parent) if parent else cfg
-        except Exception:
-            node = None
-        if isinstance(node, DictConfig) and leaf not in node:
+
+def _explain(error: HydraException, variant: list[Override], choices: list[str]) -> str:
+    """One line naming the override Hydra refused and what is allowed: each key is checked against the config
+    composed from the group choices alone (Hydra's own message, first line, where none of them is at fault)."""
+    try:
+        base = compose("config", overrides=choices, return_hydra_config=True)
+    except HydraException:
+        base = None
+    for o in variant:
+        if base is not None and o.input_line not in choices:
+            problem = _check_key(base, o)
+            if problem:
+                return problem
+    cause = error.__cause__
+    if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
+        what = "invalid value for" if isinstance(cause, ValidationError) else "cannot change"
+        return f"{what} '{cause.full_key}': {str(cause).splitlines()[0]}"
+    return str(error).splitlines()[0]
+
+
+def _check_key(base: DictConfig, o: Override) -> str | None:
+    """What is wrong with key override `o` on the config `base`, which it has not been applied to; None if
+    nothing is (as far as the config's keys can tell)."""
+    parts = o.key_or_group.split(".")
+    node = base
+    for i, part in enumerate(parts):
+        if not isinstance(node, DictConfig):
+            return None
+        last = i == len(parts) - 1
+        if part not in node.keys():  # keys(), not `in node`, which is False for a key whose value is missing
+            if o.is_add() or o.is_force_add():
+                return None  # '+' and '++' add keys that do not exist yet
+            key, parent = ".".join(parts[: i + 1]), ".".join(parts[:i])
             where = f"under '{parent}'" if parent else "at the top level"
-            return f"unknown config key '{key}': allowed keys {where} are {', '.join(map(str, node.keys()))}"
-    cause = e.__cause__
-    full_key = getattr(cause, "full_key", None)
-    if full_key and "Error merging" in text:  # a value the paper's schema cannot take (typed by its dataclass)
-        return f"invalid value for '{full_key}': {str(cause).splitlines()[0]}"
-    return text.split("\n")[0]
+            allowed = [str(k) for k in node.keys() if parent or k != "hydra"]
+            return f"unknown config key '{key}': allowed keys {where} are {', '.join(allowed)}"
+        if last and o.is_add():
+            return f"config key '{o.key_or_group}' already exists: set it without the '+' ({o.input_line[1:]})"
+        if not last:
+            try:
+                node = node[part]
+            except OmegaConfBaseException:
+                return None
+    return None
 
 
-def _task(cfg: DictConfig) -> None:
-    from hydra.core.hydra_config import HydraConfig
-
+def _task(cfg: DictConfig, validated: Validated | None) -> None:
     hc = HydraConfig.get()
     try:
-        run(cfg, paper=hc.runtime.choices["paper"], run_dir=Path(hc.runtime.output_dir))
+        run(cfg, paper=hc.runtime.choices["paper"], run_dir=Path(hc.runtime.output_dir), validated=validated)
     except ConfigError as e:  # only reachable when the preflight was skipped
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -203,22 +267,26 @@ def _task(cfg: DictConfig) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The entry point of scripts/reproduce.py. Exit status: 0 ran (whatever the claims), 2 bad config."""
-    import hydra
-    from hydra._internal.utils import get_args_parser
-
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = get_args_parser().parse_args(argv)
+    line = parse_command_line(argv)
     if "JAX_NUM_PROCESSES" in os.environ or "SLURM_NTASKS" in os.environ:
         from core.devices import initialize_distributed
 
         initialize_distributed()  # a process of a multi-process run joins the others before any JAX work
-    register_schemas(args.overrides)
-    if not any(getattr(args, flag, None) for flag in _NON_RUN_FLAGS):
+    validated: list[Validated] = []
+    if line.runs:
         try:
-            preflight(args.overrides)
+            validated = preflight(line.overrides)
         except ConfigError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+    else:
+        register_schemas(line.overrides)  # --cfg job shows the paper's defaults and types too
+    job = validated[0] if len(validated) == 1 and not line.multirun else None
+
+    def task(cfg: DictConfig) -> None:
+        _task(cfg, job)
+
     sys.argv = [sys.argv[0], *argv]
-    hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")(_task)()
+    hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")(task)()
     return 0

@@ -33,9 +33,8 @@ from types import FunctionType, ModuleType
 from typing import Any
 
 from core.claims import Claim, Rule, Verdict
-from core.provenance import strip_docstrings
+from core.provenance import REPO_ROOT, strip_docstrings
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 CHANGE_KINDS = ("added", "respecified", "code", "removed")
 
 

@@ -1,10 +1,12 @@
 """The runner: what happens between Hydra composing a config and `outputs/<paper>/<run>/report.md`.
 
-`run(cfg)` validates the config, imports the paper, opens the logger, calls `papers.<name>.reproduce(cfg)`, and
-writes the run record (report.md, results.json, figures) atomically, then points `outputs/<paper>/latest` at it.
-`reproduce` gets the validated config as objects: `cfg.seed`, `cfg.scale.name`, ... and `cfg.<paper>`, an instance of
-the paper's `Config` dataclass. Paper code reaches the run it is part of through `current_run()` (run directory,
-checkpoint directory, seed, whether to resume, the code fingerprint).
+`run(cfg)` validates the config (unless the preflight did), imports the paper, opens the logger, calls
+`papers.<name>.reproduce(cfg, run)`, and writes the run record (report.md, results.json, figures) atomically, then
+points `outputs/<paper>/latest` at it.
+`reproduce` gets the validated config as objects (`cfg.seed`, `cfg.scale.name`, ... and `cfg.<paper>`, an instance
+of the paper's `Config` dataclass) and the `RunContext` of the run as its second argument: the run and checkpoint
+directories, whether to resume, the code fingerprint. Outside the runner (a test, a notebook) the caller passes
+`RunContext.detached()`, which keeps nothing and resumes nothing, so paper code never asks whether it has a run.
 
 Results are tied to the code that made them: the checkpoint directory is keyed by the config *and* the fingerprint of
 the paper's package, core and ipu_model (core.provenance), so a resume after a code change finds nothing to reuse
@@ -14,7 +16,6 @@ The paper's ledger (core.ledger) is attached to the report, which shows re-speci
 
 from __future__ import annotations
 
-import contextvars
 import datetime as dt
 import hashlib
 import importlib
@@ -27,19 +28,18 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
 from core.config import ConfigError, RunConfig, validate_run_config
 from core.io import atomic_savefig, atomic_symlink, atomic_write_json, atomic_write_text
-from core.provenance import paper_fingerprint
+from core.provenance import REPO_ROOT, paper_fingerprint
 from core.report import Report, format_value
-from core.tracking import Tracker, activate, make_tracker, scoped
+from core.tracking import Tracker, activate, make_tracker
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Keys that change where or how a run is recorded but not what it computes: left out of the checkpoint key, so
 # re-running with another logger or output root still resumes the same work.
@@ -64,25 +64,33 @@ _VERSIONED = (
 
 @dataclass(frozen=True)
 class RunContext:
+    """The run a paper's `reproduce(cfg, run)` is part of: where it keeps its work and whether it may reuse what an
+    earlier run of the same config and code left there. The seed and the scale are the config's (`cfg.seed`,
+    `cfg.scale.name`)."""
+
     paper: str
-    run_dir: Path
-    checkpoint_dir: Path
-    seed: int
-    scale: str
-    resume: bool
+    run_dir: Path | None  # where the run record is written; None outside the runner
+    checkpoint_dir: Path | None  # keyed by config and code; None: keep nothing
+    resume: bool  # continue from what checkpoint_dir holds (never without one)
     code: str = ""  # core.provenance.paper_fingerprint of the code computing this run
 
+    @classmethod
+    def detached(cls, checkpoint_dir: Path | str | None = None, *, resume: bool = False) -> RunContext:
+        """A context for calling `reproduce` outside the runner (a test, a notebook): no run directory, and
+        checkpoints only under `checkpoint_dir` when one is given (by default nothing is kept or resumed)."""
+        if resume and checkpoint_dir is None:
+            raise ValueError("RunContext.detached: resume=True needs a checkpoint_dir to resume from")
+        path = None if checkpoint_dir is None else Path(checkpoint_dir)
+        return cls(paper="", run_dir=None, checkpoint_dir=path, resume=resume)
 
-_CURRENT: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar("current_run", default=None)
-
-
-def current_run() -> RunContext | None:
-    """The run being executed, or None when paper code is called outside the runner."""
-    return _CURRENT.get()
+    def checkpoint_path(self, *parts: str) -> Path | None:
+        """`checkpoint_dir/<parts...>`, where one piece of the run keeps its checkpoints; None when nothing is kept
+        (the training loops take None as 'do not checkpoint')."""
+        return None if self.checkpoint_dir is None else self.checkpoint_dir.joinpath(*parts)
 
 
 def load_paper(module_name: str, paper: str) -> Any:
-    """Import the paper's package and check it honours the contract (a `reproduce(cfg)` function)."""
+    """Import the paper's package and check it honours the contract (a `reproduce(cfg, run)` function)."""
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
@@ -90,18 +98,25 @@ def load_paper(module_name: str, paper: str) -> Any:
             raise ConfigError(f"paper {paper!r}: its package {module_name!r} (paper.module) does not exist") from e
         raise
     if not callable(getattr(module, "reproduce", None)):
-        raise ConfigError(f"paper {paper!r}: package {module_name!r} has no reproduce(cfg) function")
+        raise ConfigError(f"paper {paper!r}: package {module_name!r} has no reproduce(cfg, run) function")
     return module
 
 
-def prepare(cfg: DictConfig, paper: str) -> tuple[Any, DictConfig, RunConfig]:
-    """Import the paper and validate the whole config against the shared and the paper's schemas: the paper's
-    module, the typed config (what the run record holds and the checkpoint key hashes) and the run object
-    `reproduce` gets (`core.config.run_schema`)."""
+class Validated(NamedTuple):
+    """A run's config once validated: the paper's module, the typed config (what the run record holds and the
+    checkpoint key hashes) and the config object `reproduce` gets (`core.config.run_schema`)."""
+
+    module: Any
+    typed: DictConfig
+    config: RunConfig
+
+
+def prepare(cfg: DictConfig, paper: str) -> Validated:
+    """Import the paper and validate the whole config against the shared and the paper's schemas."""
     module_name = OmegaConf.select(cfg, "paper.module") or f"papers.{paper}"
     module = load_paper(module_name, paper)
     typed, obj = validate_run_config(cfg, paper, getattr(module, "Config", None))
-    return module, typed, obj
+    return Validated(module, typed, obj)
 
 
 def config_key(cfg: DictConfig) -> str:
@@ -138,30 +153,25 @@ def _git(*args: str) -> str:
     ).stdout.strip()
 
 
-def run(cfg: DictConfig, *, paper: str, run_dir: Path) -> Report:
-    """Run one paper's reproduction and write its record to `run_dir`."""
+def run(cfg: DictConfig, *, paper: str, run_dir: Path, validated: Validated | None = None) -> Report:
+    """Run one paper's reproduction and write its record to `run_dir`. `validated`: `cfg` as the preflight already
+    validated it (core.launch passes it for a plain run), so that it is not validated twice."""
     from core.devices import initialize_distributed, is_main_process, use_true_fp32  # JAX: once a run starts
 
     run_dir = Path(run_dir)
     initialize_distributed()  # one of several processes: join them before any JAX work
     use_true_fp32()
-    module, typed, config = prepare(cfg, paper)
+    module, typed, config = validated if validated is not None else prepare(cfg, paper)
     main = is_main_process()  # only process 0 of a multi-process run writes the record and logs
     run_dir.mkdir(parents=True, exist_ok=True)
     key = config_key(typed)
     code = run_fingerprint(module, paper)
     checkpoints = Path(typed.output_root) / paper / "checkpoints"
     ctx = RunContext(
-        paper=paper,
-        run_dir=run_dir,
-        checkpoint_dir=checkpoints / f"{key}-{code}",
-        seed=int(typed.seed),
-        scale=typed.scale.name.value,
-        resume=bool(typed.resume),
-        code=code,
+        paper=paper, run_dir=run_dir, checkpoint_dir=checkpoints / f"{key}-{code}", resume=bool(typed.resume), code=code
     )
     if ctx.resume:
-        other = sorted(p.name for p in checkpoints.glob(f"{key}*") if p.name != ctx.checkpoint_dir.name)
+        other = sorted(p.name for p in checkpoints.glob(f"{key}*") if p.name != f"{key}-{code}")
         if other:
             log.warning(
                 "%d stored run(s) of this config were computed by other code (%s); this code (%s) recomputes "
@@ -179,11 +189,11 @@ def run(cfg: DictConfig, *, paper: str, run_dir: Path) -> Report:
     )
     started = dt.datetime.now(dt.UTC)
     t0 = time.perf_counter()
-    log.info("paper %s, scale %s, seed %d -> %s", paper, ctx.scale, ctx.seed, run_dir)
+    log.info("paper %s, scale %s, seed %d -> %s", paper, typed.scale.name.value, int(typed.seed), run_dir)
     try:
         declared = declare_claims(module, config, run_dir if main else None)
-        with scoped(_CURRENT, ctx), activate(tracker):
-            report = module.reproduce(config)
+        with activate(tracker):
+            report = module.reproduce(config, ctx)
         if not isinstance(report, Report):
             raise TypeError(f"papers.{paper}.reproduce returned {type(report).__name__}, expected core.Report")
         report.validate()

@@ -1,2 +1,2 @@
-"""One package per paper. Each exposes `reproduce(cfg) -> core.report.Report` (and optionally `Config`, the
+"""One package per paper. Each exposes `reproduce(cfg, run) -> core.report.Report` (and optionally `Config`, the
 dataclass schema of its config section). Papers import `core` and `ipu_model`, never each other."""

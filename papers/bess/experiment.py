@@ -21,6 +21,7 @@ import numpy as np
 from core.config import ConfigError, check_choice, check_range
 from core.progress import progress
 from core.report import Report
+from core.runner import RunContext
 from papers.bess.kg import BUILTIN
 from papers.bess.scoring import MODELS
 from papers.bess.train import KGEConfig, ModelConfig, TrainRunConfig
@@ -104,7 +105,7 @@ def margins(kcfg: KGEConfig) -> list[float]:
     return [float(g) for g in kcfg.gammas] or [float(kcfg.gamma)]
 
 
-def reproduce(cfg) -> Report:
+def reproduce(cfg, run: RunContext) -> Report:
     from core.devices import require_devices
 
     c = cfg.bess
@@ -112,7 +113,6 @@ def reproduce(cfg) -> Report:
     needed = max([c.devices, *(c.scaling.devices if c.scaling.enabled else [])])
     require_devices(needed)  # before any JAX work: the simulated CPU devices are fixed when JAX starts
 
-    from core.runner import current_run
     from papers.bess.bess import BalancedSampler, shard_entities
     from papers.bess.kg import load_builtin
     from papers.bess.report import build_report
@@ -130,7 +130,6 @@ def reproduce(cfg) -> Report:
         with_reciprocals,
     )
 
-    run = current_run()
     graphs = {name: load_builtin(name) for name in c.datasets}
     for kg in graphs.values():  # before any training: every graph must shard into balanced blocks
         if c.devices > kg.num_entities:
@@ -158,16 +157,8 @@ def reproduce(cfg) -> Report:
             trials, grid = {}, margins(kge_config(c, model, seed))
             for gamma in grid:
                 kcfg = replace(kge_config(c, model, seed), gamma=gamma, gammas=[])
-                ckpt = None
-                if run is not None:
-                    ckpt = run.checkpoint_dir / name / model
-                    ckpt = ckpt / f"gamma_{gamma:g}" if len(grid) > 1 else ckpt
-                trials[gamma] = (
-                    kcfg,
-                    *train_kge(
-                        kg, kcfg, checkpoint_dir=ckpt, resume=run.resume if run is not None else False, progress_bar=bar
-                    ),
-                )
+                ckpt = run.checkpoint_path(name, model, *([f"gamma_{gamma:g}"] if len(grid) > 1 else []))
+                trials[gamma] = (kcfg, *train_kge(kg, kcfg, checkpoint_dir=ckpt, resume=run.resume, progress_bar=bar))
             kcfg, E, R, info = max(trials.values(), key=lambda t: t[3]["best_valid_mrr"])
             info["gamma"] = kcfg.gamma
             info["grid"] = {g: t[3]["best_valid_mrr"] for g, t in trials.items()}

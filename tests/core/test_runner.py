@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from core import launch
+from core.config import ConfigError
+from core.launch import CommandLine, load_config, parse_command_line
+from core.runner import RunContext
+from tests.conftest import FIXTURE_CONFIGS, REPO_ROOT
 
 # every paper config, and the toy paper of the test fixtures
 ALL_PAPERS = sorted([*(p.stem for p in (REPO_ROOT / "configs" / "paper").glob("*.yaml")), "toy"])
@@ -104,6 +109,13 @@ def test_default_scale_uses_the_paper_yaml(cli, tmp_path):
             "'logger.mode': Invalid value 'loud', expected one of [offline, online",
         ),
         (["paper=toy", "seed=-1"], "seed=-1 is out of range"),
+        (["paper=toy", "+seed=3"], "config key 'seed' already exists: set it without the '+' (seed=3)"),
+        (["paper=toy", "toy=3"], "toy=3 is not allowed: it holds the keys samples_per_chunk, chunks"),
+        (
+            ["paper=toy", "hydra.launcher.partition=cpu"],
+            "unknown config key 'hydra.launcher.partition': allowed keys under 'hydra.launcher' are _target_",
+        ),
+        (["paper=toy", "toy.chunks=["], "cannot parse the override 'toy.chunks=['"),
         (
             ["-m", "paper=toy", "device=mk2,mk9"],
             "unknown device 'mk9': choose one of bow, mk1, mk2",
@@ -165,6 +177,51 @@ def test_a_crashed_run_resumes_from_its_checkpoint(cli, tmp_path):
     restart = cli([*common, "resume=false", f"output_root={tmp_path / 'a'}"])
     assert restart.returncode == 0, restart.stderr
     assert result(tmp_path / "a")["resumed_from_chunk"] == 0
+
+
+def test_the_command_line_is_split_into_hydra_flags_and_overrides():
+    line = parse_command_line(["paper=toy", "-m", "seed=3,4"])
+    assert line == CommandLine(["paper=toy", "seed=3,4"], multirun=True, runs=True)
+    assert parse_command_line(["paper=toy", "--cfg", "job"]) == CommandLine(["paper=toy"], multirun=False, runs=False)
+    assert parse_command_line(["-cd", "/elsewhere", "paper=toy"]).overrides == ["paper=toy"]
+    for flags in (["--help"], ["--info"], ["-i", "defaults"], ["--version"], ["--bogus"]):
+        assert not parse_command_line(["paper=toy", *flags]).runs, flags
+
+
+def test_reproduce_runs_outside_the_runner_with_a_detached_context(tmp_path):
+    from tests.fixtures.toy_paper import reproduce
+
+    cfg = load_config(["paper=toy", "scale=smoke", "toy.chunks=2", f"hydra.searchpath=[file://{FIXTURE_CONFIGS}]"])
+    report = reproduce(cfg, RunContext.detached())
+    assert report.metrics["samples"] == 40000 and not list(tmp_path.iterdir())
+    kept = RunContext.detached(tmp_path)
+    assert kept.checkpoint_path("a", "b") == tmp_path / "a" / "b"
+    assert reproduce(cfg, kept).metrics == report.metrics and list(tmp_path.iterdir())  # checkpoints kept there
+    resumed = reproduce(cfg, RunContext.detached(tmp_path, resume=True)).metrics
+    assert resumed["resumed_from_chunk"] == 2 and resumed["pi_estimate"] == report.metrics["pi_estimate"]
+    assert RunContext.detached().checkpoint_path("a") is None
+    with pytest.raises(ValueError, match="needs a checkpoint_dir"):
+        RunContext.detached(resume=True)
+
+
+@pytest.mark.parametrize("sweep", [False, True])
+def test_a_plain_run_is_validated_once(monkeypatch, tmp_path, sweep):
+    seen = []
+    monkeypatch.setattr(launch, "run", lambda cfg, **kw: seen.append(kw["validated"]))
+    monkeypatch.setattr(sys, "argv", ["reproduce.py"])  # hydra.main reads sys.argv, which main sets
+    args = ["paper=toy", "scale=smoke", "logger=none", f"output_root={tmp_path}"]
+    quiet = ["hydra/job_logging=none", "hydra/hydra_logging=none"]  # leave this process's logging alone
+    argv = [*args, *quiet, f"hydra.searchpath=[file://{FIXTURE_CONFIGS}]"]
+    assert launch.main(["-m", *argv] if sweep else argv) == 0
+    if sweep:  # a sweep's jobs validate the config Hydra composed for them
+        assert seen == [None]
+    else:  # the job gets the preflight's validated config
+        assert len(seen) == 1 and seen[0].config.toy.chunks == 3 and seen[0].typed.scale.name == "smoke"
+
+
+def test_load_config_takes_one_run():
+    with pytest.raises(ConfigError, match="not a sweep"):
+        load_config(["paper=toy", "seed=1,2", f"hydra.searchpath=[file://{FIXTURE_CONFIGS}]"])
 
 
 def make(*args: str) -> subprocess.CompletedProcess:
