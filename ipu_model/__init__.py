@@ -8,6 +8,18 @@ that executes them with a BSP cost model and reports a profile. Depends on `core
     engine = Engine(g, prog)                          # checks mapping, locality, conflicts, memory
     engine.write(a, x); engine.write(b, y); engine.run()
     print(engine.profile.report())
+
+    get_device, DeviceSpec, PRESETS, device_from_config   the Mk1, Mk2 and Bow devices' hardware facts
+    Graph, Tensor, Codelet, codelet, ComputeSet, GraphError
+                        variables mapped onto tiles, views of them, vertices and compute sets (Poplar's graph)
+    Program, Sequence, Execute, Copy, DynamicCopy, Repeat, RepeatWhileTrue, If, HostToDevice, DeviceToHost
+                        the control flow an Engine runs
+    Engine, RunResult   compile (mapping, locality, conflict and memory checks) and run with the BSP cost model
+    OutOfMemoryError, RemoteAccessError, WriteConflictError   what the compiler's checks raise
+    Profile             cycles per step and compute set, exchange, tile balance and memory, as text and figures
+    ops                 a small poplibs: elementwise maps, reductions and a planned dense matmul
+    ipu_model.cost      the cost model itself: vertex cycles, worker scheduling, exchange and sync
+    python -m ipu_model profiles library ops from the command line
 """
 
 from ipu_model import ops

@@ -1,4 +1,6 @@
-"""Shared test set-up: no network traffic from wandb, quiet progress bars, and a helper to run the CLI."""
+"""Shared test set-up: no network traffic from wandb, quiet progress bars, a helper to run the CLI, and a tiny
+random Llama with SmolLM2's tokenizer. The papers' smoke runs, shared by their contract test and their own tests, are
+in tests/papers/conftest.py."""
 
 from __future__ import annotations
 
@@ -33,3 +35,19 @@ def run_cli(
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(scope="session")
+def tiny_llama():
+    """(model, params, tokenizer): a random 2-layer `core.nn.llama.Llama` with SmolLM2's vocabulary, grouped-query
+    attention (4 query heads over 2 KV heads, d_model 32) and SmolLM2's tokenizer, for tests of code that drives a
+    pretrained Llama (papers.sparq.tasks, papers.fp8_llm.pretrained) in seconds, without SmolLM2's weights."""
+    import jax
+    import jax.numpy as jnp
+
+    from core.nn.gguf import smollm2_tokenizer
+    from core.nn.llama import Llama, LlamaConfig
+
+    model = Llama(LlamaConfig(vocab=49152, d_model=32, depth=2, heads=4, kv_heads=2, ffn=48, context=128))
+    params = model.init(jax.random.key(0), jnp.zeros((1, 4), jnp.int32))
+    return model, params, smollm2_tokenizer()

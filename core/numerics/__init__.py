@@ -3,11 +3,27 @@ FP8 codes, casts with a separate gradient format, simulated low-precision matmul
 
 Low precision is simulated: values stay float32 in memory but lie exactly on the format's grid, bit for bit what
 ml_dtypes (or gfloat, for formats ml_dtypes lacks) gives.
+
+    FORMATS, FloatFormat, get_format, make_format   the named formats (e4m3, e5m2, fp16, bf16, ...) and any ExMy
+    cast_to_format          round to a format's grid: nearest-even or stochastic, overflow to Inf/NaN or saturate
+    stochastic_rounding     a block that keys every stochastic cast inside it (cast_to_format and quantise)
+    fast_random_bits        cheap counter-based random bits for stochastic rounding
+    encode, decode, code_values   a format's integer codes (uint8 for FP8) and the value of every code
+    quantise                differentiable cast: the value to one format, its gradient to another
+    quantised_dot           a matmul with low-precision operands and FP32 accumulation
+    scale_loss, unscale_grads, all_finite, dynamic_loss_scale_init/update, DynamicLossScale
+                            loss scaling that backs off on overflow
+    amax, amax_scale_bias, scaled_cast, amax_scaled_dot
+                            per-tensor power-of-two scaling from the current absolute maximum
+    delayed_scaling_init/update, delayed_scaled_cast, DelayedScaling
+                            scaling from a history of absolute maxima
+    format_stats, log2_histogram   how much of a tensor a format keeps (underflow, overflow) and its exponents
+core.numerics.fp8 (not imported here) is FP8 training's per-tensor scale biases (`fp8_dot`, `update_meta`).
 """
 
-from core.numerics.cast import cast_to_format, code_values, decode, encode, fast_random_bits
+from core.numerics.cast import cast_to_format, code_values, decode, encode, fast_random_bits, stochastic_rounding
 from core.numerics.formats import FORMATS, FloatFormat, get_format, make_format
-from core.numerics.quantise import quantise, quantised_dot, stochastic_rounding
+from core.numerics.quantise import quantise, quantised_dot
 from core.numerics.scaling import (
     DelayedScaling,
     DynamicLossScale,

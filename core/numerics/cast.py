@@ -15,6 +15,10 @@ also makes each step the textbook one:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Literal
 
@@ -184,6 +188,45 @@ def fast_random_bits(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     return _mix32(_mix32(counter ^ k[0]) + k[1])
 
 
+@dataclass
+class _KeySource:
+    key: jax.Array
+    count: int = 0
+
+    def next(self) -> jax.Array:
+        self.count += 1
+        return jax.random.fold_in(self.key, self.count)
+
+
+_ROUNDING_KEYS: contextvars.ContextVar[_KeySource | None] = contextvars.ContextVar("rounding_keys", default=None)
+
+
+@contextlib.contextmanager
+def stochastic_rounding(key: jax.Array) -> Iterator[None]:
+    """Supply keys to every stochastic cast traced inside the block that is not given its own: `cast_to_format`
+    without `key=` or `random_bits=`, and `quantise` without `key=`.
+
+    Each such cast takes the block's key folded with a count of the casts drawn so far, so the same program with
+    the same key rounds the same way. Open it inside the function being traced (e.g. in the loss function, with a
+    key that is an argument of the jitted step), so that the keys are values of that trace."""
+    token = _ROUNDING_KEYS.set(_KeySource(key))
+    try:
+        yield
+    finally:
+        _ROUNDING_KEYS.reset(token)
+
+
+def next_rounding_key(what: str, given: str = "key=") -> jax.Array:
+    """The next key of the enclosing `stochastic_rounding` block, for the cast `what`; without a block, a ValueError
+    naming `what` and the arguments (`given`) that would have supplied the bits."""
+    source = _ROUNDING_KEYS.get()
+    if source is None:
+        raise ValueError(
+            f"{what}: rounding='stochastic' needs {given} or an enclosing core.numerics.stochastic_rounding(key) block"
+        )
+    return source.next()
+
+
 def _as_float32(x, what: str) -> jax.Array:
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
@@ -204,9 +247,9 @@ def cast_to_format(
 
     - rounding="nearest": round to nearest, ties to even (as ml_dtypes' `astype`).
     - rounding="stochastic": round up with probability equal to the distance from the value below, in units of
-      the gap, so E[cast(x)] = x for |x| <= max. Needs `key` (a JAX PRNG key; the bits then come from
-      `fast_random_bits`), or `random_bits` (uint32 of x's shape: jax.random.bits, or core.random's
-      xoroshiro128aox as the IPU does).
+      the gap, so E[cast(x)] = x for |x| <= max. Takes its bits from `random_bits` (uint32 of x's shape:
+      jax.random.bits, or core.random's xoroshiro128aox as the IPU does), else from `fast_random_bits` keyed by
+      `key` (a JAX PRNG key), else by the next key of the enclosing `stochastic_rounding(key)` block.
     - Overflow (after rounding, or an input Inf): +-Inf where the format has Inf, else NaN; with `saturate`,
       +-max instead. NaN stays NaN. Values below half the smallest subnormal go to zero, keeping the sign where
       the format has -0.
@@ -220,7 +263,7 @@ def cast_to_format(
     if rounding == "stochastic":
         if random_bits is None:
             if key is None:
-                raise ValueError("cast_to_format: rounding='stochastic' needs key= (a jax.random key) or random_bits=")
+                key = next_rounding_key("cast_to_format", "key=, random_bits=")
             random_bits = fast_random_bits(key, x.shape)
         random_bits = jnp.asarray(random_bits)
         if random_bits.dtype != jnp.uint32 or random_bits.shape != x.shape:

@@ -12,45 +12,15 @@ key folded with a counter of the casts traced so far, so the same program with t
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 
-from core.numerics.cast import ROUNDINGS, cast_to_format
+from core.numerics.cast import ROUNDINGS, cast_to_format, next_rounding_key
 from core.numerics.formats import FloatFormat, get_format
 
 FormatLike = str | FloatFormat | None
-
-
-@dataclass
-class _KeySource:
-    key: jax.Array
-    count: int = 0
-
-    def next(self) -> jax.Array:
-        self.count += 1
-        return jax.random.fold_in(self.key, self.count)
-
-
-_ROUNDING_KEYS: contextvars.ContextVar[_KeySource | None] = contextvars.ContextVar("rounding_keys", default=None)
-
-
-@contextlib.contextmanager
-def stochastic_rounding(key: jax.Array) -> Iterator[None]:
-    """Supply keys to every `quantise(..., rounding="stochastic")` traced inside the block (and not given its own).
-
-    Open it inside the function being traced (e.g. in the loss function, with a key that is an argument of the
-    jitted step), so that the keys are values of that trace."""
-    token = _ROUNDING_KEYS.set(_KeySource(key))
-    try:
-        yield
-    finally:
-        _ROUNDING_KEYS.reset(token)
 
 
 def _resolve(fmt: FormatLike) -> FloatFormat | None:
@@ -105,13 +75,7 @@ def quantise(
     key_data = None
     if rounding == "stochastic" and (fwd is not None or bwd is not None):
         if key is None:
-            source = _ROUNDING_KEYS.get()
-            if source is None:
-                raise ValueError(
-                    "quantise: rounding='stochastic' needs key= or an enclosing "
-                    "core.numerics.stochastic_rounding(key) block"
-                )
-            key = source.next()
+            key = next_rounding_key("quantise")
         key_data = jax.random.key_data(key)
     return _quantise(x.astype(jnp.float32), key_data, fwd, bwd, bool(saturate), rounding)
 

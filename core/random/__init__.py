@@ -1,5 +1,13 @@
 """The IPU's random number generator: xoroshiro128aox (and xoroshiro128+ for comparison), bit-exact, vectorised
-over many streams, in numpy and in JAX; jumps for non-overlapping streams; IPU-style seeding; distributions."""
+over many streams, in numpy and in JAX; jumps for non-overlapping streams; IPU-style seeding; distributions.
+
+    Xoroshiro128, generate, aox_generate, plus_generate, draw   the generators in numpy, many streams at once
+    advance, jump, JUMP_2_64                                     move a stream ahead (non-overlapping streams)
+    core.random.jax_xoroshiro   the same streams in JAX, inside jit, without 64-bit mode
+    core.random.ipu             IPU-style seeding per worker and the distributions drawn from raw outputs (uniform,
+                                normal, Bernoulli, stochastic-rounding bits for core.numerics.cast_to_format)
+    python -m core.random       raw output to stdout for external test batteries (dieharder)
+"""
 
 from core.random.xoroshiro import (
     JUMP_2_64,

@@ -1,4 +1,12 @@
-"""Block-sparse matrices (CSR of b x b blocks) and their matmuls with a static or a dynamic pattern."""
+"""Block-sparse matrices (CSR of b x b blocks) and their matmuls with a static or a dynamic pattern (PopSparse).
+
+BlockPattern, BlockSparseMatrix, BLOCK_SIZES    which b x b blocks are non-zero, and their values
+plan_static, static_matmul, StaticPlan          Y = W X with the pattern fixed at trace time (planned once)
+block_sparse_matmul                             the static matmul from a matrix in one call
+DynamicBlockSparse, dynamic_from_pattern, dynamic_matmul, capacity_for
+                                                Y = W X with a pattern that changes between calls without
+                                                recompiling (a fixed capacity of blocks)
+"""
 
 from core.sparsity.dynamic import DynamicBlockSparse, capacity_for, dynamic_from_pattern, dynamic_matmul
 from core.sparsity.formats import BLOCK_SIZES, BlockPattern, BlockSparseMatrix

@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from core.bench import time_rounds
+from core.nn.attention import dense_attention
 from core.report import Interval
 from core.stats import paired_bootstrap
-from papers.sparq.attention import dense_attention
 from papers.sparq.tasks import make_method
 from papers.sparq.transfer import elements_read, elements_written
 

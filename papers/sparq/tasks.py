@@ -18,8 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from core.nn.attention import h2o_attention_gqa, h2o_init_scores, local_attention_gqa, sparq_attention_gqa
 from core.nn.decoding import KVCache, decode_step, dense_step, prefill
-from papers.sparq.attention import h2o_attention_gqa, h2o_init_scores, local_attention_gqa, sparq_attention_gqa
 
 METHODS = ("dense", "sparq", "h2o", "local")
 QUESTION = "\nWhat is the secret number? The secret number is"

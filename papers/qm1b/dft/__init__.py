@@ -10,6 +10,17 @@ papers.qm1b.dft.pipeline. Results follow QM1B: the energy is the mean of the las
 matrix. The SCF runs in `dtype`; those 5 energies and the final Fock matrix are recomputed in float64 on the host
 from the densities (`finish_float64`, as PySCFIPU recomputes its energies): a float32 sum of ~1e2 Hartree terms
 carries ~1e-5 relative error, several meV.
+
+The labeller's public pieces (a library: nothing here depends on the reproduction):
+    run_dft(atom, ...)              one conformer, a PySCF atom string in Angstrom -> energy (Hartree), HOMO, LUMO,
+                                    gap (eV), energy_std (eV), convergence
+    run_dft_batch(atoms, ...)       many conformers through one compiled SCF (padded to bucketed shapes)
+    dispatch, finish, solve         the same in two steps (start the SCF, then finish on the host), for pipelines
+    papers.qm1b.dft.pipeline.Labeller   batches labelled with their host preparation in worker processes
+    papers.qm1b.dft.molecule        a molecule to PySCF's integrals, grid and guess (`build_problem`)
+    papers.qm1b.dft.scf, .xc        the SCF with DIIS under jit; B3LYP (VWN5) in JAX
+Options: basis (STO-3G as QM1B), xc (XCS), grid_level, iterations (QM1B ran 20), dtype (DTYPES), density_fit,
+early_stop. `python -m papers.qm1b.label` labels your own molecules (SMILES, XYZ, SDF) into Parquet.
 """
 
 from __future__ import annotations

@@ -4,7 +4,17 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from core.numerics import FORMATS, cast_to_format, code_values, decode, encode, fast_random_bits, make_format
+from core.numerics import (
+    FORMATS,
+    cast_to_format,
+    code_values,
+    decode,
+    encode,
+    fast_random_bits,
+    make_format,
+    quantise,
+    stochastic_rounding,
+)
 from tests.core.numerics.reference import (
     boundaries,
     exponent_sweep,
@@ -162,6 +172,43 @@ def test_stochastic_rounding_is_reproducible_per_key():
     b = cast_to_format(x, "e5m2", rounding="stochastic", key=jax.random.key(5))
     c = cast_to_format(x, "e5m2", rounding="stochastic", key=jax.random.key(6))
     assert (np.asarray(a) == np.asarray(b)).all() and (np.asarray(a) != np.asarray(c)).any()
+
+
+def test_a_stochastic_rounding_block_keys_the_casts_inside_it():
+    """cast_to_format without key= inside stochastic_rounding(key) takes the block's next key (the block's key folded
+    with the count of casts drawn so far), as quantise does, from the same counter; rounding to nearest ignores the
+    block."""
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(4096) * 10).astype(np.float32)
+    fmt = FORMATS["e5m2"]
+
+    def casts(key):
+        with stochastic_rounding(key):
+            first = cast_to_format(x, fmt, rounding="stochastic")
+            second = cast_to_format(x, fmt, rounding="stochastic")
+            nearest = cast_to_format(x, fmt)
+            through_quantise = quantise(x, fmt, rounding="stochastic")
+            third = cast_to_format(x, fmt, rounding="stochastic")
+        return first, second, nearest, through_quantise, third
+
+    key = jax.random.key(7)
+    first, second, nearest, through_quantise, third = jax.jit(casts)(key)
+    bits = [np.asarray(fast_random_bits(jax.random.fold_in(key, n), x.shape)) for n in (1, 2, 4)]
+    for ours, r in zip((first, second, third), bits, strict=True):
+        assert_same(ours, gfloat_cast(x, fmt, srbits=r.astype(np.int64)), x)
+    assert (np.asarray(first) != np.asarray(second)).mean() > 0.2  # each cast its own bits
+    assert_same(nearest, ml_dtypes_cast(x, fmt), x)
+    # quantise drew the third key (its forward cast folds in 0)
+    forward_key = jax.random.fold_in(jax.random.fold_in(key, 3), 0)
+    assert_same(through_quantise, cast_to_format(x, fmt, rounding="stochastic", key=forward_key), x)
+    # traced again with the same key: the same bits
+    again = casts(key)
+    for a, b in zip(again, (first, second, nearest, through_quantise, third), strict=True):
+        assert_same(a, np.asarray(b), x)
+    # after the block, nearest is the default again and a stochastic cast needs its own key
+    assert_same(cast_to_format(x, fmt), ml_dtypes_cast(x, fmt), x)
+    with pytest.raises(ValueError, match="needs key=, random_bits= or an enclosing"):
+        cast_to_format(x, fmt, rounding="stochastic")
 
 
 def test_fast_random_bits_are_uniform():

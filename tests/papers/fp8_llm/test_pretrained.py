@@ -11,10 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from core.nn import Ops
+from core.nn import Formats
 from core.nn.fp8 import fp8_statistics, split_fp8
-from core.nn.gguf import smollm2_tokenizer
-from core.nn.llama import Llama, LlamaConfig
+from core.nn.llama import Llama
 from papers.fp8_llm.pretrained import (
     LAYER_TYPES,
     PretrainedConfig,
@@ -23,15 +22,11 @@ from papers.fp8_llm.pretrained import (
     pretrained_fp8_inference,
 )
 
-CONFIG = LlamaConfig(vocab=49152, d_model=16, depth=2, heads=4, kv_heads=2, ffn=32, context=64)
-
 
 @pytest.fixture(scope="module")
-def tiny():
-    model = Llama(CONFIG)
-    params = model.init(jax.random.key(0), jnp.zeros((1, 4), jnp.int32))
-    params = jax.tree.map(lambda a: a * 3.0, params)  # larger weights: biases away from the clip
-    return model, params, smollm2_tokenizer()
+def tiny(tiny_llama):
+    model, params, tok = tiny_llama
+    return model, jax.tree.map(lambda a: a * 3.0, params), tok  # larger weights: biases away from the clip
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +50,9 @@ def test_float32_losses_and_bpc_match_a_direct_computation(tiny, result):
 
 
 def test_forward_only_biases_equal_the_probe_gradient_statistics(tiny, result):
-    _, params, tok = tiny
+    model, params, tok = tiny
     data, _ = held_out_windows(tok, 1, 16)
-    fp8 = Llama(CONFIG, ops=Ops(fp8="amax"))
+    fp8 = Llama(model.config, formats=Formats(fp8="amax"))
     _, meta, probes = split_fp8(fp8.init(jax.random.key(1), jnp.zeros((1, 4), jnp.int32)))
     x = jnp.asarray(data[:, :-1])
 
@@ -65,7 +60,7 @@ def test_forward_only_biases_equal_the_probe_gradient_statistics(tiny, result):
         return jnp.sum(fp8.apply({**params, "fp8_meta": meta, "fp8_probe": probes}, x))
 
     stats = fp8_statistics(jax.grad(f)(probes))
-    assert len(stats) == CONFIG.depth * len(LAYER_TYPES)
+    assert len(stats) == model.config.depth * len(LAYER_TYPES)
     by_type = {t: {"x": [], "w": []} for t in LAYER_TYPES}
     for path, s in stats.items():
         by_type[path.split("/")[-1]]["x"].append(int(s[0, 1]))

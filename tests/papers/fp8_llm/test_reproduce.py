@@ -1,21 +1,14 @@
 """The FP8 LLM reproduction at the smoke scale: every claim, the table and both figures; a resumed run retrains
 nothing; config errors name the key."""
 
-import json
-
 import pytest
 
 from core.config import ConfigError, validate_section
 from papers.fp8_llm import Config
 
 
-def test_smoke_run_reports_every_claim(cli, tmp_path):
-    args = ["paper=fp8_llm", "scale=smoke", "logger=none", f"output_root={tmp_path}"]
-    r = cli(args, toy=False)
-    assert r.returncode == 0, r.stderr[-3000:]
-    results = json.loads((tmp_path / "fp8_llm" / "latest" / "results.json").read_text())
-    declared = json.loads((tmp_path / "fp8_llm" / "latest" / "claims.json").read_text())["declared"]
-    assert [c["id"] for c in declared] == [c["id"] for c in results["claims"]]  # declared before the run
+def test_smoke_run_reports_every_claim(smoke_run):
+    results = smoke_run("fp8_llm").results  # what every run record holds: tests/papers/test_contract.py
     claims = {c["id"]: c for c in results["claims"]}
     assert list(claims) == [
         "amax-matches-fp32",
@@ -38,8 +31,7 @@ def test_smoke_run_reports_every_claim(cli, tmp_path):
     assert {t["name"] for t in results["tables"]} == {"validation_loss"}
     seeds = {(row[0], row[2]): row[3] for row in table["rows"]}
     assert seeds[("s", "fp32")] == seeds[("m", "cscale")] == 2
-    for fig in ("validation_curves.png", "scale_biases.png"):
-        assert (tmp_path / "fp8_llm" / "latest" / fig).is_file()
+    assert {"validation_curves.png", "scale_biases.png"} <= {f["file"] for f in results["figures"]}
     assert all(v == 0 for k, v in results["metrics"].items() if k.endswith("bad_amax"))
 
 

@@ -29,14 +29,9 @@ def _welch_from_stats(mean_a, sd_a, mean_b, sd_b, n, base) -> tuple[float, float
     return (d - half) / base, (d + half) / base
 
 
-def test_smoke_run_reports_every_claim(cli, tmp_path):
-    args = ["paper=gps", "scale=smoke", "logger=none", f"output_root={tmp_path}"]
-    r = cli(args, toy=False, timeout=1200)  # compilation of 3 arms: minutes on a shared 2-core machine
-    assert r.returncode == 0, r.stderr[-3000:]
-    results = json.loads((tmp_path / "gps" / "latest" / "results.json").read_text())
+def test_smoke_run_reports_every_claim(smoke_run):
+    results = smoke_run("gps").results  # what every run record holds: tests/papers/test_contract.py
     claims = {c["id"]: c for c in results["claims"]}
-    declared = json.loads((tmp_path / "gps" / "latest" / "claims.json").read_text())["declared"]
-    assert [c["id"] for c in declared] == list(claims)  # declared before the run, kept by the report
     assert list(claims) == ["mpnn-keeps-accuracy", "3d-costs-more", "packing-efficiency"]
     # the 44M preset's parameter count left the claims: a calibration fact, its value the preset's own count
     facts = {f["id"]: f for f in results["facts"]}
@@ -78,24 +73,21 @@ def test_smoke_run_reports_every_claim(cli, tmp_path):
         if name != "predicting the training mean":
             assert len(row[4].split(", ")) == 2, row  # one validation MAE per seed (smoke: 2 seeds)
     assert {t["name"] for t in results["tables"]} == {"ablation", "paper_table", "parameters"}
-    assert (tmp_path / "gps" / "latest" / "validation_curves.png").is_file()
+    assert [f["file"] for f in results["figures"]] == ["validation_curves.png"]
 
 
-@pytest.mark.slow  # ~7 min: the smoke reproduction twice (featurisation caching and training resume have unit tests:
+@pytest.mark.slow  # ~3 min: the smoke reproduction again (featurisation caching and training resume have unit tests:
 # tests/papers/gps/test_cache.py, tests/core/test_train.py, tests/core/test_runner.py)
-def test_a_second_smoke_run_reuses_its_features_and_training(cli, tmp_path):
-    args = ["paper=gps", "scale=smoke", "logger=none", f"output_root={tmp_path}"]
-    r = cli(args, toy=False, timeout=1200)
-    assert r.returncode == 0, r.stderr[-3000:]
-    results = json.loads((tmp_path / "gps" / "latest" / "results.json").read_text())
-    caches = sorted((tmp_path / "gps" / "features").glob("qm9-*.npz"))
+def test_a_second_smoke_run_reuses_its_features_and_training(smoke_run, cli):
+    run = smoke_run("gps")
+    caches = sorted((run.output_root / "gps" / "features").glob("qm9-*.npz"))
     assert len(caches) == 2  # the training and the validation molecules
     stamps = [c.stat().st_mtime_ns for c in caches]
-    again = cli(args, toy=False, timeout=1200)
+    again = cli(run.args(), toy=False, timeout=1200)
     assert again.returncode == 0, again.stderr[-3000:]
     assert [c.stat().st_mtime_ns for c in caches] == stamps  # featurisation read back, not recomputed
-    second = json.loads((tmp_path / "gps" / "latest" / "results.json").read_text())
-    assert second["metrics"]["full/valid_mae_mev"] == results["metrics"]["full/valid_mae_mev"]  # resumed: same
+    second = json.loads((run.output_root / "gps" / "latest" / "results.json").read_text())
+    assert second["metrics"]["full/valid_mae_mev"] == run.results["metrics"]["full/valid_mae_mev"]  # resumed: same
 
 
 def test_declared_claims_follow_the_arms_and_seeds():

@@ -4,7 +4,6 @@ Verdicts are checked against values computed here independently of the claims' r
 compared with Decimal rounding of our full-precision figures, the contamination with the largest of its three parts
 as the report's table of metrics records them."""
 
-import json
 from decimal import ROUND_HALF_EVEN, Decimal
 from types import SimpleNamespace
 
@@ -35,14 +34,10 @@ def published_figures() -> dict[str, str]:
     return out
 
 
-def test_smoke_run_writes_claims_tables_and_figures(cli, tmp_path):
-    r = cli(["paper=packing", "scale=smoke", "logger=none", f"output_root={tmp_path}"], toy=False)
-    assert r.returncode == 0, r.stderr[-3000:]
-    run = tmp_path / "packing" / "latest"
-    results = json.loads((run / "results.json").read_text())
+def test_smoke_run_writes_claims_tables_and_figures(smoke_run):
+    run = smoke_run("packing")  # what every run record holds: tests/papers/test_contract.py
+    results = run.results
     claims = {c["id"]: c for c in results["claims"]}
-    declared = json.loads((run / "claims.json").read_text())["declared"]
-    assert [c["id"] for c in declared] == list(claims)  # declared before the run, kept by the report
     assert set(claims) == {
         "squad-1-1-384-spfhp3-speedup",
         "squad-1-1-384-spfhp3-efficiency",
@@ -73,7 +68,7 @@ def test_smoke_run_writes_claims_tables_and_figures(cli, tmp_path):
     padded, packed = training["rows"]
     assert packed[1] < padded[1]  # fewer rows per step when packed
     for fig in ("training_curves", "lengths"):
-        assert (run / f"{fig}.png").stat().st_size > 1000
+        assert (run.run_dir / f"{fig}.png").stat().st_size > 1000
 
 
 def test_table_covers_the_published_cells_even_if_not_asked():

@@ -1,6 +1,5 @@
 """The PopSparse reproduction end to end at the smoke scale, the CPU sweep's checks and the config checks."""
 
-import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -23,14 +22,10 @@ from papers.popsparse.cpu import crossover_density, speedup_interval, time_cell
 from papers.popsparse.ledger import LEDGER
 
 
-def test_smoke_run_writes_claims_tables_and_figures(cli, tmp_path):
-    r = cli(["paper=popsparse", "scale=smoke", "logger=none", f"output_root={tmp_path}"], toy=False)
-    assert r.returncode == 0, r.stderr[-3000:]
-    run = tmp_path / "popsparse" / "latest"
-    results = json.loads((run / "results.json").read_text())
+def test_smoke_run_writes_claims_tables_and_figures(smoke_run):
+    run = smoke_run("popsparse")  # what every run record holds: tests/papers/test_contract.py
+    results = run.results
     claims = {c["id"]: c for c in results["claims"]}
-    declared = json.loads((run / "claims.json").read_text())["declared"]
-    assert [c["id"] for c in declared] == list(claims)  # declared before the run, kept by the report
     assert set(claims) == {  # FP16 only, one crossover block: no table or fall-with-block claims
         "ipu-static-beats-dynamic",
         "ipu-grows-with-block-float16",
@@ -43,7 +38,7 @@ def test_smoke_run_writes_claims_tables_and_figures(cli, tmp_path):
     assert [(row[0], row[1]) for row in tables["paper_table"]["rows"]] == list(PUBLISHED)
     assert len(tables["ipu_grid"]["rows"]) == 4 and len(tables["cpu"]["rows"]) == 4
     for fig in ("paper_ratio", "ipu_speedup", "cpu_speedup"):
-        assert (run / f"{fig}.png").stat().st_size > 1000
+        assert (run.run_dir / f"{fig}.png").stat().st_size > 1000
 
     # the IPU claims, re-derived here from the grid the report prints (speed-ups to 2 decimals)
     grid = [dict(zip(tables["ipu_grid"]["columns"], row, strict=True)) for row in tables["ipu_grid"]["rows"]]

@@ -26,15 +26,11 @@ def _ols_slope(x, y):
     return float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
 
 
-def test_smoke_run_generates_validates_trains_and_reuses_its_data(cli, tmp_path):
-    args = ["paper=qm1b", "scale=smoke", "logger=none", f"output_root={tmp_path}"]
-    r = cli(args, toy=False)
-    assert r.returncode == 0, r.stderr[-3000:]
-    results = json.loads((tmp_path / "qm1b" / "latest" / "results.json").read_text())
+def test_smoke_run_generates_validates_trains_and_reuses_its_data(smoke_run, cli):
+    run = smoke_run("qm1b")  # what every run record holds: tests/papers/test_contract.py
+    results = run.results
     ids = ["drop-share", "valid-mae-falls", "beats-mean-predictor", "gap-narrows"]
     assert [c["id"] for c in results["claims"]] == ids
-    declared = json.loads((tmp_path / "qm1b" / "latest" / "claims.json").read_text())["declared"]
-    assert [c["id"] for c in declared] == ids  # declared before the run
     claims = {c["id"]: c for c in results["claims"]}
     # the labels' accuracy is a fact (a 43 meV bound cannot bind at ~0.1 meV), with the largest validated error
     (fact,) = [f for f in results["facts"] if f["id"] == "gap-accuracy"]
@@ -61,7 +57,7 @@ def test_smoke_run_generates_validates_trains_and_reuses_its_data(cli, tmp_path)
     assert any(e["claim"] == "gap-accuracy" and e["kind"] == "removed" for e in results["ledger"])
     (scaling,) = [t for t in results["tables"] if t["name"] == "schnet_scaling"]
     assert "+-" in scaling["rows"][0][2]  # validation MAE as mean +- std over the seeds
-    (shard,) = (tmp_path / "qm1b" / "data").glob("*/shard_00000_of_00001")
+    (shard,) = (run.output_root / "qm1b" / "data").glob("*/shard_00000_of_00001")
     manifest = json.loads((shard / "manifest.json").read_text())
     assert len(manifest["done"]) == 6
     assert manifest["code"] == labelling_fingerprint()  # the labelling code, part of the dataset's key
@@ -69,7 +65,7 @@ def test_smoke_run_generates_validates_trains_and_reuses_its_data(cli, tmp_path)
     assert table.column_names[:10] == ["smile", "atoms", "z", "energy", "homo", "lumo", "N", "std", "y", "pos"]
     assert b"versions" in table.schema.metadata and b"selection" in table.schema.metadata
     assert json.loads(table.schema.metadata[b"code"]) == manifest["code"]
-    again = cli(args, toy=False)
+    again = cli(run.args(), toy=False)
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads((shard / "manifest.json").read_text())["seconds"] == manifest["seconds"]  # nothing recomputed
 

@@ -1,5 +1,5 @@
-"""SparQ and its baselines against a step-by-step numpy reference, transfer counts against the paper's formulas,
-and clear errors for bad arguments."""
+"""SparQ and its baselines (core.nn.attention) against a step-by-step numpy reference, transfer counts against the
+paper's formulas, and clear errors for bad arguments."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from papers.sparq.attention import (
+from core.nn.attention import (
     dense_attention,
     h2o_attention,
     h2o_attention_gqa,

@@ -1,7 +1,5 @@
 """The SparQ reproduction end to end at the smoke scale (the LM checkpoint is reused), and its config checks."""
 
-import json
-
 import numpy as np
 import pytest
 
@@ -12,14 +10,10 @@ from papers.sparq.claims import CLAIMS, ratio_of_means
 from papers.sparq.model import induction_windows
 
 
-def test_smoke_run_reports_every_claim_and_reuses_the_model(cli, tmp_path):
-    args = ["paper=sparq", "scale=smoke", "logger=none", f"output_root={tmp_path}"]
-    r = cli(args, toy=False)
-    assert r.returncode == 0, r.stderr[-3000:]
-    results = json.loads((tmp_path / "sparq" / "latest" / "results.json").read_text())
+def test_smoke_run_reports_every_claim_and_reuses_the_model(smoke_run, cli):
+    run = smoke_run("sparq")  # what every run record holds: tests/papers/test_contract.py
+    results = run.results
     ids = [c["id"] for c in results["claims"]]
-    declared = json.loads((tmp_path / "sparq" / "latest" / "claims.json").read_text())["declared"]
-    assert [c["id"] for c in declared] == ids  # declared before the run
     assert ids == ["sparq-repetition", "sparq-bpc", "sparq-beats-h2o", "sparq-beats-local", "decode-speed"]
     claims = {c["id"]: c for c in results["claims"]}
     # the timed kernel at S=512, r=16, k=32, d=128 moves what the paper's formula says: a fact and a test now
@@ -48,11 +42,11 @@ def test_smoke_run_reports_every_claim_and_reuses_the_model(cli, tmp_path):
         "h2o 1/8",
         "local 1/8",
     ]
-    assert (tmp_path / "sparq" / "latest" / "score_vs_transfer.png").stat().st_size > 1000
-    assert list((tmp_path / "sparq" / "models").iterdir())  # the trained LM is kept
-    again = cli(args, toy=False)
+    assert (run.run_dir / "score_vs_transfer.png").stat().st_size > 1000
+    assert list((run.output_root / "sparq" / "models").iterdir())  # the trained LM is kept
+    again = cli(run.args(), toy=False)
     assert again.returncode == 0, again.stderr[-3000:]
-    report = (tmp_path / "sparq" / "latest" / "report.md").read_text()
+    report = (run.output_root / "sparq" / "latest" / "report.md").read_text()
     assert "loaded from its checkpoint" in report
 
 

@@ -11,8 +11,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from core.nn.gguf import smollm2_tokenizer
-from core.nn.llama import Llama, LlamaConfig
 from papers.sparq import Config, EvalData, evaluate, spaced_windows
 from papers.sparq.tasks import (
     LM,
@@ -25,14 +23,10 @@ from papers.sparq.tasks import (
     make_method,
 )
 
-CONFIG = LlamaConfig(vocab=49152, d_model=32, depth=2, heads=4, kv_heads=2, ffn=48, context=128)
-
 
 @pytest.fixture(scope="module")
-def lm():
-    model = Llama(CONFIG)
-    params = model.init(jax.random.key(0), jnp.zeros((1, 4), jnp.int32))
-    tok = smollm2_tokenizer()
+def lm(tiny_llama):
+    model, params, tok = tiny_llama
     return LM(model, params, lambda ids: tok.decode([int(i) for i in ids])), tok
 
 

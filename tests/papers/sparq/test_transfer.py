@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from papers.sparq.attention import dense_attention, sparq_attention
+from core.nn.attention import dense_attention, sparq_attention
 from papers.sparq.speed import _sparq_with_transposed_k, kernel_elements, operating_point
 from papers.sparq.transfer import elements_read, elements_written
 

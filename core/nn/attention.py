@@ -1,4 +1,6 @@
-"""One decode step of attention: dense, SparQ (Ribar et al. 2024), H2O and a local window, in one interface.
+"""Decode-time attention: one step of dense attention, SparQ (Ribar et al., ICML 2024), H2O and a local window over
+a KV cache, in one interface. `core.nn.decoding` calls any of them as the step attention of a `TransformerLM` or a
+`Llama`; papers.sparq evaluates them.
 
 Shapes: q [..., d] (leading dims: batch, heads), K, V [..., S, d] (the KV cache), `length` [...] or None: the number
 of valid cache positions (positions >= length are unused slots of the cache and never attended). Every function
@@ -22,6 +24,15 @@ of K and V per KV head; y, alpha and the output per query head. This is the refe
 `AnnAttention.forward`; papers/sparq/REFERENCES.md, SPARQ-GQA), not the mean of the softmax probabilities.
 `local_attention_gqa` and `h2o_attention_gqa` are the baselines in the same layout: one window, or one kept set per
 KV head (H2O's accumulated attention summed over the group), read once for the g query heads.
+
+Public pieces:
+    dense_attention        every valid position; transfer (2 + 2S)d
+    sparq_attention        SparQ's five steps for one query head per KV head
+    sparq_attention_gqa    SparQ with g query heads sharing a KV head (selection shared over the group)
+    local_attention(_gqa)  the last k valid positions only
+    H2OState, h2o_init, h2o_init_scores, h2o_attention(_gqa)
+                           H2O: a cache of the k positions with the most accumulated attention (the most recent
+                           `local_k` always kept), evicting one position per step
 """
 
 from __future__ import annotations
@@ -32,7 +43,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from core.nn.ops import masked_softmax
+from core.nn.parametrization import masked_softmax
 
 
 def _check(q, K, V, what: str) -> tuple[int, int]:
