@@ -1,5 +1,7 @@
 """Pieces of the unit-scaling training: FP16 storage of weights and optimiser state."""
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -32,23 +34,24 @@ def test_fp16_storage_rounds_every_float_leaf_of_params_and_adam_state_and_keeps
 
 
 def test_adam_on_loss_scaled_gradients_with_scaled_eps_equals_adam_and_rescaling_follows_the_scale():
-    from papers.unit_scaling.train import ADAM_EPS, _rescale_moments
+    from core.charlm import UNIT_SCALING_ADAM
+    from papers.unit_scaling.train import _rescale_moments
 
     rng = np.random.default_rng(1)
     params = {"w": jnp.asarray(rng.standard_normal((6, 3)), jnp.float32)}
     grads = [{"w": jnp.asarray(rng.standard_normal((6, 3)) * 1e-6, jnp.float32)} for _ in range(3)]
     scale = 2048.0
 
-    def run(eps, factor):
-        opt = optax.adamw(1e-2, b1=0.9, b2=0.99, eps=eps, weight_decay=0.1)
+    def run(eps, factor):  # the arms' Adam (papers/unit_scaling/train.py), eps as given
+        opt = replace(UNIT_SCALING_ADAM, eps=eps, weight_decay=0.1).optimizer(1e-2)
         state, p = opt.init(params), params
         for g in grads:
             updates, state = opt.update(jax.tree_util.tree_map(lambda x: x * factor, g), state, p)
             p = optax.apply_updates(p, updates)
         return p, state
 
-    plain, plain_state = run(ADAM_EPS, 1.0)
-    scaled, scaled_state = run(ADAM_EPS * scale, scale)
+    plain, plain_state = run(UNIT_SCALING_ADAM.eps, 1.0)
+    scaled, scaled_state = run(UNIT_SCALING_ADAM.eps * scale, scale)
     np.testing.assert_allclose(np.asarray(scaled["w"]), np.asarray(plain["w"]), rtol=1e-5)
     # the moments of the scaled gradient are the plain ones times scale (mu) and scale^2 (nu); rescaling by
     # 1/scale brings them back
