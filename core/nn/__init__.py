@@ -8,7 +8,8 @@
 - `Llama`, `LlamaConfig` (core.nn.llama) with `core.nn.gguf` (SmolLM2 from a GGUF file) and `core.nn.decoding`
   (KV-cache prefill and decode steps with any step attention); `core.nn.fp8`: training glue for FP8 linear layers.
 - `core.nn.attention`: decode-time attention over a KV cache, each reporting the elements it moves: dense, SparQ
-  (`sparq_attention`, `sparq_attention_gqa`), H2O and a local window.
+  (`sparq_attention`, `sparq_attention_gqa`), H2O, a local window, StreamingLLM (`streaming_attention_gqa`) and
+  Quest (`quest_attention_gqa`).
 """
 
 from core.nn.encoder import TransformerEncoder, attention_mask

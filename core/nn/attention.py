@@ -1,6 +1,7 @@
-"""Decode-time attention: one step of dense attention, SparQ (Ribar et al., ICML 2024), H2O and a local window over
-a KV cache, in one interface. `core.nn.decoding` calls any of them as the step attention of a `TransformerLM` or a
-`Llama`; papers.sparq evaluates them.
+"""Decode-time attention: one step of dense attention, SparQ (Ribar et al., ICML 2024), H2O, a local window,
+StreamingLLM (attention sinks + window) and Quest (page-level key bounds) over a KV cache, in one interface.
+`core.nn.decoding` calls any of them as the step attention of a `TransformerLM` or a `Llama`; papers.sparq evaluates
+them.
 
 Shapes: q [..., d] (leading dims: batch, heads), K, V [..., S, d] (the KV cache), `length` [...] or None: the number
 of valid cache positions (positions >= length are unused slots of the cache and never attended). Every function
@@ -22,17 +23,26 @@ the approximate scores (the logits q[i1] . K[:, i1] / temperature, before the so
 of K and V per KV head; y, alpha and the output per query head. This is the reference implementation's rule
 (graphcore-research/llm-inference-research, `llminference/methods/ann_attention.py`, `SparseQ.forward` and
 `AnnAttention.forward`; papers/sparq/REFERENCES.md, SPARQ-GQA), not the mean of the softmax probabilities.
-`local_attention_gqa` and `h2o_attention_gqa` are the baselines in the same layout: one window, or one kept set per
-KV head (H2O's accumulated attention summed over the group), read once for the g query heads.
+`local_attention_gqa`, `h2o_attention_gqa`, `streaming_attention_gqa` and `quest_attention_gqa` are the baselines in
+the same layout: one window, one kept set (H2O's accumulated attention summed over the group), one set of sinks and
+window, or one set of pages (Quest's bounds summed over the group) per KV head, read once for the g query heads.
+The transfers listed below are per head with one query head per KV head; the GQA forms count q and the outputs of
+the group, 2gd, in place of 2d.
 
 Public pieces:
     dense_attention        every valid position; transfer (2 + 2S)d
     sparq_attention        SparQ's five steps for one query head per KV head
     sparq_attention_gqa    SparQ with g query heads sharing a KV head (selection shared over the group)
-    local_attention(_gqa)  the last k valid positions only
+    local_attention(_gqa)  the last k valid positions only; transfer (2 + 2k)d
     H2OState, h2o_init, h2o_init_scores, h2o_attention(_gqa)
                            H2O: a cache of the k positions with the most accumulated attention (the most recent
-                           `local_k` always kept), evicting one position per step
+                           `local_k` always kept), evicting one position per step; transfer (2 + 2k)d + 2k
+    streaming_attention(_gqa)
+                           StreamingLLM: the first `sinks` valid positions and the last k - sinks; transfer (2 + 2k)d
+    quest_attention(_gqa)  Quest: the k/page pages of `page` positions with the highest bound on q . K from each
+                           page's key min/max (the newest page always); transfer (2 + 2S/page + 2k)d
+    quest_page_bounds, quest_attention_from_bounds
+                           Quest's page metadata, and its step given the metadata (what a kernel reads)
 """
 
 from __future__ import annotations
@@ -150,9 +160,14 @@ def sparq_attention(q, K, V, *, r: int, k: int, local_k: int = 0, length=None) -
     return out, transfer
 
 
-def sparq_attention_gqa(q, K, V, *, r: int, k: int, local_k: int = 0, length=None) -> tuple[jax.Array, int]:
+def sparq_attention_gqa(
+    q, K, V, *, r: int, k: int, local_k: int = 0, length=None, reallocate: bool = True
+) -> tuple[jax.Array, int]:
     """SparQ with grouped queries: q [..., g, d] (g query heads per KV head), K, V [..., S, d]. Transfer is per
-    KV head: the g query heads share one gather of K[:, i1], K[i2] and V[i2]."""
+    KV head: the g query heads share one gather of K[:, i1], K[i2] and V[i2]. `reallocate=False` skips step 5 (the
+    output is y, and the mean of V is neither read nor updated: 2d less transfer), as the paper runs its grouped-query
+    models, Llama 3 and Mistral ("GQA models obtained better performance without [step 3]", Section 4; its step 3
+    is step 5 here)."""
     if q.ndim < 2 or K.ndim != q.ndim or K.shape[:-2] != q.shape[:-2] or K.shape != V.shape:
         raise ValueError(
             f"sparq_attention_gqa: q must be [..., g, d] and K, V [..., S, d]; got q {q.shape}, "
@@ -176,10 +191,12 @@ def sparq_attention_gqa(q, K, V, *, r: int, k: int, local_k: int = 0, length=Non
     V2 = jnp.take_along_axis(V, i2[..., None], axis=-2)
     p = masked_softmax(jnp.einsum("...kd,...gd->...gk", K2, q) / math.sqrt(d), ok[..., None, :])
     y = jnp.einsum("...gk,...kd->...gd", p, V2)
+    transfer = 2 * g * d + K1.shape[-2] * K1.shape[-1] + K2.shape[-2] * d + V2.shape[-2] * d
+    if not reallocate:
+        return y, transfer + d  # the new key written to the transposed copy of K
     v_mean = jnp.sum(jnp.where(valid[..., None], V, 0.0), -2) / jnp.maximum(jnp.sum(valid, -1), 1)[..., None]
     out = alpha[..., None] * y + (1 - alpha[..., None]) * v_mean[..., None, :]
-    transfer = 2 * g * d + K1.shape[-2] * K1.shape[-1] + K2.shape[-2] * d + V2.shape[-2] * d + d + 2 * d
-    return out, transfer
+    return out, transfer + d + 2 * d
 
 
 class H2OState(NamedTuple):
@@ -243,3 +260,105 @@ def h2o_attention_gqa(q, K, V, state: H2OState, *, k: int, local_k: int, length)
     candidates = jnp.where(kept & (pos < end - local_k), score, jnp.inf)
     evict = jax.nn.one_hot(jnp.argmin(candidates, -1), S, dtype=bool) & over[..., None]
     return out, (2 * g + 2 * k) * d + 2 * k, H2OState(score, kept & ~evict)
+
+
+def _check_streaming(S: int, k: int, sinks: int, what: str) -> None:
+    if not 0 <= sinks < k <= S:
+        raise ValueError(f"{what}: need 0 <= sinks={sinks} < k={k} <= S={S}")
+
+
+def streaming_attention(q, K, V, *, k: int, sinks: int = 4, length=None) -> tuple[jax.Array, int]:
+    """StreamingLLM's attention for one query head per KV head (`streaming_attention_gqa` with g = 1).
+    Transfer: (2 + 2k)d."""
+    S, _ = _check(q, K, V, "streaming_attention")
+    _check_streaming(S, k, sinks, "streaming_attention")
+    out, transfer = streaming_attention_gqa(q[..., None, :], K, V, k=k, sinks=sinks, length=length)
+    return out[..., 0, :], transfer
+
+
+def streaming_attention_gqa(q, K, V, *, k: int, sinks: int = 4, length=None) -> tuple[jax.Array, int]:
+    """StreamingLLM (Xiao et al., ICLR 2024, arXiv 2309.17453) with grouped queries: q [..., g, d], K, V [..., S, d].
+
+    Attention runs over the first `sinks` valid positions (the attention sinks) and the last k - sinks valid ones
+    (the newest, length - 1, included), read once per KV head for its g query heads. When length <= k that is every
+    valid position, each once: window positions that are also sinks are masked, so none gets double weight.
+    StreamingLLM also re-positions the keys within the rolling cache so a model can run past its trained length; a
+    decode inside the trained context does not need that, and here the keys keep the positions they were written
+    with (the cache holds keys rotated at their original positions). Transfer per KV head: 2gd + 2kd."""
+    S, d, g = _check_gqa(q, K, V, "streaming_attention_gqa")
+    _check_streaming(S, k, sinks, "streaming_attention_gqa")
+    end = jnp.broadcast_to(jnp.asarray(S if length is None else length), K.shape[:-2])[..., None]
+    window = end - (k - sinks) + jnp.arange(k - sinks)  # [..., k - sinks]
+    idx = jnp.concatenate([jnp.broadcast_to(jnp.arange(sinks), (*K.shape[:-2], sinks)), jnp.clip(window, 0, S - 1)], -1)
+    ok = jnp.concatenate([jnp.arange(sinks) < end, window >= sinks], -1)  # [..., k]
+    K2 = jnp.take_along_axis(K, idx[..., None], axis=-2)
+    V2 = jnp.take_along_axis(V, idx[..., None], axis=-2)
+    p = masked_softmax(jnp.einsum("...kd,...gd->...gk", K2, q) / math.sqrt(d), ok[..., None, :])
+    return jnp.einsum("...gk,...kd->...gd", p, V2), 2 * g * d + K2.shape[-2] * d + V2.shape[-2] * d
+
+
+def _check_quest(S: int, k: int, page: int, what: str) -> None:
+    if page < 1 or S % page:
+        raise ValueError(f"{what}: page={page} must be a positive divisor of S={S}")
+    if not (page <= k <= S and k % page == 0):
+        raise ValueError(f"{what}: k={k} must be a multiple of page={page} in [{page}, S={S}]")
+
+
+def quest_attention(q, K, V, *, k: int, page: int = 16, length=None) -> tuple[jax.Array, int]:
+    """Quest's attention for one query head per KV head (`quest_attention_gqa` with g = 1).
+    Transfer: 2d + 2d S/page + 2kd."""
+    S, _ = _check(q, K, V, "quest_attention")
+    _check_quest(S, k, page, "quest_attention")
+    out, transfer = quest_attention_gqa(q[..., None, :], K, V, k=k, page=page, length=length)
+    return out[..., 0, :], transfer
+
+
+def quest_attention_gqa(q, K, V, *, k: int, page: int = 16, length=None) -> tuple[jax.Array, int]:
+    """Quest (Tang et al., ICML 2024, arXiv 2406.10774) with grouped queries: q [..., g, d], K, V [..., S, d].
+
+    The cache is split into S/page pages of `page` consecutive positions. A page's metadata is the element-wise
+    min and max of its valid keys; its upper bound on a query head's score q . K is sum_i max(q_i max_i, q_i min_i).
+    Our GQA rule, the one SparQ's reference uses for its selection: a page's score is that bound summed over the g
+    query heads of the KV head, so the group reads one set of pages. Pages with no valid position score -inf; the
+    k/page best pages are selected, the page holding the newest valid position (length - 1) always among them, and
+    each query head attends over the valid positions of the selected pages.
+
+    The metadata is computed from K here (`quest_page_bounds`); a real kernel keeps it up to date as keys are
+    written, so only its read is counted (`quest_attention_from_bounds` is that kernel). Transfer per KV head: q and
+    the outputs (2gd), the min and max of every page (2d S/page), K and V of the selected pages (2kd)."""
+    S = _check_gqa(q, K, V, "quest_attention_gqa")[0]
+    _check_quest(S, k, page, "quest_attention_gqa")
+    k_min, k_max = quest_page_bounds(K, page=page, length=length)
+    return quest_attention_from_bounds(q, K, V, k_min, k_max, k=k, page=page, length=length)
+
+
+def quest_page_bounds(K, *, page: int, length=None) -> tuple[jax.Array, jax.Array]:
+    """Quest's page metadata: the element-wise (min, max) of each page's valid keys, [..., S/page, d] each (+inf and
+    -inf for a page with no valid position)."""
+    S, d = K.shape[-2:]
+    lead = K.shape[:-2]
+    valid = _valid(S, length, lead).reshape(*lead, S // page, page, 1)
+    pages = K.reshape(*lead, S // page, page, d)
+    return jnp.min(jnp.where(valid, pages, jnp.inf), -2), jnp.max(jnp.where(valid, pages, -jnp.inf), -2)
+
+
+def quest_attention_from_bounds(q, K, V, k_min, k_max, *, k: int, page: int, length=None) -> tuple[jax.Array, int]:
+    """Quest's decode step given the page metadata (`quest_page_bounds`), as a kernel that keeps it up to date runs
+    it: it reads the bounds, then K and V of the selected pages only (what `papers.sparq.transfer` counts)."""
+    S, d, g = _check_gqa(q, K, V, "quest_attention_from_bounds")
+    _check_quest(S, k, page, "quest_attention_from_bounds")
+    lead = K.shape[:-2]
+    qe = q[..., :, None, :]  # [..., g, 1, d]
+    bound = jnp.sum(jnp.maximum(qe * k_max[..., None, :, :], qe * k_min[..., None, :, :]), (-3, -1))  # [..., S/page]
+    end = jnp.broadcast_to(jnp.asarray(S if length is None else length), lead)[..., None]
+    start = jnp.arange(S // page) * page
+    newest = start == (end - 1) // page * page
+    score = jnp.where(newest, jnp.inf, jnp.where(start < end, bound, -jnp.inf))
+    chosen = jax.lax.top_k(score, k // page)[1]  # [..., k/page]
+    idx = (chosen[..., None] * page + jnp.arange(page)).reshape(*lead, k)
+    ok = idx < end
+    K2 = jnp.take_along_axis(K, idx[..., None], axis=-2)
+    V2 = jnp.take_along_axis(V, idx[..., None], axis=-2)
+    p = masked_softmax(jnp.einsum("...kd,...gd->...gk", K2, q) / math.sqrt(d), ok[..., None, :])
+    metadata = k_min.shape[-2] * d + k_max.shape[-2] * d
+    return jnp.einsum("...gk,...kd->...gd", p, V2), 2 * g * d + metadata + K2.shape[-2] * d + V2.shape[-2] * d

@@ -16,8 +16,12 @@ from core.nn.attention import (
     h2o_init_scores,
     local_attention,
     local_attention_gqa,
+    quest_attention,
+    quest_attention_gqa,
     sparq_attention,
     sparq_attention_gqa,
+    streaming_attention,
+    streaming_attention_gqa,
 )
 from papers.sparq.speed import _sparq_with_transposed_k
 
@@ -148,6 +152,38 @@ def sparq_gqa_reference(q, K, V, r, k, local_k, length, rule="sum_logits"):
         for h in range(g)
     ]
     return np.stack(out)
+
+
+def sparq_gqa_without_step5_reference(q, K, V, r, k, local_k, length):
+    """SparQ for one KV head and its g query heads without step 5 (the paper's GQA models): softmax attention over
+    the group's selected positions only, float64 numpy."""
+    g, d = q.shape
+    K, V = K[:length], V[:length]
+    i1 = np.argsort(-np.abs(q).sum(0), kind="stable")[:r]
+    temperature = np.sqrt(d * np.abs(q[:, i1]).sum(-1) / np.abs(q).sum(-1))
+    key = (q[:, i1] @ K[:, i1].T / temperature[:, None]).sum(0)
+    forced = list(range(max(length - local_k, 0), length))
+    rest = [i for i in np.argsort(-key, kind="stable") if i not in forced]
+    i2 = np.array(forced + rest[: max(k - len(forced), 0)])
+    return np.stack([softmax(K[i2] @ q[h] / np.sqrt(d)) @ V[i2] for h in range(g)])
+
+
+def test_gqa_without_step5_attends_the_selection_only():
+    rng = np.random.default_rng(8)
+    B, Hkv, g, S, d = 2, 3, 3, 40, 16
+    q = 2.0 * rng.standard_normal((B, Hkv, g, d))
+    K, V = rng.standard_normal((2, B, Hkv, S, d))
+    length = np.array([[40, 33, 9], [12, 40, 29]])
+    args = [jnp.asarray(x, jnp.float32) for x in (q, K, V)]
+    out, transfer = sparq_attention_gqa(*args, r=4, k=10, local_k=3, length=jnp.asarray(length), reallocate=False)
+    with_step5, transfer5 = sparq_attention_gqa(*args, r=4, k=10, local_k=3, length=jnp.asarray(length))
+    assert transfer == transfer5 - 2 * d  # no mean of V read or updated
+    assert transfer == 2 * g * d + S * 4 + 2 * 10 * d + d
+    for b in range(B):
+        for h in range(Hkv):
+            want = sparq_gqa_without_step5_reference(q[b, h], K[b, h], V[b, h], 4, 10, 3, int(length[b, h]))
+            np.testing.assert_allclose(np.asarray(out[b, h]), want, atol=3e-5)
+    assert not np.allclose(np.asarray(out), np.asarray(with_step5), atol=1e-3)  # step 5 changes the output
 
 
 @pytest.mark.parametrize(("r", "k", "local_k"), [(4, 8, 0), (4, 8, 2), (16, 12, 3), (8, 20, 5)])
@@ -291,3 +327,144 @@ def test_jit_and_bad_arguments():
         sparq_attention(jnp.ones((3, 8)), K, K, r=2, k=3)
     with pytest.raises(ValueError, match="K, V"):
         dense_attention(q, K, jnp.ones((2, 9, 8)))
+
+
+def streaming_reference(q, K, V, k, sinks, length):
+    """StreamingLLM for one KV head and its g query heads (q [g, d]) in float64 numpy: the first `sinks` valid
+    positions and the last k - sinks, each position once."""
+    positions = sorted(set(range(min(sinks, length))) | set(range(max(length - (k - sinks), 0), length)))
+    return np.stack([softmax(K[positions] @ qh / np.sqrt(q.shape[-1])) @ V[positions] for qh in q])
+
+
+def quest_reference(q, K, V, k, page, length):
+    """Quest for one KV head and its g query heads (q [g, d]) in float64 numpy: each page's bound from the min and max
+    of its valid keys, summed over the group; the newest valid position's page and the best others, k/page in all;
+    attention over the valid positions of the chosen pages."""
+    bounds = []
+    for start in range(0, K.shape[0], page):
+        keys = K[start : min(start + page, length)]
+        if len(keys) == 0:
+            bounds.append(-np.inf)
+            continue
+        hi, lo = keys.max(0), keys.min(0)
+        bounds.append(sum(np.maximum(qh * hi, qh * lo).sum() for qh in q))
+    newest = (length - 1) // page
+    others = [j for j in np.argsort(-np.array(bounds), kind="stable") if j != newest]
+    chosen = [newest, *others[: k // page - 1]]
+    positions = [i for j in chosen for i in range(j * page, (j + 1) * page) if i < length]
+    return np.stack([softmax(K[positions] @ qh / np.sqrt(q.shape[-1])) @ V[positions] for qh in q])
+
+
+@pytest.fixture
+def grouped_data():
+    """Three query heads per KV head, S = 48, float32 values held in float64 for the references; lengths include 3
+    (below every k tested), lengths that are not multiples of the pages, and a full cache."""
+    rng = np.random.default_rng(11)
+    B, Hkv, g, S, d = 2, 3, 3, 48, 16
+    q = rng.standard_normal((B, Hkv, g, d)).astype(np.float32).astype(np.float64)
+    K, V = (rng.standard_normal((B, Hkv, S, d)).astype(np.float32).astype(np.float64) for _ in range(2))
+    length = np.array([[48, 41, 37], [3, 30, 29]])
+    return q, K, V, length
+
+
+def _jax(*arrays):
+    return tuple(jnp.asarray(x, jnp.float32) for x in arrays)
+
+
+def _dense_grouped(q, K, V, length):
+    """dense_attention for each query head of a group, the KV head's cache repeated for each."""
+    K, V = (jnp.broadcast_to(jnp.asarray(x, jnp.float32)[..., None, :, :], q.shape[:-1] + x.shape[-2:]) for x in (K, V))
+    return dense_attention(jnp.asarray(q, jnp.float32), K, V, jnp.asarray(length)[..., None])[0]
+
+
+@pytest.mark.parametrize(("k", "sinks"), [(8, 4), (12, 4), (6, 0), (5, 1), (40, 4), (48, 4)])
+def test_streaming_matches_the_reference(grouped_data, k, sinks):
+    q, K, V, length = grouped_data
+    out, transfer = streaming_attention_gqa(*_jax(q, K, V), k=k, sinks=sinks, length=jnp.asarray(length))
+    mha, mha_transfer = streaming_attention(*_jax(q[..., 0, :], K, V), k=k, sinks=sinks, length=jnp.asarray(length))
+    d, g = q.shape[-1], q.shape[-2]
+    assert transfer == 2 * g * d + 2 * k * d and mha_transfer == 2 * d + 2 * k * d
+    for b, h in np.ndindex(*length.shape):
+        L = int(length[b, h])
+        want = streaming_reference(q[b, h], K[b, h], V[b, h], k, sinks, L)
+        np.testing.assert_allclose(np.asarray(out[b, h]), want, atol=2e-5, err_msg=f"row {b}, KV head {h}")
+        np.testing.assert_allclose(np.asarray(mha[b, h]), want[0], atol=2e-5, err_msg=f"row {b}, head {h}")
+
+
+def test_streaming_over_at_least_every_valid_position_is_dense(grouped_data):
+    q, K, V, length = grouped_data
+    short = np.minimum(length, 10)  # 10 and 3: every valid position fits in k = 10, the sinks overlap the window
+    for k, L in ((48, length), (10, short)):
+        out, _ = streaming_attention_gqa(*_jax(q, K, V), k=k, sinks=4, length=jnp.asarray(L))
+        dense = _dense_grouped(q, K, V, L)
+        np.testing.assert_allclose(np.asarray(out), np.asarray(dense), atol=2e-6)
+
+
+@pytest.mark.parametrize(("k", "page"), [(8, 4), (16, 8), (24, 4), (4, 4), (12, 6), (16, 16)])
+def test_quest_matches_the_reference(grouped_data, k, page):
+    q, K, V, length = grouped_data
+    out, transfer = quest_attention_gqa(*_jax(q, K, V), k=k, page=page, length=jnp.asarray(length))
+    mha, mha_transfer = quest_attention(*_jax(q[..., 0, :], K, V), k=k, page=page, length=jnp.asarray(length))
+    S, d, g = K.shape[-2], q.shape[-1], q.shape[-2]
+    assert transfer == 2 * g * d + 2 * d * (S // page) + 2 * k * d
+    assert mha_transfer == 2 * d + 2 * d * (S // page) + 2 * k * d
+    for b, h in np.ndindex(*length.shape):
+        L = int(length[b, h])
+        want = quest_reference(q[b, h], K[b, h], V[b, h], k, page, L)
+        np.testing.assert_allclose(np.asarray(out[b, h]), want, atol=2e-5, err_msg=f"row {b}, KV head {h}")
+        want = quest_reference(q[b, h, :1], K[b, h], V[b, h], k, page, L)
+        np.testing.assert_allclose(np.asarray(mha[b, h]), want[0], atol=2e-5, err_msg=f"row {b}, head {h}")
+
+
+def test_quest_over_every_page_is_dense(grouped_data):
+    q, K, V, length = grouped_data
+    out, _ = quest_attention_gqa(*_jax(q, K, V), k=48, page=8, length=jnp.asarray(length))
+    dense = _dense_grouped(q, K, V, length)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(dense), atol=2e-6)
+
+
+def test_quest_picks_the_page_with_the_highest_bound():
+    rng = np.random.default_rng(12)
+    S, d, page, g = 64, 8, 8, 2
+    q = rng.standard_normal((g, d))
+    K = 0.1 * rng.standard_normal((S, d))
+    V = rng.standard_normal((S, d))
+    K[19] = 2.0 * q.sum(0)  # page 2 holds a key aligned with the group's queries: the highest bound
+    out, _ = quest_attention_gqa(*_jax(q, K, V), k=2 * page, page=page, length=45)
+    positions = list(range(16, 24)) + list(range(40, 45))  # page 2 and the newest position's page, 5
+    for h in range(g):
+        want = softmax(K[positions] @ q[h] / np.sqrt(d)) @ V[positions]
+        np.testing.assert_allclose(np.asarray(out[h]), want, atol=2e-5)
+
+
+def test_streaming_and_quest_jit(grouped_data):
+    q, K, V, length = grouped_data
+    args = (*_jax(q, K, V), jnp.asarray(length))
+    for fn, kw in ((streaming_attention_gqa, dict(k=8, sinks=4)), (quest_attention_gqa, dict(k=16, page=8))):
+        eager, _ = fn(*args[:3], length=args[3], **kw)
+        jitted = jax.jit(lambda q, K, V, length, fn=fn, kw=kw: fn(q, K, V, length=length, **kw)[0])(*args)
+        np.testing.assert_allclose(np.asarray(jitted), np.asarray(eager), atol=1e-6)
+
+
+def test_streaming_and_quest_bad_arguments():
+    q, K = jnp.ones((2, 3, 8)), jnp.ones((2, 48, 8))
+    with pytest.raises(ValueError, match=r"streaming_attention_gqa: need 0 <= sinks=4 < k=4 <= S=48"):
+        streaming_attention_gqa(q, K, K, k=4, sinks=4)
+    with pytest.raises(ValueError, match=r"sinks=-1 < k=8"):
+        streaming_attention_gqa(q, K, K, k=8, sinks=-1)
+    with pytest.raises(ValueError, match=r"streaming_attention: need 0 <= sinks=4 < k=49 <= S=48"):
+        streaming_attention(q[:, 0], K, K, k=49)
+    with pytest.raises(ValueError, match=r"quest_attention_gqa: page=5 must be a positive divisor of S=48"):
+        quest_attention_gqa(q, K, K, k=10, page=5)
+    with pytest.raises(ValueError, match=r"page=0 must be a positive divisor"):
+        quest_attention_gqa(q, K, K, k=16, page=0)
+    with pytest.raises(ValueError, match=r"quest_attention: k=12 must be a multiple of page=8 in \[8, S=48\]"):
+        quest_attention(q[:, 0], K, K, k=12, page=8)
+    with pytest.raises(ValueError, match=r"k=0 must be a multiple of page=16"):
+        quest_attention_gqa(q, K, K, k=0)
+    with pytest.raises(ValueError, match=r"k=64 must be a multiple of page=16 in \[16, S=48\]"):
+        quest_attention_gqa(q, K, K, k=64)
+    with pytest.raises(ValueError, match="quest_attention: leading dims and d"):
+        quest_attention(jnp.ones((3, 8)), K, K, k=16)
+    with pytest.raises(ValueError, match=r"streaming_attention_gqa: q must be \[..., g, d\]"):
+        streaming_attention_gqa(q[:, 0], K, K, k=8)
