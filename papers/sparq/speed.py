@@ -71,9 +71,12 @@ class DecodeTiming:
         )
 
 
-def operating_point(ratio: float, S: int, d: int = 128) -> tuple[int, int]:
-    """(r, k) at `ratio` of the dense transfer, by the same rule as the quality sweep (`tasks.make_method`)."""
-    m = make_method("sparq", ratio, d, S)
+def operating_point(ratio: float, S: int, d: int = 128, k: int = 128) -> tuple[int, int]:
+    """(r, k) at `ratio` of the dense transfer (one query head per KV head, step 5 kept), by the same rule as the
+    quality sweep (`tasks.make_method`: k fixed, r from the budget)."""
+    m = make_method("sparq", ratio, S, d, k=k)
+    if m is None:
+        raise ValueError(f"operating_point: SparQ with k={k} cannot reach {ratio} of the dense transfer at S={S}")
     return m.r, m.k
 
 

@@ -18,69 +18,151 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from core.nn.attention import h2o_attention_gqa, h2o_init_scores, local_attention_gqa, sparq_attention_gqa
+from core.nn.attention import (
+    h2o_attention_gqa,
+    h2o_init_scores,
+    local_attention_gqa,
+    quest_attention_from_bounds,
+    quest_attention_gqa,
+    sparq_attention_gqa,
+    streaming_attention_gqa,
+)
 from core.nn.decoding import KVCache, decode_step, dense_step, prefill
 
-METHODS = ("dense", "sparq", "h2o", "local")
+METHODS = ("dense", "sparq", "h2o", "local", "streaming", "quest")
 QUESTION = "\nWhat is the secret number? The secret number is"
 
 
 @dataclass(frozen=True)
 class Method:
+    """A decode-step attention method and its budget. `k` counts the cache positions a step reads besides the
+    current token's: the current key and value are produced by the step itself, so every method attends to them for
+    free, the convention of the authors' reference (llm-inference-research `ann_attention.py`: k + 1 positions, the
+    local window local_k + 1), applied to every method alike. `local_k`: SparQ's local window and H2O's recent window
+    (k/4, the paper's Table G1); `sinks`: StreamingLLM's first positions; `page`: Quest's page size (its k is the
+    tokens of the selected pages, the current page among them); `reallocate`: SparQ's step 5 (the mean-value
+    reallocation), which the paper omits for grouped-query models (Section 4)."""
+
     name: str
     ratio: float = 1.0  # target fraction of the dense transfer
     r: int = 0
     k: int = 0
     local_k: int = 0
+    sinks: int = 0
+    page: int = 0
+    reallocate: bool = True
 
     @property
     def label(self) -> str:
         return "dense" if self.name == "dense" else f"{self.name} 1/{round(1 / self.ratio)}"
 
+    def transfer(self, L: int, d: int, g: int) -> float:
+        """Elements read or written per KV head and step at cache length L (the current token included), g query
+        heads sharing the KV head: q and the outputs (2gd) and what the method reads of the cache (the paper's
+        formulas, Section 3 and Appendix G, per KV head). SparQ: K[:, i1] (L r), K and V of its k positions (2kd),
+        the new key written to the transposed copy of K (d), and with step 5 the mean of V read and updated (2d).
+        H2O: K and V of its k positions and their scores read and written (2k). Quest: every page's key min and max
+        (2d per page) and K and V of the selected pages."""
+        base = 2 * g * d
+        if self.name == "dense":
+            return base + 2 * L * d
+        if self.name == "sparq":
+            return base + L * self.r + 2 * self.k * d + d + (2 * d if self.reallocate else 0)
+        if self.name == "h2o":
+            return base + 2 * self.k * d + 2 * self.k
+        if self.name == "quest":
+            return base + 2 * d * math.ceil(L / self.page) + 2 * self.k * d
+        return base + 2 * self.k * d  # local, streaming
 
-def make_method(name: str, ratio: float, head_dim: int, S: int) -> Method:
-    """Settings that move about `ratio` of the dense transfer at cache length S.
 
-    SparQ: transfer / dense ~ r / (2 d) + k / S; half the budget each: r = ratio d, k = ratio S / 2, local_k = k / 4
-    (the paper's local share, REFERENCES.md "setup"). H2O and the local window move 2kd of 2Sd: k = ratio S (H2O keeps
-    k/4 recent)."""
+def make_method(
+    name: str, ratio: float, L: int, d: int, g: int = 1, *, k: int = 128, sinks: int = 4, page: int = 16,
+    reallocate: bool = True,
+) -> Method | None:  # fmt: skip
+    """The method's settings that move the nearest to `ratio` of the dense transfer at cache length L (head
+    dimension d, g query heads per KV head), or None where no setting reaches it (the smallest budget moves more
+    than 1.25x the target). SparQ keeps k fixed (the paper's k = 128, Table G1) and takes r from the budget, as the
+    paper's Section 5.4 does ("setting k = 128 and tuning r"); the others take k from the budget: H2O and the local
+    window as the paper's baselines (H2O's recent window k/4), StreamingLLM with `sinks` first positions, Quest
+    whole pages."""
     if name == "dense":
         return Method("dense")
+    target = ratio * Method("dense").transfer(L, d, g)
     if name == "sparq":
-        k = max(1, round(ratio * S / 2))
-        return Method("sparq", ratio, r=max(1, min(head_dim, round(ratio * head_dim))), k=k, local_k=k // 4)
-    k = max(1, round(ratio * S))
-    return Method(name, ratio, k=k, local_k=k // 4 if name == "h2o" else 0)
+        m = Method("sparq", ratio, r=1, k=k, local_k=k // 4, reallocate=reallocate)
+        r = min(d, max(1, round((target - m.transfer(L, d, g) + L) / L)))
+        m = Method("sparq", ratio, r=r, k=k, local_k=k // 4, reallocate=reallocate)
+    elif name == "h2o":
+        n = max(4, round((target - 2 * g * d) / (2 * d + 2)))
+        m = Method("h2o", ratio, k=n, local_k=n // 4)
+    elif name == "quest":
+        pages = max(1, round((target - 2 * g * d - 2 * d * math.ceil(L / page)) / (2 * d * page)))
+        m = Method("quest", ratio, k=pages * page, page=page)
+    elif name in ("local", "streaming"):
+        n = max(sinks + 1, round((target - 2 * g * d) / (2 * d)))
+        m = Method(name, ratio, k=n, sinks=sinks if name == "streaming" else 0)
+    else:
+        raise ValueError(f"make_method: name={name!r} is not one of {METHODS}")
+    return m if m.transfer(L, d, g) <= 1.25 * target else None
 
 
 def step_fn(method: Method):
     """The `core.nn.decoding` step attention of a method: q [B, H, d] is grouped as [B, Hkv, g, d] over the cache's
-    KV heads (g = 1 without grouped-query attention)."""
+    KV heads (g = 1 without grouped-query attention). Every method but Quest is given k + 1 positions (and SparQ and
+    H2O a recent window of local_k + 1): the current token is free (see `Method`)."""
     if method.name == "dense":
         return dense_step
+    m = method
+    kernels = {
+        "local": lambda q, K, V, n, s: (*local_attention_gqa(q, K, V, k=m.k + 1, length=n), s),
+        "streaming": lambda q, K, V, n, s: (*streaming_attention_gqa(q, K, V, k=m.k + 1, sinks=m.sinks, length=n), s),
+        "quest": lambda q, K, V, n, s: (*quest_attention_gqa(q, K, V, k=m.k, page=m.page, length=n), s),
+        "sparq": lambda q, K, V, n, s: (
+            *sparq_attention_gqa(q, K, V, r=m.r, k=m.k + 1, local_k=m.local_k + 1, length=n, reallocate=m.reallocate),
+            s,
+        ),
+        "h2o": lambda q, K, V, n, s: h2o_attention_gqa(q, K, V, s, k=m.k + 1, local_k=m.local_k + 1, length=n),
+    }
+    fn = kernels[m.name]
 
-    def grouped(fn):
-        def step(layer, q, K, V, length, state):
-            (B, H, d), Hkv = q.shape, K.shape[1]
-            out, transfer, state = fn(q.reshape(B, Hkv, H // Hkv, d), K, V, length, state)
-            return out.reshape(B, H, d), transfer, state
+    def step(layer, q, K, V, length, state):
+        (B, H, d), Hkv = q.shape, K.shape[1]
+        out, transfer, state = fn(q.reshape(B, Hkv, H // Hkv, d), K, V, length, state)
+        return out.reshape(B, H, d), transfer, state
 
-        return step
+    return step
 
-    if method.name == "local":
-        return grouped(lambda q, K, V, length, state: (*local_attention_gqa(q, K, V, k=method.k, length=length), state))
-    if method.name == "sparq":
-        return grouped(
-            lambda q, K, V, length, state: (
-                *sparq_attention_gqa(q, K, V, r=method.r, k=method.k, local_k=method.local_k, length=length),
-                state,
-            )
-        )
-    return grouped(
-        lambda q, K, V, length, state: h2o_attention_gqa(
-            q, K, V, state, k=method.k, local_k=method.local_k, length=length
-        )
-    )
+
+def counted_transfer(method: Method, L: int, d: int, g: int) -> int | None:
+    """Elements the method's scoring kernel reads and writes per KV head and step at cache length L, counted from its
+    traced program (`papers.sparq.transfer`): q, what it reads of K and V, its outputs. The current token's key and
+    value count among the positions read (the analytic `Method.transfer` treats them as free). Quest is counted
+    given its page bounds (`quest_attention_from_bounds`: a kernel keeps them up to date as keys are written). None
+    for H2O: its scoring kernel is a masked attention over every position (the kept set is a mask, not a gather),
+    so its count would be dense's."""
+    from papers.sparq.transfer import elements_read, elements_written
+
+    if method.name == "h2o":
+        return None
+    q = jnp.zeros((1, g, d))
+    if method.name == "quest":
+        S = -(-L // method.page) * method.page
+        K, bounds = jnp.zeros((1, 1, S, d)), jnp.zeros((1, 1, S // method.page, d))
+
+        def fn(q, K, V, lo, hi):
+            return quest_attention_from_bounds(
+                q.reshape(1, 1, g, d), K, V, lo, hi, k=method.k, page=method.page, length=L
+            )[0]
+
+        args = (q, K, K, bounds, bounds)
+    else:
+        step = step_fn(method)
+
+        def fn(q, K, V):
+            return step(0, q, K, V, L, None)[0]
+
+        args = (q, jnp.zeros((1, 1, L, d)), jnp.zeros((1, 1, L, d)))
+    return sum(elements_read(fn, *args)) + elements_written(fn, *args)
 
 
 @dataclass
@@ -139,39 +221,38 @@ class Decoder:
         accumulated attention)."""
         state = None
         if method.name == "h2o":
-            state = tuple(h2o_init_scores(s, cache.length, k=method.k, local_k=method.local_k) for s in sums)
+            k, local_k = method.k + 1, method.local_k + 1  # the current token is free (see `Method`)
+            state = tuple(h2o_init_scores(s, cache.length, k=k, local_k=local_k) for s in sums)
         # every array copied: the step donates its cache, and the prefill's must survive for the next method
         return KVCache(jnp.copy(cache.k), jnp.copy(cache.v), jnp.copy(cache.length), state)
 
-    def generate(self, method: Method, cache: KVCache, sums, logits, steps: int) -> tuple[np.ndarray, float]:
-        """Greedy: `steps` ids [B, steps] after the prefill's last logits, and the method's mean transfer per KV
-        head per step (summed over layers)."""
+    def generate(self, method: Method, cache: KVCache, sums, logits, steps: int, done=None) -> np.ndarray:
+        """Greedy: up to `steps` ids [B, n] after the prefill's last logits, stopping early once `done(ids so far)`
+        says no row's score can change."""
         step = self._step(method)
         cache = self.cache_for(method, cache, sums)
         token = jnp.argmax(logits[:, -1], -1)
-        out, transfers = [np.asarray(token)], []
-        for _ in range(steps - 1):
-            logits_t, cache, transfer = step(self.lm.params, cache, token)
-            transfers.append(int(transfer))
+        out = [np.asarray(token)]
+        while len(out) < steps and not (done is not None and done(np.stack(out, 1))):
+            logits_t, cache, _ = step(self.lm.params, cache, token)
             token = jnp.argmax(logits_t, -1)
             out.append(np.asarray(token))
-        return np.stack(out, 1), float(np.mean(transfers)) if transfers else float("nan")
+        return np.stack(out, 1)
 
-    def score(self, method: Method, cache: KVCache, sums, logits, targets: np.ndarray) -> tuple[np.ndarray, float]:
+    def score(self, method: Method, cache: KVCache, sums, logits, targets: np.ndarray) -> np.ndarray:
         """Teacher-forced: nats of each row's targets [B, M] (the first predicted by the dense prefill's last
-        logits, the rest by decode steps with the method), summed per row, and the mean transfer per step."""
+        logits, the rest by decode steps with the method), summed per row."""
         step = self._step(method)
         cache = self.cache_for(method, cache, sums)
         targets = jnp.asarray(targets, jnp.int32)
         logp = jax.nn.log_softmax(logits[:, -1])
-        nats, transfers = np.zeros(targets.shape[0]), []
+        nats = np.zeros(targets.shape[0])
         for t in range(targets.shape[1]):
             nats -= np.asarray(jnp.take_along_axis(logp, targets[:, t : t + 1], -1))[:, 0]
             if t + 1 < targets.shape[1]:
-                logits_t, cache, transfer = step(self.lm.params, cache, targets[:, t])
-                transfers.append(int(transfer))
+                logits_t, cache, _ = step(self.lm.params, cache, targets[:, t])
                 logp = jax.nn.log_softmax(logits_t)
-        return nats, float(np.mean(transfers)) if transfers else float("nan")
+        return nats
 
 
 def common_prefix(a: str, b: str) -> int:
@@ -188,13 +269,15 @@ def common_prefix(a: str, b: str) -> int:
 
 @dataclass(frozen=True)
 class ContextBatch:
-    """Contexts [B, C] ids, each continued two ways from one dense prefill: by a prompt [B, P] copied from it (the
-    repetition task; `truth`: the text that followed the copied span) and, when the contexts hold a needle line, by
-    the question (`answers`: the needles' numbers)."""
+    """Contexts [B, C] ids, each prefilled once and continued three ways: by a prompt [B, P] copied from it (the
+    repetition task; `truth`: the text that followed the copied span, up to the characters scored), by the text
+    that followed the context in the corpus (`following` [B, T], scored teacher-forced: BPC) and, when the contexts
+    hold a needle line, by the question (`answers`: the needles' numbers)."""
 
     contexts: np.ndarray
     prompts: np.ndarray
     truth: list[str]
+    following: np.ndarray
     question: np.ndarray | None = None
     answers: list[str] | None = None
 
@@ -207,7 +290,9 @@ class ContextBatch:
             return part + part[:1] * pad if isinstance(x, list) else np.concatenate([part, np.repeat(part[:1], pad, 0)])
 
         answers = None if self.answers is None else take(self.answers)
-        return ContextBatch(take(self.contexts), take(self.prompts), take(self.truth), self.question, answers)
+        return ContextBatch(
+            take(self.contexts), take(self.prompts), take(self.truth), take(self.following), self.question, answers
+        )
 
 
 def insert_needles(lm: LM, encode, haystacks: np.ndarray, rng: np.random.Generator, *, digits: int = 5):
@@ -229,12 +314,22 @@ def insert_needles(lm: LM, encode, haystacks: np.ndarray, rng: np.random.Generat
 
 
 def context_batch(
-    lm: LM, contexts: np.ndarray, prompt_len: int, generate: int, rng: np.random.Generator, encode=None
+    lm: LM,
+    windows: np.ndarray,
+    following: int,
+    prompt_len: int,
+    generate: int,
+    truth_chars: int,
+    rng: np.random.Generator,
+    encode=None,
 ) -> ContextBatch:
-    """The tasks' examples from contexts [B, C]: with `encode` (a tokenizer's text -> ids) a needle line goes into
-    each (`insert_needles`) and the question follows it; then `prompt_len` ids are copied from each context at a
-    random position that leaves `generate` ids after it inside the context, and the truth is the text of those."""
+    """The tasks' examples from windows [B, C + following] of held-out text: the last `following` ids of each are the
+    text scored for BPC and the first C the context. With `encode` (a tokenizer's text -> ids) a needle line goes
+    into each context (`insert_needles`) and the question follows it. Then `prompt_len` ids are copied from each
+    context at a random position that leaves `generate` ids after it inside the context; the truth is the text of
+    those, cut to `truth_chars` characters (the paper scores up to 256)."""
     answers = question = None
+    contexts, after = windows[:, : windows.shape[1] - following], windows[:, windows.shape[1] - following :]
     if encode is not None:
         contexts, answers = insert_needles(lm, encode, contexts, rng)
         question = np.asarray(encode(QUESTION), np.int32)
@@ -243,53 +338,56 @@ def context_batch(
         raise ValueError(f"repetition: a context of {C} ids cannot hold prompt {prompt_len} + generate {generate}")
     starts = rng.integers(0, C - prompt_len - generate + 1, B)
     prompts = np.stack([contexts[i, s : s + prompt_len] for i, s in enumerate(starts)])
-    truth = [lm.text(contexts[i, s + prompt_len : s + prompt_len + generate]) for i, s in enumerate(starts)]
-    return ContextBatch(contexts, prompts, truth, question, answers)
+    truth = [
+        lm.text(contexts[i, s + prompt_len : s + prompt_len + generate])[:truth_chars] for i, s in enumerate(starts)
+    ]
+    return ContextBatch(contexts, prompts, truth, np.asarray(after, np.int32), question, answers)
+
+
+def diverged(texts: Sequence[str], truth: Sequence[str]) -> bool:
+    """Whether every row's score is final: its text already differs from its truth, or holds all of it."""
+    for text, want in zip(texts, truth, strict=True):
+        n = common_prefix(text, want)
+        if n < len(want) and n == len(text):
+            return False
+    return True
 
 
 def context_tasks(
-    decoder: Decoder, batch: ContextBatch, generate: int, needle_generate: int, capacity: int
-) -> dict[str, dict[Method, dict]]:
-    """One dense prefill of the contexts, continued (chunked prefill) by the prompts and by the question. Repetition:
-    each method generates `generate` ids greedily; score = characters of the text equal to the truth before the
-    first mismatch (the paper's repetition score). Needle: `needle_generate` ids; a hit is a continuation that
-    starts (after spaces) with the answer."""
-    cache, _, sums = decoder.start(batch.contexts, capacity)
-    continuations = [
-        ("repetition", batch.prompts, generate, "scores", lambda text, i: common_prefix(text, batch.truth[i])),
-    ]
+    decoder: Decoder, batch: ContextBatch, generate: int, needle_generate: int, capacity: int, tick=None
+) -> dict[str, dict[Method, list]]:
+    """One dense prefill of the contexts, shared by every method and task. Repetition (continued by the prompts,
+    chunked prefill): each method generates up to `generate` ids greedily, stopping once every row has diverged
+    from its truth; score = characters equal to the truth before the first mismatch (the paper's repetition score,
+    at most the truth's length). Needle (continued by the question): `needle_generate` ids; a hit is a
+    continuation that starts (after spaces) with the answer. BPC: the text that followed the context, teacher-forced
+    (the first id predicted by the prefill's logits, every other by a decode step with the method): bits over its
+    characters. `tick()` is called after each method finishes each task (progress)."""
+    tick = tick or (lambda: None)
+    cache, logits, sums = decoder.start(batch.contexts, capacity)
+    text = decoder.lm.text
+    out: dict[str, dict[Method, list]] = {"repetition": {}, "bpc": {}}
+    chars = np.array([len(text(row)) for row in batch.following], np.float64)
+    for method in decoder.methods:
+        nats = decoder.score(method, cache, sums, logits, batch.following)
+        out["bpc"][method] = (nats / math.log(2) / chars).tolist()
+        tick()
+    cache_p, logits_p, sums_p = decoder.extend(cache, sums, batch.prompts)
+    for method in decoder.methods:
+        ids = decoder.generate(
+            method, cache_p, sums_p, logits_p, generate, done=lambda ids: diverged([text(r) for r in ids], batch.truth)
+        )
+        out["repetition"][method] = [common_prefix(text(row), batch.truth[i]) for i, row in enumerate(ids)]
+        tick()
+    del cache_p, sums_p
     if batch.question is not None:
         question = np.broadcast_to(batch.question, (len(batch.contexts), batch.question.size))
-        continuations.append(
-            (
-                "needle",
-                question,
-                needle_generate,
-                "hits",
-                lambda text, i: float(text.lstrip().startswith(batch.answers[i])),
-            )
-        )
-    out: dict[str, dict[Method, dict]] = {}
-    for task, suffix, steps, key, judge in continuations:
-        cache_t, logits, sums_t = decoder.extend(cache, sums, suffix)
-        out[task] = {}
+        cache_q, logits_q, sums_q = decoder.extend(cache, sums, question)
+        out["needle"] = {}
         for method in decoder.methods:
-            ids, transfer = decoder.generate(method, cache_t, sums_t, logits, steps)
-            out[task][method] = {
-                key: [judge(decoder.lm.text(row), i) for i, row in enumerate(ids)],
-                "transfer": transfer,
-            }
-    return out
-
-
-def bits_per_character(decoder: Decoder, windows: np.ndarray, predict: int, capacity: int):
-    """Teacher-forced BPC of windows [B, T] over their last `predict` ids (the rest a dense prefill): per window,
-    the bits of those ids over the characters of their text."""
-    T = windows.shape[1]
-    cache, logits, sums = decoder.start(windows[:, : T - predict], capacity)
-    chars = np.array([len(decoder.lm.text(w[T - predict :])) for w in windows], np.float64)
-    out = {}
-    for method in decoder.methods:
-        nats, transfer = decoder.score(method, cache, sums, logits, windows[:, T - predict :])
-        out[method] = {"bpcs": (nats / math.log(2) / chars).tolist(), "transfer": transfer}
+            ids = decoder.generate(method, cache_q, sums_q, logits_q, needle_generate)
+            out["needle"][method] = [
+                float(text(row).lstrip().startswith(batch.answers[i])) for i, row in enumerate(ids)
+            ]
+            tick()
     return out

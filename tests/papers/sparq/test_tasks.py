@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from papers.sparq import Config, EvalData, evaluate, spaced_windows
+from papers.sparq import Config, EvalData, evaluate, methods_for, spaced_windows
 from papers.sparq.tasks import (
     LM,
     QUESTION,
@@ -19,6 +19,7 @@ from papers.sparq.tasks import (
     common_prefix,
     context_batch,
     context_tasks,
+    diverged,
     insert_needles,
     make_method,
 )
@@ -38,30 +39,65 @@ def ids(lm):
     return np.stack([row, np.roll(row, 7), np.roll(row, 19)])
 
 
+# the tiny Llama: head dimension 8, 2 query heads per KV head; budgets set at a cache of 40 positions
 METHODS = [
-    make_method("dense", 1.0, 8, 40),
-    make_method("sparq", 0.5, 8, 40),
-    make_method("h2o", 0.5, 8, 40),
-    make_method("local", 0.25, 8, 40),
+    make_method("dense", 1.0, 40, 8, 2),
+    make_method("sparq", 0.5, 40, 8, 2, k=8),
+    make_method("h2o", 0.5, 40, 8, 2),
+    make_method("local", 0.25, 40, 8, 2),
+    make_method("streaming", 0.5, 40, 8, 2, sinks=2),
+    make_method("quest", 0.5, 40, 8, 2, page=4),
 ]
+
+
+def test_budgets_reach_the_ratio_with_the_papers_settings():
+    """SparQ keeps k (the paper's 128) and takes r from the budget; the others take k; each lands near its ratio of
+    the dense transfer by the paper's formulas, and a ratio no setting reaches gives None."""
+    L, d, g = 2088, 64, 3
+    dense = make_method("dense", 1.0, L, d, g).transfer(L, d, g)
+    assert dense == 2 * g * d + 2 * L * d
+    sparq = make_method("sparq", 1 / 8, L, d, g, reallocate=False)
+    assert (sparq.r, sparq.k, sparq.local_k) == (8, 128, 32)  # the issue's operating point: r = 8 of 64
+    assert sparq.transfer(L, d, g) == 2 * g * d + L * 8 + 2 * 128 * d + d
+    for name in ("sparq", "h2o", "local", "streaming", "quest"):
+        for ratio in (1 / 2, 1 / 4, 1 / 8):
+            m = make_method(name, ratio, L, d, g)
+            assert m.transfer(L, d, g) / dense == pytest.approx(ratio, rel=0.1), m
+    # at 1/16, k = 128 alone moves 2kd / (2Ld) = 1/16: the nearest SparQ is r = 1 (1/14), Quest's page bounds alone
+    # move 1/16 (the nearest is one page); at 1/32 neither is within 1.25x of the target
+    assert make_method("sparq", 1 / 16, L, d, g).r == 1 and make_method("quest", 1 / 16, L, d, g).k == 16
+    assert make_method("sparq", 1 / 32, L, d, g) is None and make_method("quest", 1 / 32, L, d, g) is None
+    assert make_method("local", 1 / 16, L, d, g).k == 128  # the local window reads as much as SparQ's k
+    with pytest.raises(ValueError, match="name='flash' is not one of"):
+        make_method("flash", 0.5, L, d, g)
 
 
 def test_dense_generation_and_scoring_equal_the_full_forward(lm, ids):
     lm_, _ = lm
     decoder = Decoder(lm_, METHODS)
     cache, logits, sums = decoder.start(ids[:, :30], 40)
-    generated, transfer = decoder.generate(METHODS[0], cache, sums, logits, 6)
+    generated = decoder.generate(METHODS[0], cache, sums, logits, 6)
     seq = np.zeros((3, 36), np.int32)
     seq[:, :30] = ids[:, :30]
     forward = jax.jit(lambda ids: lm_.model.apply(lm_.params, ids))  # causal: padding after t changes nothing at t
     for t in range(30, 36):  # greedy by recomputing the whole sequence each time
         seq[:, t] = np.argmax(np.asarray(forward(jnp.asarray(seq)))[:, t - 1], -1)
     np.testing.assert_array_equal(generated, seq[:, 30:])
-    assert transfer == 2 * (2 * 2 + 2 * 40) * 8  # two layers, dense per KV head: (2g + 2S) d
-    nats, _ = decoder.score(METHODS[0], cache, sums, logits, ids[:, 30:40])
+    nats = decoder.score(METHODS[0], cache, sums, logits, ids[:, 30:40])
     logp = jax.nn.log_softmax(lm_.model.apply(lm_.params, jnp.asarray(ids[:, :40])), -1)
     want = -np.asarray(jnp.take_along_axis(logp[:, 29:39], jnp.asarray(ids[:, 30:40])[..., None], -1))[..., 0]
     np.testing.assert_allclose(nats, want.sum(1), rtol=1e-4)
+
+
+def test_generation_stops_once_done_says_so(lm, ids):
+    lm_, _ = lm
+    decoder = Decoder(lm_, METHODS[:1])
+    cache, logits, sums = decoder.start(ids[:, :30], 40)
+    full = decoder.generate(METHODS[0], cache, sums, logits, 6)
+    short = decoder.generate(METHODS[0], cache, sums, logits, 6, done=lambda so_far: so_far.shape[1] >= 3)
+    np.testing.assert_array_equal(short, full[:, :3])
+    # rows that diverged from their truth are final; a row still on its truth is not; a row holding all of it is
+    assert diverged(["abX", "ab"], ["abc", "ab"]) and not diverged(["ab", "abX"], ["abc", "abc"])
 
 
 def test_methods_start_from_the_same_prefill_and_do_not_share_caches(lm, ids):
@@ -71,44 +107,69 @@ def test_methods_start_from_the_same_prefill_and_do_not_share_caches(lm, ids):
     first = {m: decoder.generate(m, cache, sums, logits, 8) for m in METHODS}
     again = {m: decoder.generate(m, cache, sums, logits, 8) for m in reversed(METHODS)}
     for m in METHODS:  # the donated step caches never wrote into the shared prefill
-        np.testing.assert_array_equal(first[m][0], again[m][0])
-    assert first[METHODS[1]][1] < first[METHODS[0]][1]  # SparQ at 1/2 reads less than dense
-    # the compressed methods' transfer is near their ratio of dense (analytic rule: r/(2d) + k/S for SparQ)
-    for m in METHODS[1:]:
-        assert first[m][1] / first[METHODS[0]][1] == pytest.approx(m.ratio, rel=0.35), m.label
+        np.testing.assert_array_equal(first[m], again[m])
+
+
+def test_every_method_attends_the_current_token_for_free(lm, ids):
+    """k counts cache positions read besides the current token's (the reference's k + 1): a local window of k
+    generates what a window of k + 1 positions does, and dense attention over a cache of k + 1 positions equals it."""
+    lm_, _ = lm
+    local = make_method("local", 0.25, 40, 8, 2)
+    decoder = Decoder(lm_, [local])
+    cache, logits, sums = decoder.start(ids[:, : local.k], 40)  # the cache holds exactly k positions
+    # the first decode step writes the (k+1)th: a window of k + 1 is every position, as dense
+    dense = Decoder(lm_, METHODS[:1])
+    np.testing.assert_array_equal(
+        decoder.generate(local, cache, sums, logits, 2), dense.generate(METHODS[0], cache, sums, logits, 2)
+    )
+
+
+def _batch(lm_, ids, tok=None, rng=0):
+    """Windows of 40 ids: a 30-id context, then 10 following ids (the BPC text)."""
+    encode = None if tok is None else (lambda t: tok.encode(t).ids)
+    return context_batch(lm_, ids[:, :40], 10, 6, 5, 1000, np.random.default_rng(rng), encode=encode)
 
 
 def test_repetition_prompt_is_copied_from_the_context_and_scored_in_characters(lm, ids):
     lm_, _ = lm
-    batch = context_batch(lm_, ids[:, :40], 6, 5, np.random.default_rng(0))
-    assert batch.contexts.shape == (3, 40) and batch.prompts.shape == (3, 6) and batch.question is None
+    batch = _batch(lm_, ids)
+    assert batch.contexts.shape == (3, 30) and batch.prompts.shape == (3, 6) and batch.question is None
+    np.testing.assert_array_equal(batch.following, ids[:, 30:40])
     for row, prompt, truth in zip(batch.contexts, batch.prompts, batch.truth, strict=True):
-        starts = [s for s in range(35) if (row[s : s + 6] == prompt).all()]
+        starts = [s for s in range(25) if (row[s : s + 6] == prompt).all()]
         assert starts and any(lm_.text(row[s + 6 : s + 11]) == truth for s in starts)
+    cut = context_batch(lm_, ids[:, :40], 10, 6, 5, 4, np.random.default_rng(0))
+    assert [len(t) for t in cut.truth] == [4, 4, 4]  # the truth is cut to the characters scored
     assert common_prefix("abcde", "abXde") == 2 and common_prefix("abc", "abc") == 3 and common_prefix("", "a") == 0
-    out = context_tasks(Decoder(lm_, METHODS[:1]), batch, 5, 0, 51)
-    assert set(out) == {"repetition"}
-    assert all(0 <= s <= len(t) for s, t in zip(out["repetition"][METHODS[0]]["scores"], batch.truth, strict=True))
+    out = context_tasks(Decoder(lm_, METHODS[:1]), batch, 5, 0, 48)
+    assert set(out) == {"repetition", "bpc"}
+    assert all(0 <= s <= len(t) for s, t in zip(out["repetition"][METHODS[0]], batch.truth, strict=True))
 
 
 def test_chunked_continuations_equal_prefilling_each_whole_sequence(lm, ids):
     """The shared context prefill continued by the prompt (or the question) gives what prefilling the whole
-    sequence gives: the greedy continuation of dense attention is the full forward's."""
+    sequence gives, and the BPC text is scored as the full forward scores it."""
     lm_, tok = lm
-    batch = context_batch(lm_, ids[:, :30], 5, 4, np.random.default_rng(3), encode=lambda t: tok.encode(t).ids)
+    batch = _batch(lm_, ids, tok, rng=3)
     decoder = Decoder(lm_, METHODS[:1])
     out = context_tasks(decoder, batch, 4, 5, 60)
     for task, suffix, steps in (("repetition", batch.prompts, 4), ("needle", None, 5)):
         tail = suffix if suffix is not None else np.broadcast_to(batch.question, (3, batch.question.size))
         seq = np.concatenate([batch.contexts, tail], 1)
         cache, logits, sums = decoder.start(seq, 60)
-        generated, _ = decoder.generate(METHODS[0], cache, sums, logits, steps)
+        generated = decoder.generate(METHODS[0], cache, sums, logits, steps)
         if task == "repetition":
             want = [common_prefix(lm_.text(g), t) for g, t in zip(generated, batch.truth, strict=True)]
-            assert out[task][METHODS[0]]["scores"] == want
+            # generation stopped once every row had diverged: the scores are those of the full continuation
+            assert out[task][METHODS[0]] == want
         else:
             want = [float(lm_.text(g).lstrip().startswith(a)) for g, a in zip(generated, batch.answers, strict=True)]
-            assert out[task][METHODS[0]]["hits"] == want
+            assert out[task][METHODS[0]] == want
+    seq = np.concatenate([batch.contexts, batch.following], 1)
+    logp = jax.nn.log_softmax(lm_.model.apply(lm_.params, jnp.asarray(seq)), -1)
+    nats = -np.asarray(jnp.take_along_axis(logp[:, 29:39], jnp.asarray(batch.following)[..., None], -1))[..., 0]
+    chars = np.array([len(lm_.text(f)) for f in batch.following])
+    np.testing.assert_allclose(out["bpc"][METHODS[0]], nats.sum(1) / np.log(2) / chars, rtol=1e-4)
 
 
 def test_needles_sit_in_the_contexts_at_increasing_depths(lm, ids):
@@ -120,33 +181,37 @@ def test_needles_sit_in_the_contexts_at_increasing_depths(lm, ids):
         assert f"The secret number is {answer}.\n" in lm_.text(row)
     depths = [lm_.text(r).index("The secret") / len(lm_.text(r)) for r in rows]
     assert depths == sorted(depths)
-    batch = context_batch(lm_, ids[:, :40], 6, 5, np.random.default_rng(1), encode=lambda t: tok.encode(t).ids)
+    batch = context_batch(
+        lm_, np.concatenate([ids[:, :40], ids[:, :8]], 1), 8, 6, 5, 100, np.random.default_rng(1),
+        encode=lambda t: tok.encode(t).ids,
+    )  # fmt: skip
     assert lm_.text(batch.question) == QUESTION and batch.answers == answers
 
 
 def test_evaluate_reports_every_method_and_resumes_from_its_store(lm, ids, tmp_path, monkeypatch):
     lm_, tok = lm
-    c = Config(methods=["sparq", "h2o", "local"], ratios=[0.5, 0.25], claim_ratio=0.25)
-    contexts = context_batch(lm_, ids[:, :30], 5, 4, np.random.default_rng(2), encode=lambda t: tok.encode(t).ids)
-    data = EvalData(contexts, 4, 5, ids[:, :39], 6, 60, 2, 8, 35)
-    results = evaluate(c, lm_, data, tmp_path, seed=0)
-    assert [r["method"].label for r in results] == [
-        "dense", "sparq 1/2", "h2o 1/2", "local 1/2", "sparq 1/4", "h2o 1/4", "local 1/4"
-    ]  # fmt: skip
+    c = Config(methods=["sparq", "h2o", "local"], ratios=[0.5, 0.25], claim_ratio=0.25, k=8)
+    data = EvalData(_batch(lm_, ids, tok), 4, 5, 60, 2, 8, 2, 36)
+    methods, unreachable = methods_for(c, data)
+    assert [m.label for m in methods] == ["dense", "sparq 1/2", "h2o 1/2", "local 1/2", "h2o 1/4", "local 1/4"]
+    assert unreachable == [("sparq", 0.25)]  # k = 8 of a 36-position cache is already beyond 1/4
+    results = evaluate(c, lm_, data, methods, tmp_path, seed=0)
+    assert [r["method"].label for r in results] == [m.label for m in methods]
     for r in results:
         assert len(r["scores"]) == 3 and len(r["needles"]) == 3 and len(r["bpcs"]) == 3  # the padded row dropped
         assert all(np.isfinite(r["bpcs"])) and r["bpc"] == pytest.approx(np.mean(r["bpcs"]))
+    assert results[0]["transfer"] == 1.0 and results[1]["transfer"] == pytest.approx(0.5, rel=0.25)
     files = sorted(p.name for p in tmp_path.glob("*.json"))
-    assert files == ["bpc_0_2.json", "bpc_2_3.json", "context_0_2.json", "context_2_3.json"]
+    assert files == ["context_0_2.json", "context_2_3.json"]
     part = json.loads((tmp_path / "context_2_3.json").read_text())
-    assert set(part) == {"repetition/scores", "repetition/transfer", "needle/hits", "needle/transfer"}
-    assert set(part["needle/hits"]) == {r["method"].label for r in results}
+    assert set(part) == {"repetition", "needle", "bpc"}
+    assert set(part["needle"]) == {m.label for m in methods}
 
     def refuse(*args, **kwargs):
         raise AssertionError("a finished batch was recomputed")
 
     monkeypatch.setattr(Decoder, "start", refuse)
-    again = evaluate(c, lm_, data, tmp_path, seed=0)
+    again = evaluate(c, lm_, data, methods, tmp_path, seed=0)
     for a, b in zip(results, again, strict=True):
         assert a["scores"] == b["scores"] and a["bpcs"] == b["bpcs"] and a["needles"] == b["needles"]
 

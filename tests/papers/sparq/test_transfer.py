@@ -48,9 +48,11 @@ def test_loops_multiply_and_unknown_trip_counts_are_refused():
 
 
 def test_operating_point_follows_the_quality_sweeps_rule():
-    # 1/8 at S=16384, d=128: half the budget each, r = d/8 = 16 and k = S/16 = 1024 (the paper's S=2048 example:
-    # r=16, k=128)
-    assert operating_point(1 / 8, 16384) == (16, 1024)
+    # k = 128 (the paper's), r from the budget: 1/8 at S=2048, d=128 is r = 16 (the paper's example); at S=16384
+    # the paper's r = 32 moves 0.133 of dense, and 1/8 is r = 30
     assert operating_point(1 / 8, 2048) == (16, 128)
-    dense, sparq = kernel_elements(16384, 128, 16, 1024)
+    assert operating_point(1 / 8, 16384) == (30, 128)
+    dense, sparq = kernel_elements(16384, 128, 30, 128)
     assert sparq / dense == pytest.approx(1 / 8, rel=0.01)
+    with pytest.raises(ValueError, match=r"cannot reach 0\.01"):
+        operating_point(0.01, 2048)
