@@ -19,6 +19,7 @@ from papers.sparq.tasks import (
     common_prefix,
     context_batch,
     context_tasks,
+    counted_transfer,
     diverged,
     insert_needles,
     make_method,
@@ -70,6 +71,21 @@ def test_budgets_reach_the_ratio_with_the_papers_settings():
     assert make_method("local", 1 / 16, L, d, g).k == 128  # the local window reads as much as SparQ's k
     with pytest.raises(ValueError, match="name='flash' is not one of"):
         make_method("flash", 0.5, L, d, g)
+
+
+def test_counted_transfer_follows_the_scoring_kernels_programs():
+    """What each scoring kernel's traced program reads and writes equals the paper's formula up to two terms we know:
+    the current token's key and value are read (2d; the formula treats them as free) and SparQ's key write to its
+    transposed copy happens in the cache update (d); H2O's masked kernel reads everything, so it is not counted."""
+    L, d, g = 208, 16, 2
+    for name, extra in (("dense", 0), ("local", 2 * d), ("streaming", 2 * d), ("sparq", d), ("quest", 0)):
+        m = make_method(name, 1 / 4, L, d, g, k=16, sinks=2, page=8, reallocate=False)
+        assert counted_transfer(m, L, d, g) == m.transfer(L, d, g) + extra, name
+    assert counted_transfer(make_method("h2o", 1 / 4, L, d, g), L, d, g) is None
+    # with step 5 the scoring kernel reduces over all of V for its mean: the count sees V read whole (L d, which
+    # covers its gather of k + 1 rows) where the formula has the k gathered rows (k d) and the mean's 2d
+    m = make_method("sparq", 1 / 4, L, d, g, k=16)
+    assert counted_transfer(m, L, d, g) == m.transfer(L, d, g) + L * d - m.k * d - 2 * d
 
 
 def test_dense_generation_and_scoring_equal_the_full_forward(lm, ids):
