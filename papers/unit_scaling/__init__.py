@@ -20,7 +20,7 @@ from core.report import Report
 from core.runner import RunContext
 from papers.unit_scaling.claims import claims
 from papers.unit_scaling.report import build_report
-from papers.unit_scaling.train import ARMS, gradient_errors, init_scales, train_arm
+from papers.unit_scaling.train import ARMS, FP16_STORAGE, gradient_errors, init_scales, train_arm
 
 __all__ = ["ARMS", "Config", "ModelConfig", "claims", "reproduce"]
 
@@ -48,7 +48,8 @@ class Config:
     # every arm but the dynamic-loss-scale one, which is not a column of the paper's table (US-BPC) and would take
     # the default run past 15 minutes; full scale and the smoke tests run all eight
     arms: list[str] = field(default_factory=lambda: [a for a in ARMS if a != "fp16_regular_dynamic"])
-    seeds: list[int] = field(default_factory=lambda: [0, 1])
+    # 6 seeds: the precision claims' 95% t half-width is 1.05 x the per-seed std of the paired gap (claims.py)
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4, 5])
     model: ModelConfig = field(default_factory=ModelConfig)
     steps: int = 1000
     batch_size: int = 16
@@ -56,8 +57,11 @@ class Config:
     weight_decay: float = 0.0
     constraint: str | None = "gmean"
     fp8: FP8Casts = field(default_factory=FP8Casts)  # how the FP8 arms cast: core.charlm.SIMULATE_FP8 by default
-    # FP16 arms keep weights and both Adam moments in FP16 (pure FP16, the paper's setting); false: FP32 storage
-    fp16_state: bool = True
+    # how FP16 arms store weights and Adam state (papers.unit_scaling.train.FP16_STORAGE): "paper" (weights and
+    # Adam's first moment in FP16 with stochastic rounding, second moment FP32: the authors' character-LM code,
+    # REFERENCES.md US-STORAGE), "fp16" (weights and both moments in FP16, round-to-nearest: the pure-FP16 arm of
+    # 2026-11-24 to 2026-11-26, kept as a labelled extra) or "fp32"
+    fp16_storage: str = "paper"
     # tensor scales of the arms in track_arms recorded at initialisation and at these steps (evaluation steps)
     track_arms: list[str] = field(default_factory=lambda: ["fp8_unit", "fp8_regular"])
     track_steps: list[int] = field(default_factory=lambda: [100, 500, 1000])
@@ -102,6 +106,7 @@ class Config:
         check_range("batch_size", self.batch_size, ge=1)
         check_range("warmup_steps", self.warmup_steps, ge=0)
         check_range("weight_decay", self.weight_decay, ge=0)
+        check_choice("fp16_storage", self.fp16_storage, list(FP16_STORAGE))
         check_choice("constraint", self.constraint, ["gmean", "hmean", "to_output_scale", "to_grad_input_scale", None])
         for name in ("eval_every", "checkpoint_every", "eval_batch_size", "valid_windows", "test_windows"):
             check_range(name, getattr(self, name), ge=1)

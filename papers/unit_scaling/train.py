@@ -24,6 +24,7 @@ from core.numerics import (
     dynamic_loss_scale_init,
     dynamic_loss_scale_update,
     format_stats,
+    quantise,
     stochastic_rounding,
     unscale_grads,
 )
@@ -136,6 +137,44 @@ def _to_fp16_grid(tree):
     )
 
 
+def _to_fp16_stochastic(tree, key):
+    """Round every float leaf to FP16 stochastically (unbiased, as the IPU rounds FP16 arithmetic with stochastic
+    rounding on), each leaf with its own bits from `key`."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    out = [
+        quantise(x, "fp16", rounding="stochastic", key=jax.random.fold_in(key, i))
+        if jnp.issubdtype(x.dtype, jnp.floating)
+        else x
+        for i, x in enumerate(leaves)
+    ]
+    return jax.tree_util.tree_unflatten(treedef, out)
+
+
+def _store_first_moment(opt_state, key):
+    """Adam's first moment stored in FP16 (stochastic rounding), its second moment kept in FP32: the optimiser
+    storage of the authors' character-LM code (REFERENCES.md, US-STORAGE)."""
+
+    def store(x):
+        if isinstance(x, optax.ScaleByAdamState):
+            return x._replace(mu=_to_fp16_stochastic(x.mu, key))
+        return x
+
+    return jax.tree_util.tree_map(store, opt_state, is_leaf=lambda x: isinstance(x, optax.ScaleByAdamState))
+
+
+# How an FP16 arm stores its weights and Adam state between steps (unit_scaling.fp16_storage); the update
+# arithmetic is FP32 in every case.
+FP16_STORAGE = {
+    "paper": "weights and Adam's first moment in FP16 with stochastic rounding, the second moment in FP32 (the "
+    "authors' character-LM code on the IPU)",
+    "fp16": "weights and both Adam moments in FP16, round-to-nearest",
+    "fp32": "FP32 weights and Adam state",
+}
+
+
+STORE_STREAM = 0x5707  # folded into a step's rounding key for the FP16 storage casts (apart from the model's casts)
+
+
 def _bpc(nats):
     return nats / math.log(2)
 
@@ -159,12 +198,13 @@ def train_arm(
     optimizer = make_optimizer(adam.eps)
     dummy = jnp.zeros((1, seq), jnp.int32)
 
-    pure_fp16 = arm.fp16 and cfg.fp16_state
+    storage = cfg.fp16_storage if arm.fp16 else "fp32"  # FP16_STORAGE
+    low_storage = storage != "fp32"
 
     def init_one(seed):
         with stochastic_rounding(jax.random.key(0)):  # init runs the forward pass, casts and all
             params = model.init(jax.random.key(seed), dummy)
-        params = _to_fp16_grid(params) if pure_fp16 else params
+        params = _to_fp16_grid(params) if low_storage else params
         ls = dynamic_loss_scale_init(cfg.dynamic_initial_scale) if arm.loss_scale == "dynamic" else None
         # the step counter keys stochastic rounding: fold_in(key(seed), step), reproducible on resume
         return {"params": params, "opt": optimizer.init(params), "loss_scale": ls, "step": jnp.int32(0), "seed": seed}
@@ -183,12 +223,19 @@ def train_arm(
         loss, scaled_grads = jax.value_and_grad(lambda p: loss_fn(p, ids, labels, key) * scale)(s["params"])
         grads = unscale_grads(scaled_grads, scale)
         finite = all_finite(grads)
-        if pure_fp16:
+        if low_storage:
             # Adam keeps the moments of the loss-scaled gradient, which FP16 can hold where the unscaled ones would
-            # underflow; with eps scaled alike its update equals Adam's on the unscaled gradient. Weights and both
-            # moments are then stored in FP16 (the update arithmetic is FP32).
+            # underflow; with eps scaled alike its update equals Adam's on the unscaled gradient (the authors' code:
+            # "Adam updates are invariant to fixed gradient scale"). The update arithmetic is FP32; what is stored
+            # in FP16 follows `storage`.
             updates, opt = make_optimizer(adam.eps * scale).update(scaled_grads, s["opt"], s["params"])
-            params, opt = _to_fp16_grid(optax.apply_updates(s["params"], updates)), _to_fp16_grid(opt)
+            params = optax.apply_updates(s["params"], updates)
+            if storage == "fp16":
+                params, opt = _to_fp16_grid(params), _to_fp16_grid(opt)
+            else:  # "paper"
+                store_key = jax.random.fold_in(key, STORE_STREAM)
+                params = _to_fp16_stochastic(params, store_key)
+                opt = _store_first_moment(opt, jax.random.fold_in(store_key, 1))
         else:
             updates, opt = optimizer.update(grads, s["opt"], s["params"])
             params = optax.apply_updates(s["params"], updates)
@@ -198,8 +245,14 @@ def train_arm(
             if arm.loss_scale == "dynamic"
             else None
         )
-        if pure_fp16 and loss_scale is not None:  # the moments follow the scale into its new units
-            kept["opt"] = _to_fp16_grid(_rescale_moments(kept["opt"], loss_scale.scale / scale))
+        if low_storage and loss_scale is not None:  # the moments follow the scale into its new units (exact:
+            # the ratio is a power of two)
+            rescaled = _rescale_moments(kept["opt"], loss_scale.scale / scale)
+            kept["opt"] = (
+                _to_fp16_grid(rescaled)
+                if storage == "fp16"
+                else _store_first_moment(rescaled, jax.random.fold_in(key, STORE_STREAM + 1))
+            )
         new = {"step": s["step"] + 1, "seed": s["seed"], **kept, "loss_scale": loss_scale}
         return new, {"loss": loss / scale, SKIPPED: (~finite).astype(jnp.int32)}
 

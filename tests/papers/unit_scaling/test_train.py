@@ -59,3 +59,28 @@ def test_adam_on_loss_scaled_gradients_with_scaled_eps_equals_adam_and_rescaling
     np.testing.assert_allclose(np.asarray(back[0].mu["w"]), np.asarray(plain_state[0].mu["w"]), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(back[0].nu["w"]), np.asarray(plain_state[0].nu["w"]), rtol=1e-4)
     assert int(back[0].count) == 3
+
+
+def test_paper_storage_rounds_weights_and_first_moment_stochastically_and_keeps_the_second_moment_fp32():
+    from papers.unit_scaling.train import _store_first_moment, _to_fp16_stochastic
+
+    rng = np.random.default_rng(2)
+    params = {"w": jnp.asarray(rng.standard_normal((64, 32)) * 1e-2, jnp.float32)}
+    opt = optax.adamw(1e-3)
+    state = opt.init(params)
+    _, state = opt.update(jax.tree_util.tree_map(lambda x: x * 1e-3, params), state, params)
+    stored = _store_first_moment(state, jax.random.key(0))
+    w = np.asarray(params["w"])
+    lo = w.astype(np.float16)  # each value lands on one of its two FP16 neighbours (numpy's float16 the reference)
+    hi = np.nextafter(lo, np.where(lo.astype(np.float32) < w, np.float16(np.inf), np.float16(-np.inf)))
+    got = np.asarray(_to_fp16_stochastic(params, jax.random.key(1))["w"])
+    assert np.all((got == lo.astype(np.float32)) | (got == hi.astype(np.float32)))
+    assert 0.2 < (got != lo.astype(np.float32)).mean() < 0.8  # not round-to-nearest: both neighbours are drawn
+    # unbiased: the mean over many draws of one value approaches it far closer than an FP16 step
+    x = {"v": jnp.full((20000,), 1.0 + 2.0**-12, jnp.float32)}  # a quarter of the way from 1 to 1 + 2^-10
+    mean = float(np.asarray(_to_fp16_stochastic(x, jax.random.key(3))["v"]).mean())
+    assert abs(mean - (1.0 + 2.0**-12)) < 2.0**-15
+    mu, nu = np.asarray(stored[0].mu["w"]), np.asarray(stored[0].nu["w"])
+    assert np.array_equal(mu.astype(np.float16).astype(np.float32), mu)  # the first moment on the FP16 grid
+    np.testing.assert_array_equal(nu, np.asarray(state[0].nu["w"]))  # the second moment untouched (FP32)
+    assert (nu > 0).all() and (nu.astype(np.float16) == 0).mean() > 0.5  # which FP16 would have flushed
