@@ -12,6 +12,7 @@ section); `papers.umup.train.train_group` trains one sweep group.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from core.config import ConfigError, check_choice, check_range
@@ -19,7 +20,7 @@ from core.data.shakespeare import load_shakespeare
 from core.report import Report
 from core.runner import RunContext
 from core.unit_scaling.umup import PARAMETRIZATIONS, Mults
-from papers.umup.claims import claims, mean_curve, optimum
+from papers.umup.claims import best_grid_lr, claims
 from papers.umup.report import build_report
 from papers.umup.train import Group, GroupResult, train_group
 
@@ -43,18 +44,25 @@ class ModelConfig:
 @dataclass
 class Config:
     parametrizations: list[str] = field(default_factory=lambda: list(PARAMETRIZATIONS))
-    # at least 4 widths spanning 8x; muP's base width (where it equals SP) is the narrowest
-    widths: list[int] = field(default_factory=lambda: [16, 32, 64, 128])
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    # the learning-rate grid of each parametrization, as log2 of the global rate, one octave apart; wide enough to
-    # bracket every width's optimum (the report says when one is not)
+    # 16x, the paper's own span in Fig. 1(b) (256 -> 4096); muP's base width (where it equals SP) is the narrowest
+    widths: list[int] = field(default_factory=lambda: [16, 32, 64, 128, 256])
+    # 4 seeds: 256 ordered resamples for the optima's 95% intervals
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3])
+    # the learning-rate grid of each parametrization at the narrowest width, as log2 of the global rate, one octave
+    # apart, fixed before the run; each must bracket every width's optimum with two grid points on each side of the
+    # best one (the quadratic fit's reach; the report says when a curve does not bracket its optimum)
     log2_lrs: dict[str, list[float]] = field(
         default_factory=lambda: {
-            "sp": [-11.0, -10.0, -9.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.0],
-            "mup": [-9.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.0],
-            "umup": [-6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 0.0],
+            "sp": [-7.0, -6.0, -5.0, -4.0, -3.0, -2.0],
+            "mup": [-7.0, -6.0, -5.0, -4.0, -3.0, -2.0],
+            "umup": [-5.0, -4.0, -3.0, -2.0, -1.0, 0.0],
         }
     )
+    # octaves each doubling of the width moves a parametrization's grid: width w trains log2_lrs[p] + grid_shift[p]
+    # * log2(w / narrowest). SP's optimum falls about an octave per doubling under Adam (-4.1 at width 16, -7.4 at
+    # 128 in the 2026-11-26 run), so its grid follows it (-11 to -6 at width 256) instead of spanning -11 to -2 at
+    # every width; muP and u-muP keep one grid (0)
+    grid_shift: dict[str, float] = field(default_factory=lambda: {"sp": -1.0})
     model: ModelConfig = field(default_factory=ModelConfig)
     steps: int = 300
     batch_size: int = 8
@@ -94,6 +102,10 @@ class Config:
                 raise ConfigError(f"log2_lrs.{p}: give at least 3 learning rates (log2), got {grid}")
             if sorted(set(grid)) != list(grid):
                 raise ConfigError(f"log2_lrs.{p}={grid}: must be strictly increasing")
+        for p, shift in self.grid_shift.items():
+            check_choice("grid_shift", p, PARAMETRIZATIONS)
+            if not math.isfinite(shift):
+                raise ConfigError(f"grid_shift.{p}={shift}: give a finite number of octaves per doubling of width")
         check_choice("fp8_head", self.fp8_head, ["low", "fp32"])
         for name in self.mults:
             check_choice("mults", name, MULT_NAMES)
@@ -110,8 +122,11 @@ class Config:
             check_range(name, getattr(self, name), ge=1)
 
 
-def _lrs(c, parametrization: str) -> tuple[float, ...]:
-    return tuple(2.0 ** float(e) for e in c.log2_lrs[parametrization])
+def grid(c, parametrization: str, width: int) -> tuple[float, ...]:
+    """The learning rates a parametrization's sweep trains at `width`: its declared grid moved by grid_shift
+    octaves per doubling of the width over the narrowest."""
+    shift = c.grid_shift.get(parametrization, 0.0) * math.log2(width / min(c.widths))
+    return tuple(2.0 ** (float(e) + shift) for e in c.log2_lrs[parametrization])
 
 
 def reproduce(cfg, run: RunContext) -> Report:
@@ -123,10 +138,10 @@ def reproduce(cfg, run: RunContext) -> Report:
     def train(group: Group) -> GroupResult:
         return train_group(c, corpus, group, run.checkpoint_dir, run.resume)
 
-    sweeps = {(p, w): train(Group(p, w, _lrs(c, p), seeds)) for p in c.parametrizations for w in widths}
+    sweeps = {(p, w): train(Group(p, w, grid(c, p, w), seeds)) for p in c.parametrizations for w in widths}
 
     def best_lr(p: str, w: int) -> float:
-        return 2.0 ** optimum(*mean_curve(sweeps[(p, w)])).grid_log2_lr
+        return best_grid_lr(sweeps[(p, w)])
 
     fp8 = {
         p: train(Group(p, widths[-1], (best_lr(p, widths[-1]),), seeds, fp8=True, fp8_head=c.fp8_head))

@@ -1,7 +1,9 @@
 """Everything the u-muP report shows, computed once from the training results: each learning-rate sweep's curves
-and optima (seed mean and per seed), how far each parametrization's optimum moves with width, the one-at-a-time
-hyperparameter sweeps and the FP8 runs' gaps to their FP32 twins. The statistics are papers/umup/claims.py's (where
-the claims lock fingerprints them); papers/umup/report.py only formats an `Analysis`."""
+and optima (seed mean with its interval over seed resamples, per seed, and the old 3-point estimate beside), how far
+each parametrization's optimum moves with width (both estimates), u-muP's loss against SP's and muP's at the widest
+width, the one-at-a-time hyperparameter sweeps and the FP8 runs' gaps to their FP32 twins. The statistics are
+papers/umup/claims.py's (where the claims lock fingerprints them); papers/umup/report.py only formats an
+`Analysis`."""
 
 from __future__ import annotations
 
@@ -11,7 +13,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.report import Interval
-from papers.umup.claims import Optimum, drift, mean_curve, mult_gains, optimum, rel_gaps
+from core.stats import seed_mean
+from papers.umup.claims import (
+    Optimum,
+    best_grid_lr,
+    drift,
+    mean_curve,
+    mult_gains,
+    optimum,
+    percentile_interval,
+    rel_gaps,
+    resampled_optima,
+    three_point_optimum,
+)
 from papers.umup.train import GroupResult
 
 
@@ -23,8 +37,10 @@ class Sweep:
     log2_lrs: np.ndarray  # the grid, ascending
     mean: np.ndarray  # validation loss per learning rate, mean over the seeds (+inf where a run diverged)
     per_seed: np.ndarray  # [learning rates, seeds]: each seed's curve
-    optimum: Optimum  # of the seed-mean curve
-    seed_optima: list[float]  # the optimal log2 learning rate of each seed's curve alone
+    optimum: Optimum  # of the seed-mean curve (claims.optimum: the quadratic fit)
+    interval: Interval | str  # its percentile interval over seed resamples; "not bracketed" without an estimate
+    old: Optimum  # the estimate used until issue 44 (claims.three_point_optimum: 3 points, clamped)
+    seed_optima: list[float]  # the optimal log2 learning rate of each seed's curve alone (NaN: not bracketed)
 
 
 @dataclass(frozen=True)
@@ -52,13 +68,27 @@ class FP8Run:
 
 
 @dataclass(frozen=True)
+class LossGap:
+    """u-muP's validation loss against another parametrization's at the widest width, each at the best grid point of
+    its own seed-mean curve."""
+
+    other: str
+    width: int
+    umup_loss: float  # seed mean
+    other_loss: float  # seed mean
+    rel: Interval | float  # (u-muP - other) / other per seed: mean with its t interval (one seed: the value)
+
+
+@dataclass(frozen=True)
 class Analysis:
     parametrizations: list[str]
     widths: list[int]  # ascending
     seeds: list[int]
     sweeps: dict[tuple[str, int], Sweep]
     drift: dict[str, Interval | str]  # the optimum's move from the narrowest width to the widest (octaves)
-    slope: dict[str, float]  # least-squares slope of the optimal log2 lr against log2 width (NaN if one diverged)
+    old_drift: dict[str, Interval | str]  # the same with the old 3-point clamped estimate
+    slope: dict[str, float]  # least-squares slope of the optimal log2 lr against log2 width (NaN if one is missing)
+    gaps: list[LossGap]  # u-muP against SP and muP at the widest width
     mults: MultSweeps | None
     fp8: dict[str, FP8Run]
     train_seconds: float  # every group's training time
@@ -75,9 +105,15 @@ class Analysis:
         c = cfg.umup
         seeds = [int(s) for s in c.seeds]
         widths = sorted(int(w) for w in c.widths)
-        analysed = {(p, w): _sweep(sweeps[(p, w)], seeds) for p in c.parametrizations for w in widths}
-        drifts = {p: drift({w: sweeps[(p, w)] for w in widths}, seeds)[0] for p in c.parametrizations}
+        analysed = {}
+        for p in c.parametrizations:
+            draws = resampled_optima({w: sweeps[(p, w)] for w in widths}, seeds, optimum)
+            analysed |= {(p, w): _sweep(sweeps[(p, w)], seeds, draws[:, i]) for i, w in enumerate(widths)}
+        by_width = {p: {w: sweeps[(p, w)] for w in widths} for p in c.parametrizations}
+        drifts = {p: drift(by_width[p], seeds, optimum)[0] for p in c.parametrizations}
+        old_drifts = {p: drift(by_width[p], seeds, three_point_optimum)[0] for p in c.parametrizations}
         slopes = {p: _slope({w: analysed[(p, w)].optimum for w in widths}) for p in c.parametrizations}
+        others = [p for p in ("sp", "mup") if p in c.parametrizations] if "umup" in c.parametrizations else []
         everything = [*sweeps.values(), *fp8.values(), *mult_sweeps.values()]
         return cls(
             parametrizations=list(c.parametrizations),
@@ -85,7 +121,9 @@ class Analysis:
             seeds=seeds,
             sweeps=analysed,
             drift=drifts,
+            old_drift=old_drifts,
             slope=slopes,
+            gaps=[_loss_gap(sweeps, p, widths[-1], seeds) for p in others],
             mults=_mult_sweeps(widths[0], sweeps[("umup", widths[0])], mult_sweeps, seeds, c.mults)
             if mult_sweeps
             else None,
@@ -97,20 +135,38 @@ class Analysis:
     def optimum(self, parametrization: str, width: int) -> Optimum:
         return self.sweeps[(parametrization, width)].optimum
 
-    def edges(self, parametrization: str) -> list[int]:
-        """The widths whose optimum sits at the edge of the learning-rate grid (not bracketed)."""
-        return [w for w in self.widths if self.optimum(parametrization, w).at_edge]
+    def unbracketed(self, parametrization: str) -> dict[int, str]:
+        """width -> why its seed-mean curve has no estimate of the optimum (the grid edge, a fit not convex, ...)."""
+        return {w: o.unbracketed for w in self.widths if not (o := self.optimum(parametrization, w)).bracketed}
 
 
-def _sweep(result: GroupResult, seeds: list[int]) -> Sweep:
+def _sweep(result: GroupResult, seeds: list[int], draws: np.ndarray) -> Sweep:
     x, mean = mean_curve(result, seeds)
+    best = optimum(x, mean)
     return Sweep(
         result=result,
         log2_lrs=x,
         mean=mean,
         per_seed=np.stack([mean_curve(result, [s])[1] for s in seeds], axis=1),
-        optimum=optimum(x, mean),
+        optimum=best,
+        interval=percentile_interval(best.log2_lr, draws) if best.bracketed else "not bracketed",
+        old=three_point_optimum(x, mean),
         seed_optima=[optimum(*mean_curve(result, [s])).log2_lr for s in seeds],
+    )
+
+
+def _loss_gap(sweeps: dict[tuple[str, int], GroupResult], other: str, width: int, seeds: list[int]) -> LossGap:
+    """u-muP against `other`, each at the best grid point of its seed-mean curve; the per-seed gaps pair the same
+    seed's runs."""
+    a, b = (sweeps[(q, width)].at_lr(best_grid_lr(sweeps[(q, width)], seeds)) for q in ("umup", other))
+    gaps = [(a[s] - b[s]) / b[s] for s in seeds]
+    finite = all(map(math.isfinite, gaps))
+    return LossGap(
+        other,
+        width,
+        float(np.mean([a[s] for s in seeds])),
+        float(np.mean([b[s] for s in seeds])),
+        seed_mean(gaps) if finite and len(gaps) > 1 else float(np.mean(gaps)),
     )
 
 

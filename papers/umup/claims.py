@@ -7,60 +7,94 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from core.report import Claim, Fact, Interval, at_most, interval_above, interval_below, or_diverged
+from core.report import Claim, Interval, at_most, equivalent, interval_above, interval_below, or_diverged
 from core.stats import seed_difference, seed_mean
 from papers.umup.train import GroupResult
 
-# how far (octaves of the learning rate over the swept width range) an optimum may move and still "stay put": one
-# step of the paper's learning-rate grids (papers/umup/REFERENCES.md, UMUP-FIG1B: "the best LR for width 256 is
-# ~optimal for 4096", one grid point over 16x); the same line decides that SP's optimum moves
-TRANSFER_OCTAVES = 1.0
+# u-muP's optimum "stays put" when its move over the swept widths lies within +-0.5 octave: half our grid step, so
+# finer than the grid. The paper gives no number (REFERENCES.md, UMUP-FIG1B: "the best LR for width 256 is ~optimal
+# for 4096", over 16x); the margin is ours.
+TRANSFER_MARGIN = 0.5
+# SP's optimum "moves" when it falls by more than one octave (one grid step) over the swept widths (MUP-SP-DRIFT)
+SP_DRIFT_OCTAVES = 1.0
 # UMUP-FIG1A: "an LR sweep alone reaches near-optimal loss for u-muP"; UMUP-FIG1C: "minimal degradation" in FP8.
 # Both thresholds are our reading of those figures (REFERENCES.md says so): 1% of the loss
 NEAR_OPTIMAL_REL = 0.01
 FP8_GAP_REL = 0.01
-BOOTSTRAP_CONFIDENCE = 0.9
+BOOTSTRAP_CONFIDENCE = 0.95
+# seed resamples for the optimum's interval: every ordered resample with replacement while there are at most this
+# many (n^n: 256 at 4 seeds), else this many drawn at random
+RESAMPLES = 2000
+# grid points on each side of the best one that the optimum's quadratic fit uses (5 points where the grid allows)
+FIT_REACH = 2
 HEADS = {"low": "the readout included", "fp32": "the readout kept in FP32"}
 
-DRIFT_UNIT = "3 seeds (every ordered resample of the seeds with replacement, 27)"
-FP8_UNIT = "3 seeds (paired by seed with the FP32 run)"
+
+def _seeds(n: int, what: str) -> str:
+    return f"{n} seed{'s' if n != 1 else ''} ({what})"
 
 
 def _claims(cfg) -> dict[str, Claim]:
     c = cfg.umup
     widths = sorted(c.widths)
+    n = len(c.seeds)
     span = f"{widths[0]} to {widths[-1]} ({widths[-1] // widths[0]}x)"
-    out = []
+    ordered = n**n <= RESAMPLES
+    drift_unit = _seeds(
+        n,
+        f"{'every ordered resample' if ordered else 'random resamples'} of the seeds with replacement, "
+        f"{n**n if ordered else RESAMPLES}; the same resample at every width",
+    )
+    fp8_unit = _seeds(n, "paired by seed with the FP32 run")
     drift = (
-        f"log2 of the optimal learning rate at width {widths[-1]} minus at width {widths[0]} (octaves; sub-grid "
-        "optimum of the seed-mean validation loss; interval over seed resamples)"
+        f"log2 of the optimal learning rate at width {widths[-1]} minus at width {widths[0]} (octaves; vertex of a "
+        "least-squares quadratic fit to the seed-mean validation loss; interval over seed resamples)"
     )
     drift_statistic = (
-        f"move of the optimal log2 learning rate from width {widths[0]} to {widths[-1]} (octaves): parabola vertex "
-        "through the best grid point of the seed-mean validation loss, clamped to +-0.5 grid step of it; 90% "
-        "percentile interval over seed resamples"
+        f"move of the optimal log2 learning rate from width {widths[0]} to {widths[-1]} (octaves): vertex, not "
+        f"clamped, of the least-squares quadratic in log2 lr through the finite points of the seed-mean validation "
+        f"loss within {FIT_REACH} grid points of the best one; {100 * BOOTSTRAP_CONFIDENCE:g}% percentile interval "
+        "over seed resamples (a resample whose fit does not bracket its optimum counts against the claim)"
     )
+    out = []
     if "sp" in c.parametrizations:
         out.append(
             Claim(
                 "sp-lr-drifts",
                 f"SP: the optimal learning rate moves down with width over {span}: {drift}",
                 "moves with width (Fig. 1(b) context; muP's motivation)",
-                interval_below(-TRANSFER_OCTAVES),
+                interval_below(-SP_DRIFT_OCTAVES),
                 measure=measure_drift,
                 source="MUP-SP-DRIFT",
                 statistic=drift_statistic,
                 confidence=BOOTSTRAP_CONFIDENCE,
-                unit=DRIFT_UNIT,
-                resolution="interval half-width ~0.06 octaves (README run: SP 3.30 [3.23, 3.35]) against a 1-octave "
-                "bound",
+                unit=drift_unit,
+                resolution="pilot (the 3-seed run of 2026-11-26 refitted, widths 16 to 128, 27 resamples): SP "
+                "-3.51 [-3.63, -3.48] (95%), half-width ~0.07 octave against a bound 2.5 octaves away",
             )
         )
     if "umup" in c.parametrizations:
+        out.append(
+            Claim(
+                "umup-lr-transfers",
+                f"u-muP: the optimal learning rate stays put over widths {span}: {drift}",
+                "best LR at 256 ~optimal at 4096 (Fig. 1(b))",
+                equivalent(-TRANSFER_MARGIN, TRANSFER_MARGIN),
+                measure=measure_drift,
+                source="UMUP-FIG1B",
+                statistic=drift_statistic,
+                confidence=BOOTSTRAP_CONFIDENCE,
+                unit=drift_unit,
+                resolution="pilot (the 3-seed run of 2026-11-26 refitted, widths 16 to 128, 27 resamples): u-muP "
+                "+0.05 [+0.02, +0.12] (95%), half-width ~0.05 octave (single widths' up to ~0.25) against the +-0.5 "
+                "margin",
+            )
+        )
         if c.mults:
             out.append(
                 Claim(
@@ -73,9 +107,11 @@ def _claims(cfg) -> dict[str, Claim]:
                     measure=measure_defaults,
                     source="UMUP-FIG1A",
                     statistic="largest relative drop of the seed-mean validation loss over the one-at-a-time sweeps "
-                    "against all-default (0 when none is lower)",
-                    unit="3 seeds (seed means; decided on the point value)",
-                    resolution="point value, no interval: the README run's best gain 0.33% against the 1% bound",
+                    "against all-default (0 when none is lower); the best setting's paired-by-seed t interval in "
+                    "the detail (the best of many, so biased upward)",
+                    unit=_seeds(n, "seed means; decided on the point value"),
+                    resolution="point value, no interval: the 2026-11-26 run's best gain 0.33% (paired by seed [-0.05, "
+                    "0.71]%) against the 1% bound",
                 )
             )
     if "umup" in c.fp8_parametrizations:
@@ -84,17 +120,16 @@ def _claims(cfg) -> dict[str, Claim]:
                 "umup-fp8-close",
                 f"u-muP at width {widths[-1]} trained with plain FP8 casts (E4M3 forward, E5M2 gradients, every "
                 f"linear layer, {HEADS[c.fp8_head]}, no scaling): validation loss relative to its FP32 twin, mean "
-                "over seeds "
-                "(paired by seed; interval beside)",
+                "over seeds (paired by seed), decided on its interval",
                 "minimal degradation (Fig. 1(c))",
                 at_most(FP8_GAP_REL),
                 measure=measure_fp8_close,
                 source="UMUP-FIG1C",
-                statistic="relative validation-loss gap (FP8 - FP32) / FP32, mean over seeds (t interval reported "
-                "beside, not decided on)",
-                unit=FP8_UNIT + "; decided on the point value",
-                resolution="point value; its 95% t interval half-width ~1.2% at 3 seeds (README run: 1.76% [0.53, "
-                "3.00])",
+                statistic="relative validation-loss gap (FP8 - FP32) / FP32, mean over seeds with the 95% t interval "
+                "of the paired per-seed gaps (non-inferiority: the whole interval at or below 1%)",
+                unit=fp8_unit,
+                resolution="t interval half-width ~0.8% at 4 seeds (per-seed std ~0.5% in the 3-seed run of "
+                "2026-11-26: 1.76% [0.53, 3.00]) against the 1% bound",
             )
         )
     if {"umup", "sp"} <= set(c.fp8_parametrizations):
@@ -107,8 +142,9 @@ def _claims(cfg) -> dict[str, Claim]:
                 measure=measure_sp_fp8_worse,
                 source="UMUP-FIG1C",
                 statistic="SP's relative FP8 gap minus u-muP's, Welch t interval over seeds",
-                unit=FP8_UNIT,
-                resolution="Welch half-width ~5% at 3 seeds (README run: SP 17.4% [12.3, 22.6]) against a bound of 0",
+                unit=fp8_unit,
+                resolution="Welch half-width ~5% at 3 seeds, ~3.5% at 4 (the 2026-11-26 run: 15.6% [10.9, 20.4]) "
+                "against a bound of 0",
             )
         )
     return {claim.id: claim for claim in out}
@@ -117,34 +153,6 @@ def _claims(cfg) -> dict[str, Claim]:
 def claims(cfg) -> list[Claim]:
     """The claims, declared before the run (the runner records them and checks the report keeps them)."""
     return list(_claims(cfg).values())
-
-
-def facts(cfg, sweeps: dict[tuple[str, int], GroupResult]) -> list[Fact]:
-    """Rows that are not claims. `umup-lr-transfers` was a claim until issue 41 (papers/umup/ledger.py): decided
-    within one grid step with each width's vertex clamped to half a step of its best grid point, it held unless
-    the best grid point moved, so it is reported as a construction, not counted."""
-    c = cfg.umup
-    if "umup" not in c.parametrizations:
-        return []
-    widths = sorted(int(w) for w in c.widths)
-    moved = drift({w: sweeps[("umup", w)] for w in widths}, [int(s) for s in c.seeds])[0]
-    return [
-        Fact(
-            "umup-lr-transfers",
-            f"u-muP: the optimal learning rate stays put over widths {widths[0]} to {widths[-1]} "
-            f"({widths[-1] // widths[0]}x): the move of the optimal log2 learning rate (octaves; sub-grid optimum of "
-            f"the seed-mean validation loss; {100 * BOOTSTRAP_CONFIDENCE:g}% interval over seed resamples)",
-            moved,
-            "construction",
-            f"Within +-{TRANSFER_OCTAVES:g} octave by construction whenever the best grid point is the same at both "
-            "widths: the grid step is 1 octave and papers/umup/claims.optimum clamps each width's parabola vertex to "
-            "+-0.5 step of its best grid point, so the move lies in (grid move) +- 1 octave. It reports where the "
-            "optimum sits; it does not test transfer. Until issue 41 it was the claim umup-lr-transfers "
-            f"(interval within [-{TRANSFER_OCTAVES:g}, {TRANSFER_OCTAVES:g}]); papers/umup/ledger.py records the "
-            "removal. A claim decided without the clamp is for a later issue.",
-            paper="best LR at 256 ~optimal at 4096 (Fig. 1(b))",
-        )
-    ]
 
 
 # ---------------------------------------------------------------------------------------------- analysis
@@ -162,36 +170,89 @@ def mean_curve(result: GroupResult, seeds: list[int] | None = None) -> tuple[np.
     return np.log2(lrs), np.asarray([np.mean([by_lr[lr][s] for s in seeds or by_lr[lr]]) for lr in lrs])
 
 
+def best_grid_lr(result: GroupResult, seeds: list[int] | None = None) -> float:
+    """The grid learning rate with the lowest seed-mean validation loss, as trained (so runs at it pair up exactly
+    with `GroupResult.at_lr`)."""
+    return sorted(set(result.lr))[int(np.argmin(mean_curve(result, seeds)[1]))]
+
+
 @dataclass(frozen=True)
 class Optimum:
     """The optimal learning rate of one loss-against-learning-rate curve."""
 
-    log2_lr: float  # the sub-grid estimate (parabola through the best grid point and its neighbours)
+    log2_lr: float  # the estimate (NaN where the curve does not bracket it: `unbracketed` says why)
     grid_log2_lr: float  # the best grid point
     loss: float  # the best grid point's loss
-    at_edge: bool  # the best grid point is the first or last: the optimum is not bracketed
+    at_edge: bool  # the best grid point is the first or last
+    unbracketed: str = ""  # why there is no estimate; "" when there is one
+
+    @property
+    def bracketed(self) -> bool:
+        return not self.unbracketed
 
 
-def optimum(log2_lrs: np.ndarray, losses: np.ndarray) -> Optimum:
-    """Where the loss-vs-log2(lr) curve is lowest: the best grid point refined by the parabola through it and its
-    two neighbours, the vertex kept within half a grid step of it."""
+def _best_grid_point(x: np.ndarray, y: np.ndarray) -> tuple[int, Optimum]:
+    """The index of the lowest finite loss and the Optimum that only knows it (its estimate still NaN)."""
+    b = int(np.argmin(np.where(np.isfinite(y), y, np.inf)))
+    return b, Optimum(math.nan, float(x[b]), float(y[b]), b in (0, len(x) - 1))
+
+
+def optimum(log2_lrs: np.ndarray, losses: np.ndarray, reach: int = FIT_REACH) -> Optimum:
+    """Where the loss-vs-log2(lr) curve is lowest: the vertex of the least-squares quadratic in log2 lr through the
+    finite points within `reach` grid points of the best one (2 * reach + 1 where the grid allows), not clamped, so
+    it can sit anywhere between the fitted points. No estimate (NaN, with the reason) where the best grid point is
+    the first or last, fewer than 3 points are finite, the fit is not convex or its vertex lies outside the fitted
+    points: the grid does not bracket the optimum there."""
     x, y = np.asarray(log2_lrs, float), np.asarray(losses, float)
     if len(x) == 0 or not np.isfinite(y).any():
-        return Optimum(math.nan, math.nan, math.inf, True)
-    b = int(np.nanargmin(np.where(np.isfinite(y), y, np.inf)))
-    edge = b in (0, len(x) - 1)
-    best = float(x[b])
-    if not edge and np.isfinite(y[b - 1]) and np.isfinite(y[b + 1]):
+        return Optimum(math.nan, math.nan, math.inf, True, "no finite loss")
+    b, best = _best_grid_point(x, y)
+    if best.at_edge:
+        return replace(best, unbracketed="the best grid point is the grid's edge")
+    window = slice(max(b - reach, 0), b + reach + 1)
+    keep = np.isfinite(y[window])
+    xs, ys = x[window][keep], y[window][keep]
+    if len(xs) < 3:
+        return replace(best, unbracketed=f"{len(xs)} finite points near the best")
+    # centred on the best grid point (well conditioned): ys ~ c0 + c1 (xs - x_b) + c2 (xs - x_b)^2
+    u = xs - x[b]
+    (_, c1, c2), *_ = np.linalg.lstsq(np.stack([np.ones_like(u), u, u * u], axis=1), ys, rcond=None)
+    if not c2 > 0:
+        return replace(best, unbracketed="the fitted quadratic is not convex")
+    vertex = float(x[b] - c1 / (2 * c2))
+    if not xs[0] <= vertex <= xs[-1]:
+        return replace(best, unbracketed=f"the fit's vertex {vertex:.2f} lies outside [{xs[0]:g}, {xs[-1]:g}]")
+    return replace(best, log2_lr=vertex)
+
+
+def three_point_optimum(log2_lrs: np.ndarray, losses: np.ndarray) -> Optimum:
+    """The estimate used until issue 44 (the report's "old" column): the vertex of the parabola through the best
+    grid point and its two neighbours, clamped to half a grid step of it; at the grid's edge, or with a diverged
+    neighbour, the best grid point itself. On an even grid the clamp never binds: with a = y[b-1] - y[b] >= 0 and
+    c = y[b+1] - y[b] >= 0 the vertex lies (h / 2)(a - c)/(a + c) from the best point, within +-h/2, so the
+    estimate is tied to the best grid point (tests/papers/umup/test_reproduce.py shows both)."""
+    x, y = np.asarray(log2_lrs, float), np.asarray(losses, float)
+    if len(x) == 0 or not np.isfinite(y).any():
+        return Optimum(math.nan, math.nan, math.inf, True, "no finite loss")
+    b, best = _best_grid_point(x, y)
+    if best.at_edge:
+        return replace(best, log2_lr=best.grid_log2_lr, unbracketed="the best grid point is the grid's edge")
+    vertex = best.grid_log2_lr
+    if np.isfinite(y[b - 1]) and np.isfinite(y[b + 1]):
         h = (x[b + 1] - x[b - 1]) / 2
         curvature = y[b - 1] - 2 * y[b] + y[b + 1]
         if curvature > 0:
-            shift = h / 2 * (y[b - 1] - y[b + 1]) / curvature
-            best = float(x[b] + np.clip(shift, -h / 2, h / 2))
-    return Optimum(best, float(x[b]), float(y[b]), edge)
+            vertex = float(x[b] + np.clip(h / 2 * (y[b - 1] - y[b + 1]) / curvature, -h / 2, h / 2))
+    return replace(best, log2_lr=vertex)
 
 
-def _resamples(seeds: list[int], limit: int = 1000) -> list[list[int]]:
-    """Every ordered resample of the seeds with replacement (or `limit` random ones when there are more)."""
+# how an optimum is estimated from one curve: (log2 lrs, losses) -> Optimum
+Estimator = Callable[[np.ndarray, np.ndarray], Optimum]
+
+
+def resamples(seeds: list[int], limit: int = RESAMPLES) -> list[list[int]]:
+    """Every ordered resample of the seeds with replacement (n^n of them), or `limit` random ones when there are
+    more."""
     n = len(seeds)
     if n**n <= limit:
         return [list(t) for t in itertools.product(seeds, repeat=n)]
@@ -199,23 +260,45 @@ def _resamples(seeds: list[int], limit: int = 1000) -> list[list[int]]:
     return [list(rng.choice(seeds, n)) for _ in range(limit)]
 
 
-def drift(results: dict[int, GroupResult], seeds: list[int]) -> tuple[Interval | str, dict[int, Optimum]]:
-    """The optimum's move from the narrowest to the widest width (octaves), with a percentile interval over seed
-    resamples; "not bracketed" when either optimum sits at the edge of the grid."""
+def resampled_optima(results: dict[int, GroupResult], seeds: list[int], estimator: Estimator) -> np.ndarray:
+    """[resample, width (ascending)]: the optimal log2 lr of each width's curve averaged over each seed resample,
+    the same resample at every width (a seed's runs at the different widths share their data order); NaN where
+    that curve does not bracket its optimum."""
     widths = sorted(results)
-    lo, hi = results[widths[0]], results[widths[-1]]
-    optima = {w: optimum(*mean_curve(results[w], seeds)) for w in widths}
-    if optima[widths[0]].at_edge or optima[widths[-1]].at_edge:
-        return "not bracketed", optima
-    estimate = optima[widths[-1]].log2_lr - optima[widths[0]].log2_lr
-    values = [optimum(*mean_curve(hi, s)).log2_lr - optimum(*mean_curve(lo, s)).log2_lr for s in _resamples(seeds)]
+    return np.asarray([[estimator(*mean_curve(results[w], s)).log2_lr for w in widths] for s in resamples(seeds)])
+
+
+def percentile_interval(estimate: float, values: np.ndarray) -> Interval | str:
+    """`estimate` with the BOOTSTRAP_CONFIDENCE percentile interval of its resampled `values`. A NaN value (a
+    resample without an estimate) counts against whatever the interval is used for: as -inf for the low end and
+    +inf for the high end; where that reaches an end, there is no interval ("not bracketed in k of n resamples").
+    The interval is widened to hold the estimate."""
+    values = np.asarray(values, float)
+    missing = int(np.isnan(values).sum())
     q = (1 - BOOTSTRAP_CONFIDENCE) / 2
-    low, high = np.nanquantile(values, [q, 1 - q])
-    n = len(values)
-    return (
-        Interval(estimate, min(low, estimate), max(high, estimate), BOOTSTRAP_CONFIDENCE, f"{n} seed resamples"),
-        optima,
-    )
+    with np.errstate(invalid="ignore"):
+        low = np.quantile(np.where(np.isnan(values), -np.inf, values), q)
+        high = np.quantile(np.where(np.isnan(values), np.inf, values), 1 - q)
+    if not (math.isfinite(estimate) and math.isfinite(low) and math.isfinite(high)):
+        return f"not bracketed in {missing} of {len(values)} resamples"
+    method = f"percentile, {len(values)} seed resamples" + (f" ({missing} without an optimum)" if missing else "")
+    return Interval(estimate, min(low, estimate), max(high, estimate), BOOTSTRAP_CONFIDENCE, method)
+
+
+def drift(
+    results: dict[int, GroupResult], seeds: list[int], estimator: Estimator
+) -> tuple[Interval | str, dict[int, Optimum]]:
+    """The optimum's move from the narrowest to the widest width (octaves) by `estimator` (`optimum`; the report
+    also shows `three_point_optimum`'s), with a percentile interval over seed resamples; "not bracketed (...)" when
+    either width's seed-mean curve has no estimate. Also each width's optimum of the seed-mean curve."""
+    widths = sorted(results)
+    optima = {w: estimator(*mean_curve(results[w], seeds)) for w in widths}
+    for w in (widths[0], widths[-1]):
+        if not optima[w].bracketed:
+            return f"not bracketed (width {w}: {optima[w].unbracketed})", optima
+    draws = resampled_optima({w: results[w] for w in (widths[0], widths[-1])}, seeds, estimator)
+    estimate = optima[widths[-1]].log2_lr - optima[widths[0]].log2_lr
+    return percentile_interval(estimate, draws[:, -1] - draws[:, 0]), optima
 
 
 def rel_gaps(fp8: GroupResult, fp32: GroupResult) -> list[float]:
@@ -226,9 +309,10 @@ def rel_gaps(fp8: GroupResult, fp32: GroupResult) -> list[float]:
 
 def mult_gains(
     base: GroupResult, mult_sweeps: dict[tuple[str, float], GroupResult], seeds: list[int]
-) -> tuple[float, float, list[tuple[str, float, float, float]], tuple[float, str | None]]:
+) -> tuple[float, float, list[tuple[str, float, float, float]], tuple[float, tuple[str, float] | None]]:
     """u-muP's one-at-a-time sweeps against the all-default run at their learning rate: (that rate, the
-    all-default seed-mean loss, [(name, value, seed-mean loss, relative gain)], (best gain, 'name=value'))."""
+    all-default seed-mean loss, [(name, value, seed-mean loss, relative gain)], (best gain, its (name, value), None
+    when nothing beat the defaults))."""
     lr = mult_sweeps[next(iter(mult_sweeps))].lr[0]
     default = base.at_lr(lr)
     default_mean = float(np.mean([default[s] for s in seeds]))
@@ -239,8 +323,14 @@ def mult_gains(
         gain = (default_mean - mean) / default_mean
         rows.append((name, value, mean, gain))
         if gain > best[0]:
-            best = (gain, f"{name}={value:g}")
+            best = (gain, (name, value))
     return lr, default_mean, rows, best
+
+
+def paired_gain(default: dict[int, float], swept: dict[int, float], seeds: list[int]) -> Interval:
+    """The relative gain (default - swept) / default per seed, with the t interval over the seeds (paired: both runs
+    of a seed see the same batches)."""
+    return seed_mean([(default[s] - swept[s]) / default[s] for s in seeds])
 
 
 # Each claim's measuring function (its `measure=`, fingerprinted with its rule into papers/umup/claims.lock.json):
@@ -252,23 +342,32 @@ def measure_drift(claim: Claim, cfg, sweeps, fp8, mult_sweeps) -> Claim:
     """The optimum's move with width of the parametrization the claim names (its id's first word)."""
     p = claim.id.split("-")[0]
     widths = sorted(int(w) for w in cfg.umup.widths)
-    return claim.measured(drift({w: sweeps[(p, w)] for w in widths}, [int(s) for s in cfg.umup.seeds])[0])
+    return claim.measured(drift({w: sweeps[(p, w)] for w in widths}, [int(s) for s in cfg.umup.seeds], optimum)[0])
 
 
 def measure_defaults(claim: Claim, cfg, sweeps, fp8, mult_sweeps) -> Claim:
     if not mult_sweeps:
         return claim
     proxy = min(int(w) for w in cfg.umup.widths)
-    _, default_mean, _, best = mult_gains(sweeps[("umup", proxy)], mult_sweeps, [int(s) for s in cfg.umup.seeds])
-    return claim.measured(best[0], f"best: {best[1] or 'the defaults'}; all-default loss {default_mean:.3f}")
+    seeds = [int(s) for s in cfg.umup.seeds]
+    lr, default_mean, _, (gain, best) = mult_gains(sweeps[("umup", proxy)], mult_sweeps, seeds)
+    if best is None:
+        return claim.measured(gain, f"best: the defaults; all-default loss {default_mean:.3f}")
+    paired = ""
+    if len(seeds) > 1:
+        interval = paired_gain(sweeps[("umup", proxy)].at_lr(lr), mult_sweeps[best].at_lr(), seeds)
+        paired = f" (paired by seed: {interval}; the best of {len(mult_sweeps)} settings, so biased upward)"
+    return claim.measured(gain, f"best: {best[0]}={best[1]:g}{paired}; all-default loss {default_mean:.3f}")
 
 
 def measure_fp8_close(claim: Claim, cfg, sweeps, fp8, mult_sweeps) -> Claim:
+    """The mean relative gap with its t interval over the paired per-seed gaps (one seed: the gap alone)."""
     if "umup" not in fp8:
         return claim
     g = rel_gaps(fp8["umup"], sweeps[("umup", fp8["umup"].width)])
-    value = float(np.mean(g)) if all(map(math.isfinite, g)) else "diverged"
-    return claim.measured(value, str(seed_mean(g)) if value != "diverged" and len(g) > 1 else "")
+    if not all(map(math.isfinite, g)):
+        return claim.measured("diverged")
+    return claim.measured(seed_mean(g) if len(g) > 1 else float(g[0]))
 
 
 def measure_sp_fp8_worse(claim: Claim, cfg, sweeps, fp8, mult_sweeps) -> Claim:

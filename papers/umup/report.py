@@ -1,8 +1,9 @@
-"""The u-muP report: the optimal learning rate of every parametrization and width (with its spread over seeds), the
-FP8 runs beside their FP32 twins, the hyperparameter sweeps at the proxy width, and the figures in the paper's style
-(loss against learning rate, one curve per width). The numbers are computed once, in papers/umup/analysis.py; each
-function here formats one table or figure of an `Analysis`. The claims are declared and measured in
-papers/umup/claims.py."""
+"""The u-muP report: the optimal learning rate of every parametrization and width (with its interval over seed
+resamples and the old 3-point estimate beside), how far it moves with width, u-muP's loss against SP's and muP's at
+the widest width, the FP8 runs beside their FP32 twins, the hyperparameter sweeps at the proxy width, and the figures
+in the paper's style (loss against learning rate, one curve per width). The numbers are computed once, in
+papers/umup/analysis.py; each function here formats one table or figure of an `Analysis`. The claims are declared
+and measured in papers/umup/claims.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from core import plots
 from core.report import Figure, Interval, Report, Table, fixed
 from core.stats import seed_mean
 from papers.umup.analysis import Analysis
-from papers.umup.claims import HEADS, claims, facts, measure  # noqa: F401  (claims: re-exported)
+from papers.umup.claims import HEADS, TRANSFER_MARGIN, Optimum, claims, measure  # noqa: F401  (claims: re-exported)
 from papers.umup.train import GroupResult
 
 NAMES = {"sp": "SP", "mup": "muP", "umup": "u-muP"}
@@ -33,6 +34,8 @@ def build_report(
     a = Analysis.from_results(cfg, sweeps, fp8, mult_sweeps)
     c = cfg.umup
     tables = [optimal_lr_table(a), drift_table(a)]
+    if a.gaps:
+        tables.append(loss_gap_table(a, c.steps))
     figures = [sweeps_figure(a), optimum_figure(a)]
     if a.mults:
         tables.append(mults_table(a))
@@ -47,11 +50,22 @@ def build_report(
         figures=figures,
         metrics=metrics(a),
         notes=notes(a, c),
-        facts=facts(cfg, sweeps),
     )
 
 
 # ---------------------------------------------------------------------------------------------- tables
+
+
+def _octaves(x: float) -> str:
+    return fixed(x, 2, missing="-")
+
+
+def _optimum_cell(o: Optimum, interval: Interval | str) -> Interval | str:
+    """The optimum with its interval; the estimate alone with the reason where the resamples give no interval; the
+    reason alone where the seed-mean curve gives no estimate."""
+    if not o.bracketed:
+        return f"- ({o.unbracketed})"
+    return interval if isinstance(interval, Interval) else f"{o.log2_lr:.2f} ({interval})"
 
 
 def optimal_lr_table(a: Analysis) -> Table:
@@ -65,9 +79,11 @@ def optimal_lr_table(a: Analysis) -> Table:
                     NAMES[p],
                     w,
                     s.result.params,
+                    f"{s.log2_lrs[0]:g} to {s.log2_lrs[-1]:g}",
                     f"{o.grid_log2_lr:g}" + (" (grid edge)" if o.at_edge else ""),
-                    round(o.log2_lr, 2),
-                    ", ".join(f"{v:.2f}" for v in s.seed_optima),
+                    _optimum_cell(o, s.interval),
+                    _octaves(s.old.log2_lr),
+                    ", ".join(_octaves(v) for v in s.seed_optima),
                     _loss(o.loss),
                 ]
             )
@@ -78,29 +94,64 @@ def optimal_lr_table(a: Analysis) -> Table:
             "parametrization",
             "width",
             "parameters",
+            "grid (log2 lr)",
             "best grid log2 lr",
-            "optimum log2 lr",
+            "optimum log2 lr (95% interval over seed resamples)",
+            "old: 3-point, clamped",
             "per seed",
             "valid loss at best (nats/char)",
         ],
         rows,
-        caption="The optimum is the parabola vertex through the best grid point of the seed-mean validation loss "
-        "and its neighbours (within half a grid step); 'per seed' repeats it on each seed's curve alone.",
+        caption="The optimum is the vertex, not clamped, of the least-squares quadratic in log2 lr through the "
+        "seed-mean validation loss at the best grid point and up to two grid points on each side; '-' where the "
+        "curve does not bracket it (reason given). Interval: percentiles over seed resamples, the same resamples "
+        "at every width. 'old' is the estimate used until issue 44: the parabola through the best grid point and "
+        "its two neighbours, clamped to half a grid step, which on an even grid never leaves half a step of the "
+        "best grid point. 'per seed' repeats the fit on each seed's curve alone.",
     )
 
 
 def drift_table(a: Analysis) -> Table:
+    def half_width(d: Interval | str) -> str:
+        return f"{(d.high - d.low) / 2:.2f}" if isinstance(d, Interval) else "-"
+
     return Table(
         "lr_drift",
         "How far the optimum moves with width",
         [
             "parametrization",
             f"optimum moves, width {a.widths[0]} to {a.widths[-1]} (octaves)",
+            "interval half-width",
+            "old: 3-point, clamped",
             "slope d log2 lr* / d log2 width",
         ],
-        [[NAMES[p], str(a.drift[p]), round(a.slope[p], 2)] for p in a.parametrizations],
-        caption="Interval: percentiles over every resample of the seeds (with replacement). For Adam, SP's "
-        "optimum is expected to fall about an octave per doubling (slope -1); muP's and u-muP's to stay (0).",
+        [
+            [NAMES[p], str(a.drift[p]), half_width(a.drift[p]), str(a.old_drift[p]), _octaves(a.slope[p])]
+            for p in a.parametrizations
+        ],
+        caption="Interval: percentiles over seed resamples (a resample whose fit does not bracket its optimum counts "
+        f"against the claim). u-muP's claim asks the whole interval within +-{TRANSFER_MARGIN:g} octave, so it "
+        f"can hold only where the half-width is under {TRANSFER_MARGIN:g} (the power); muP's row is a reported "
+        "comparison, not a claim. For Adam, SP's optimum is expected to fall about an octave per doubling "
+        "(slope -1); muP's and u-muP's to stay (0).",
+    )
+
+
+def loss_gap_table(a: Analysis, steps: int) -> Table:
+    return Table(
+        "loss_gap",
+        "u-muP's loss against SP's and muP's at the widest width",
+        [
+            "against",
+            "width",
+            "u-muP valid loss (seed mean)",
+            "other's valid loss (seed mean)",
+            "relative gap (u-muP - other) / other",
+        ],
+        [[NAMES[g.other], g.width, _loss(g.umup_loss), _loss(g.other_loss), g.rel] for g in a.gaps],
+        caption="Each at the best grid point of its own seed-mean curve; the gap paired by seed (the same seed's "
+        "runs see the same batches), mean with its 95% t interval. A reported comparison, not a claim: the paper "
+        f"compares u-muP with muP after full training at widths 256 to 4096 (UMUP-FIG1B); here {steps} steps.",
     )
 
 
@@ -158,8 +209,10 @@ def fp8_table(a: Analysis, head: str) -> Table:
 def metrics(a: Analysis) -> dict[str, float]:
     out = {f"log2_lr_opt/{p}/w{w}": a.optimum(p, w).log2_lr for p in a.parametrizations for w in a.widths}
     for p in a.parametrizations:
-        d = a.drift[p]
-        out[f"drift_octaves/{p}"] = d.estimate if isinstance(d, Interval) else math.nan
+        for name, d in (("drift_octaves", a.drift[p]), ("drift_octaves_old", a.old_drift[p])):
+            out[f"{name}/{p}"] = d.estimate if isinstance(d, Interval) else math.nan
+    for g in a.gaps:
+        out[f"loss_gap/umup_vs_{g.other}"] = g.rel.estimate if isinstance(g.rel, Interval) else g.rel
     if a.mults:
         out["umup_mults/best_gain"] = a.mults.best_gain
     if "umup" in a.fp8:
@@ -175,9 +228,14 @@ def notes(a: Analysis, c) -> list[str]:
         f"{a.train_seconds / 60:.1f} min of training groups (each group's runs vmapped together)."
     ]
     for p in a.parametrizations:
-        edges = a.edges(p)
-        if edges:
-            out.append(f"{NAMES[p]}: the optimum at width(s) {edges} sits at the edge of the grid: widen log2_lrs.")
+        for w, why in a.unbracketed(p).items():
+            out.append(f"{NAMES[p]} at width {w}: no optimum ({why}): move or widen log2_lrs / grid_shift.")
+    d = a.drift.get("umup")
+    if isinstance(d, Interval):
+        out.append(
+            f"Power: u-muP's drift interval half-width {(d.high - d.low) / 2:.2f} octave against the "
+            f"+-{TRANSFER_MARGIN:g} margin of umup-lr-transfers."
+        )
     return out
 
 
@@ -195,7 +253,8 @@ def sweeps_figure(a: Analysis) -> Figure:
             ylabel="valid loss (nats/char)",
         )
         for s in sweeps:
-            ax.axvline(s.optimum.log2_lr, color="grey", lw=0.5, ls=":")
+            if s.optimum.bracketed:
+                ax.axvline(s.optimum.log2_lr, color="grey", lw=0.5, ls=":")
         finite = [v for s in sweeps for v in s.mean if math.isfinite(v)]
         if finite:
             ax.set_ylim(min(finite) - 0.05, min(max(finite), min(finite) + 1.5))

@@ -1,5 +1,6 @@
-"""The u-muP reproduction: its config checks, the optimum and drift estimates against known curves, a group's
-resumability, and the smoke run end to end."""
+"""The u-muP reproduction: its config checks, the optimum and drift estimates against known curves and a numpy
+reference, why the old 3-point estimate was tied to the grid, a group's resumability, and the smoke run end to
+end."""
 
 import json
 import math
@@ -11,8 +12,8 @@ import pytest
 from core.config import ConfigError, validate_section
 from core.data.shakespeare import load_shakespeare
 from core.report import Interval
-from papers.umup import Config
-from papers.umup.claims import drift, facts, measure, optimum
+from papers.umup import Config, grid
+from papers.umup.claims import drift, measure, optimum, percentile_interval, three_point_optimum
 from papers.umup.train import Group, GroupResult, train_group
 
 
@@ -30,19 +31,75 @@ def test_config_rejects_bad_settings_by_name():
         validate_section({"mult_values": [1.0]}, Config, "umup")
     with pytest.raises(ConfigError, match="mults='tau' is not allowed"):
         validate_section({"mults": ["tau"]}, Config, "umup")
+    with pytest.raises(ConfigError, match="grid_shift='ntk' is not allowed"):
+        validate_section({"grid_shift": {"ntk": -1.0}}, Config, "umup")
 
 
-def test_optimum_recovers_a_parabolas_vertex_and_flags_the_edge():
+def test_each_width_trains_its_parametrizations_grid_moved_by_its_shift():
+    c = Config()
+    assert [math.log2(lr) for lr in grid(c, "sp", 16)] == c.log2_lrs["sp"]
+    assert [math.log2(lr) for lr in grid(c, "sp", 256)] == [e - 4 for e in c.log2_lrs["sp"]]  # -1 per doubling
+    assert grid(c, "umup", 256) == grid(c, "umup", 16)  # no shift
+
+
+def test_optimum_recovers_a_parabolas_vertex_and_says_when_it_is_not_bracketed():
     x = np.arange(-8.0, 0.0)
     o = optimum(x, (x + 4.3) ** 2 + 2.0)
-    assert o.log2_lr == pytest.approx(-4.3) and o.grid_log2_lr == -4.0 and not o.at_edge
+    assert o.log2_lr == pytest.approx(-4.3) and o.grid_log2_lr == -4.0 and o.bracketed and not o.at_edge
     edge = optimum(x, -x)  # still falling at the largest rate
-    assert edge.at_edge and edge.grid_log2_lr == -1.0
-    # a diverged point (inf) next to the best one keeps the grid point, unrefined
+    assert edge.at_edge and edge.grid_log2_lr == -1.0 and math.isnan(edge.log2_lr) and "edge" in edge.unbracketed
+    # a diverged point (inf) beside the best one leaves the fit to the finite points
     y = (x + 4.0) ** 2
     y[5] = math.inf
-    assert optimum(x, y).log2_lr == -4.0
-    assert optimum(x, np.full_like(x, math.nan)).at_edge
+    assert optimum(x, y).log2_lr == pytest.approx(-4.0)
+    assert optimum(x, np.full_like(x, math.nan)).unbracketed == "no finite loss"
+    # no estimate where the fit is concave (a best point dipping between higher neighbours than the ends), or where
+    # its vertex lies beyond the fitted points (the two rates above the best diverged)
+    x = np.arange(-3.0, 4.0)
+    assert "not convex" in optimum(x, np.array([9.0, 1.2, 1.9, 1.0, 1.9, 1.2, 9.0])).unbracketed
+    beyond = optimum(x, np.array([9.0, 3.0, 1.9, 1.0, math.inf, math.inf, 9.0]))
+    assert math.isnan(beyond.log2_lr) and beyond.unbracketed == "the fit's vertex 4.00 lies outside [-2, 0]"
+
+
+def test_optimum_is_the_least_squares_quadratic_over_five_points_against_numpy_polyfit():
+    rng = np.random.default_rng(1)
+    x = np.arange(-11.0, -1.0)
+    for _ in range(20):
+        centre = rng.uniform(-8.0, -5.0)
+        y = 0.1 * (x - centre) ** 2 + 0.02 * np.abs(x - centre) ** 3 + rng.normal(0, 0.01, x.size) + 2.0
+        b = int(np.argmin(y))
+        a2, a1, _ = np.polyfit(x[b - 2 : b + 3], y[b - 2 : b + 3], 2)
+        o = optimum(x, y)
+        assert o.log2_lr == pytest.approx(-a1 / (2 * a2), abs=1e-9) and o.grid_log2_lr == x[b]
+
+
+def test_the_old_estimate_never_leaves_half_a_step_of_the_best_grid_point_and_the_fit_can():
+    # the old 3-point vertex through the lowest of three evenly spaced points: (h/2)(a - c)/(a + c) with a, c >= 0
+    rng = np.random.default_rng(0)
+    x = np.array([-1.0, 0.0, 1.0])
+    for _ in range(1000):
+        y = np.array([rng.exponential(), 0.0, rng.exponential()])
+        assert abs(three_point_optimum(x, y).log2_lr) <= 0.5
+        unclamped = 0.5 * (y[0] - y[2]) / (y[0] - 2 * y[1] + y[2])
+        assert abs(unclamped) <= 0.5  # the clamp never binds
+    # a loss curve lowest at grid point 0 whose basin lies mostly to its right: the 5-point fit follows the basin
+    x = np.arange(-3.0, 4.0)
+    y = np.array([4.0, 2.0, 1.3, 1.0, 1.01, 1.05, 1.6])
+    assert three_point_optimum(x, y).log2_lr == pytest.approx(0.5 * (0.3 - 0.01) / (0.3 + 0.01))  # (h/2)(a-c)/(a+c)
+    new = optimum(x, y)
+    assert new.grid_log2_lr == 0.0 and new.log2_lr > 0.5
+
+
+def test_a_resample_without_an_optimum_counts_against_the_interval():
+    values = np.linspace(-1.0, 1.0, 100)
+    full = percentile_interval(0.0, values)
+    assert (full.low, full.high, full.confidence) == (pytest.approx(-0.95), pytest.approx(0.95), 0.95)
+    one = values.copy()
+    one[50] = math.nan  # 1 of 100: both ends move outward by one place
+    assert percentile_interval(0.0, one).low < full.low and percentile_interval(0.0, one).high > full.high
+    many = values.copy()
+    many[:3] = math.nan  # 3 of 100 lie beyond the 2.5% end
+    assert percentile_interval(0.0, many) == "not bracketed in 3 of 100 resamples"
 
 
 def _result(width, centre_by_seed, lrs=tuple(range(-10, 0))):
@@ -64,14 +121,14 @@ def _result(width, centre_by_seed, lrs=tuple(range(-10, 0))):
 
 def test_drift_is_the_move_of_the_optimum_with_its_seed_spread():
     results = {16: _result(16, {0: -3.0, 1: -3.2, 2: -2.9}), 128: _result(128, {0: -6.0, 1: -6.3, 2: -5.8})}
-    d, optima = drift(results, [0, 1, 2])
+    d, optima = drift(results, [0, 1, 2], optimum)
     assert isinstance(d, Interval)
     # the seed-mean curve of parabolas is a parabola centred on the mean centre
     assert d.estimate == pytest.approx(np.mean([-6.0, -6.3, -5.8]) - np.mean([-3.0, -3.2, -2.9]))
     assert d.high < -1 and d.low <= d.estimate <= d.high
     assert optima[16].log2_lr == pytest.approx(np.mean([-3.0, -3.2, -2.9]))
     edge = {16: _result(16, {0: -3.0}), 128: _result(128, {0: 2.0})}
-    assert drift(edge, [0])[0] == "not bracketed"
+    assert drift(edge, [0], optimum)[0] == "not bracketed (width 128: the best grid point is the grid's edge)"
 
 
 def _group(p, width, loss, lrs, seeds=(0, 1, 2), fp8=False, mults=None):
@@ -117,20 +174,25 @@ def _hand_made(sp_fp8_factor, umup_fp8_factor, mult_factor):
         "sp": scaled("sp", 128, -6, sp_fp8_factor, fp8=True),
     }
     mults = {("residual", 2.0): scaled("umup", 16, -2, mult_factor, mults={"residual": 2.0})}
-    cfg = NS(umup=Config(widths=[16, 128], mults=["residual"], mult_values=[2.0]))
+    cfg = NS(umup=Config(widths=[16, 128], seeds=[0, 1, 2], mults=["residual"], mult_values=[2.0]))
     return cfg, sweeps, fp8, mults
 
 
 def test_verdicts_on_hand_made_results_whose_outcome_is_known():
-    # SP's optimum falls 3 octaves; u-muP's FP8 gap 0.5% (within 1%); SP's FP8 gap ~20% against u-muP's 0.5%;
-    # the hyperparameter sweep only loses (gain 0)
+    # SP's optimum falls 3 octaves, u-muP's stays; u-muP's FP8 gap 0.5% +- 0.1% (within 1%); SP's FP8 gap ~20%
+    # against u-muP's 0.5%; the hyperparameter sweep only loses (gain 0)
     cfg, sweeps, fp8, mults = _hand_made([1.18, 1.2, 1.22], [1.004, 1.005, 1.006], [1.02, 1.02, 1.02])
     got = {c.id: c for c in measure(cfg, sweeps, fp8, mults)}
     assert got["sp-lr-drifts"].ours.estimate == pytest.approx(-3.0)
-    assert got["umup-fp8-close"].ours == pytest.approx(0.005)
+    assert got["umup-lr-transfers"].ours.estimate == pytest.approx(0.0, abs=1e-9)
+    assert (
+        got["umup-lr-transfers"].ours.confidence == 0.95 and "27 seed resamples" in got["umup-lr-transfers"].ours.method
+    )
+    assert got["umup-fp8-close"].ours.estimate == pytest.approx(0.005) and got["umup-fp8-close"].ours.high < 0.01
     assert got["umup-defaults-near-optimal"].ours == 0.0
     assert {k: c.verdict.value for k, c in got.items()} == {
         "sp-lr-drifts": "holds",
+        "umup-lr-transfers": "holds",
         "umup-defaults-near-optimal": "holds",
         "umup-fp8-close": "holds",
         "sp-fp8-worse": "holds",
@@ -138,15 +200,25 @@ def test_verdicts_on_hand_made_results_whose_outcome_is_known():
     # u-muP's FP8 gap 3%, a sweep that gains 5%, SP's FP8 gap spread across u-muP's (the interval straddles 0)
     cfg, sweeps, fp8, mults = _hand_made([0.99, 1.03, 1.05], [1.03, 1.03, 1.03], [0.95, 0.95, 0.95])
     got = {c.id: c for c in measure(cfg, sweeps, fp8, mults)}
-    assert got["umup-fp8-close"].ours == pytest.approx(0.03)
+    assert got["umup-fp8-close"].ours.estimate == pytest.approx(0.03)
     assert got["umup-defaults-near-optimal"].ours == pytest.approx(0.05)
+    assert "paired by seed: 0.05 [" in got["umup-defaults-near-optimal"].detail
     assert got["umup-fp8-close"].verdict.value == "fails"
     assert got["umup-defaults-near-optimal"].verdict.value == "fails"
     assert got["sp-fp8-worse"].verdict.value == "undecided"
-    # u-muP's learning-rate transfer is a construction fact now, with the drift it reports (0: same optimum)
-    (fact,) = facts(cfg, sweeps)
-    assert (fact.id, fact.kind) == ("umup-lr-transfers", "construction")
-    assert fact.value.estimate == pytest.approx(0.0, abs=1e-9)
+    # u-muP's FP8 gaps 0.5%, 1%, 1.5%: the mean is within 1%, its interval is not (the old point rule held)
+    cfg, sweeps, fp8, mults = _hand_made([1.18, 1.2, 1.22], [1.005, 1.01, 1.015], [1.02, 1.02, 1.02])
+    fp8_close = {c.id: c for c in measure(cfg, sweeps, fp8, mults)}["umup-fp8-close"]
+    assert fp8_close.ours.estimate == pytest.approx(0.01) and fp8_close.verdict.value == "undecided"
+
+
+def test_u_mup_transfer_fails_when_its_optimum_moves_an_octave():
+    cfg, sweeps, fp8, mults = _hand_made([1.18, 1.2, 1.22], [1.004, 1.005, 1.006], [1.02, 1.02, 1.02])
+    sweeps[("umup", 128)] = _group(
+        "umup", 128, lambda e, s: (e + 3.0 - 0.1 * (s - 1)) ** 2 + 2.0, tuple(range(-10, 0))
+    )  # centre -3: one octave below width 16's -2
+    got = {c.id: c for c in measure(cfg, sweeps, fp8, mults)}["umup-lr-transfers"]
+    assert got.ours.estimate == pytest.approx(-1.0) and got.verdict.value == "fails"
 
 
 TINY = NS(
@@ -189,12 +261,13 @@ def test_smoke_run_writes_every_claim_table_and_figure(smoke_run):
     results = run.results
     assert [c["id"] for c in results["claims"]] == [
         "sp-lr-drifts",
+        "umup-lr-transfers",
         "umup-defaults-near-optimal",
         "umup-fp8-close",
         "sp-fp8-worse",
     ]
     tables = {t["name"]: t for t in results["tables"]}
-    assert set(tables) == {"optimal_lr", "lr_drift", "umup_mults", "fp8"}
+    assert set(tables) == {"optimal_lr", "lr_drift", "loss_gap", "umup_mults", "fp8"}
     assert len(tables["optimal_lr"]["rows"]) == 3 * 2  # parametrizations x widths
     assert len(tables["umup_mults"]["rows"]) == 2  # the smoke's two hyperparameters, one value each
     for name in ("lr_sweeps", "optimum_vs_width", "umup_mults"):
@@ -223,7 +296,7 @@ def test_smoke_run_writes_every_claim_table_and_figure(smoke_run):
     lr = fp8["lr"][0]
     ref, low = at(find("umup", widths[-1]), lr), at(fp8, lr)
     gap = np.mean([(low[s] - ref[s]) / ref[s] for s in ref])
-    assert claims["umup-fp8-close"]["ours"] == pytest.approx(gap, rel=1e-9)
+    assert claims["umup-fp8-close"]["ours"] == pytest.approx(gap, rel=1e-9)  # one seed: the gap alone
     assert claims["umup-fp8-close"]["verdict"] in ("holds", "fails")  # a point value is never undecided
 
     mult_groups = [g for g in groups if any(v != 1.0 for v in g["mults"].values())]
@@ -232,14 +305,15 @@ def test_smoke_run_writes_every_claim_table_and_figure(smoke_run):
     gains = [(default_mean - np.mean(g["valid_loss"])) / default_mean for g in mult_groups]
     assert claims["umup-defaults-near-optimal"]["ours"] == pytest.approx(max(0.0, *gains), rel=1e-9, abs=1e-12)
 
-    # umup-lr-transfers left the claims (issue 41): a construction fact, with the drift it reports, which lies
-    # within one octave of the move of the best grid point (the clamp that made it hold by construction)
-    (fact,) = results["facts"]
-    assert (fact["id"], fact["kind"]) == ("umup-lr-transfers", "construction")
-    grid = {int(row[1]): float(row[3].split()[0]) for row in tables["optimal_lr"]["rows"] if row[0] == "u-muP"}
-    if isinstance(fact["value"], dict):
-        assert abs(fact["value"]["estimate"] - (grid[widths[-1]] - grid[widths[0]])) <= 1.0
+    # umup-lr-transfers left the claims in issue 41 (a construction with the clamped estimate) and came back in
+    # issue 44, decided on the quadratic fit: the drift of the u-muP rows of the optimum table
+    transfer = claims["umup-lr-transfers"]
+    optima = {int(r[1]): r[5] for r in tables["optimal_lr"]["rows"] if r[0] == "u-muP"}
+    if isinstance(transfer["ours"], dict):
+        drift = optima[widths[-1]]["estimate"] - optima[widths[0]]["estimate"]
+        assert transfer["ours"]["estimate"] == pytest.approx(drift)
     else:
-        assert fact["value"] == "not bracketed"
-    (entry,) = [e for e in results["ledger"] if e["claim"] == "umup-lr-transfers"]
-    assert entry["kind"] == "removed" and entry["moved_to"] == "fact umup-lr-transfers (construction)"
+        assert transfer["ours"].startswith("not bracketed") and transfer["verdict"] == "fails"
+    entries = [e["kind"] for e in results["ledger"] if e["claim"] == "umup-lr-transfers"]
+    assert entries == ["removed", "added"]
+    assert results["facts"] == []
