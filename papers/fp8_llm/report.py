@@ -140,7 +140,8 @@ def build_report(cfg, results: dict, inference: dict, pretrained=None) -> Report
         "any scaling.",
         "Seed-spread claims: the arms pair up by seed (same initialisation and batches), so each seed gives one "
         "relative gap; intervals are 95% t intervals over seeds (core.stats.seed_mean) or over the slope of every "
-        "(size, seed) point (core.stats.slope).",
+        "(size, seed) point (core.stats.slope). A 'matches' claim is two-sided equivalence: it holds when every "
+        "size's interval lies inside [-1%, +1%], fails when one lies wholly outside, and is undecided otherwise.",
     ]
     metrics = {f"{s}/{a}/valid_loss": float(np.mean(results[(s, a)].valid_losses)) for s in sizes for a in arms}
     metrics |= {f"{s}/inference_fp8/valid_loss": float(np.mean(v["losses"])) for s, v in inference.items()}
@@ -174,8 +175,8 @@ def _curves_figure(results, sizes, arms):
 
 def _bias_figure(results, inference, size):
     fig, axes = plots.figure(3, 2, panel=(11 / 3, 5.5 / 2), sharey="row")
-    _histograms(axes[0], results[(size, "amax")].stats, 3, "training")
-    _histograms(axes[1], [(0, inference[size]["stats"])], 2, "inference")  # no gradients at inference
+    _histograms(axes[0], [layers for _, _, layers in results[(size, "amax")].stats], 3, "training")
+    _histograms(axes[1], [inference[size]["stats"]], 2, "inference")  # no gradients at inference
     axes[0][0].set_ylabel("count (layers x recorded steps x seeds)")
     axes[0][0].legend(fontsize=7)
     axes[1][0].set_ylabel("count (layers)")
@@ -183,12 +184,13 @@ def _bias_figure(results, inference, size):
     return fig
 
 
-def _histograms(axes, stats_list, tensors: int, phase: str) -> None:
-    """One histogram per tensor kind (the first `tensors` of x, w, g), layer types overlaid."""
+def _histograms(axes, layers: list[dict], tensors: int, phase: str) -> None:
+    """One histogram per tensor kind (the first `tensors` of x, w, g), layer types overlaid; `layers`: one
+    {layer: stats} dict per recorded step and seed."""
     for t in range(tensors):
         ax = axes[t]
         for layer in LAYER_TYPES:
-            b = biases(stats_list, layer)[:, t]
+            b = biases(layers, layer)[:, t]
             if len(b):
                 ax.hist(b, bins=np.arange(-8, 33) - 0.5, alpha=0.5, label=layer)
         ax.set_title(f"{phase}: {TENSOR_NAMES[t]}")

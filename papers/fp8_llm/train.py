@@ -55,7 +55,7 @@ class SizeConfig:
 class RunConfig:
     """How every arm trains (the config's fp8_llm.run section)."""
 
-    steps: int = 400  # 600 with one seed; 400 keeps three seeds of three arms within the 20-minute default run
+    steps: int = 400  # 600 with one seed; 400 with three seeds (a 20-minute default run), kept at eight
     batch_size: int = 16
     seq_len: int = 64
     lr: float = 0.004
@@ -83,7 +83,7 @@ class ArmResult:
     seeds: list[int]
     valid_losses: list[float]  # final validation loss per seed (inf where it diverged)
     curve: list = field(default_factory=list)  # (step, train loss per seed, valid loss per seed)
-    stats: list = field(default_factory=list)  # (step, {layer: [[amax, bias] x 3]}), one entry per seed and step
+    stats: list = field(default_factory=list)  # (step, seed, {layer: [[amax, bias] x 3]}) per recorded step and seed
     bad_amax: int = 0  # summed over seeds
     parameters: int = 0
     seconds: float = 0.0
@@ -213,9 +213,9 @@ def train_arm(
     _, valid_curve = run.history.series("valid/loss")
     losses = np.atleast_1d(np.asarray(run.history.last("valid/loss"), np.float64))
     stats = [
-        (step, {layer: v[i] for layer, v in per_layer.items()})
+        (step, seed, {layer: v[i] for layer, v in per_layer.items()})
         for step, per_layer in run.history.notes.get("stats", [])
-        for i in range(len(seeds))
+        for i, seed in enumerate(seeds)
     ]
     result = ArmResult(
         arm,

@@ -1,6 +1,7 @@
 """The FP8 LLM claims decide on their seed spreads: each holds on results that show the effect, fails on results
-that show the opposite and is undecided where the seeds' interval straddles the margin (synthetic arm results, no
-training); the expected intervals are computed here with scipy, not with the claims' own code."""
+that show the opposite (a "matches" claim on either side of its margin) and is undecided where the interval straddles
+the margin (synthetic arm results, no training); the expected intervals are computed here with scipy, not with the
+claims' own code."""
 
 from types import SimpleNamespace
 
@@ -15,7 +16,18 @@ from papers.fp8_llm.pretrained import LAYER_TYPES, PretrainedResult
 from papers.fp8_llm.train import ArmResult
 
 SIZES = {"s": 30_000, "m": 150_000, "l": 450_000}
-STATS = [(1, {"block_0/mlp/up": [[1.0, 6], [0.1, 11], [1e-6, 27]]})]
+LAYERS = {"block_0/mlp/up": [[1.0, 6], [0.1, 11], [1e-6, 27]]}  # (amax, bias) of x, w, g: log2 amax 0, -3.3, -19.9
+
+
+def _stats(seeds, grad_amax=None):
+    """One recorded step per seed; grad_amax: the gradients' amax per seed (else LAYERS')."""
+    out = []
+    for i, seed in enumerate(seeds):
+        layers = {k: [list(v[0]), list(v[1]), list(v[2])] for k, v in LAYERS.items()}
+        if grad_amax is not None:
+            layers["block_0/mlp/up"][2][0] = grad_amax[i]
+        out.append((1, seed, layers))
+    return out
 
 
 def _cfg(seeds=3):
@@ -24,12 +36,13 @@ def _cfg(seeds=3):
     return SimpleNamespace(fp8_llm=c, seed=0)
 
 
-def _results(losses: dict, seeds=(0, 1, 2)):
+def _results(losses: dict, seeds=(0, 1, 2), grad_amax=None):
     """losses: {(size, arm): [loss per seed]}; arms not seeded (delayed, none) get seed 0 only."""
     out = {}
     for (size, arm), values in losses.items():
         s = list(seeds) if len(values) == len(seeds) else [0]
-        out[(size, arm)] = ArmResult(arm, size, s, list(values), stats=STATS, parameters=SIZES[size])
+        stats = _stats(s, grad_amax if len(s) == len(seeds) else None)
+        out[(size, arm)] = ArmResult(arm, size, s, list(values), stats=stats, parameters=SIZES[size])
     return out
 
 
@@ -69,9 +82,9 @@ def _pretrained(amax_gap=0.003, none_gap=0.2, windows=8):
     return PretrainedResult(512, 8 * 1600, nats, biases, {"amax": {"x": [4], "w": [6]}}, 1.0)
 
 
-def _measured(losses, seeds=3, pretrained=None):
+def _measured(losses, seeds=3, pretrained=None, grad_amax=None):
     cfg = _cfg(seeds)
-    results = _results(losses)
+    results = _results(losses, grad_amax=grad_amax)
     return {c.id: c for c in measure(cfg, results, _inference(results), pretrained or _pretrained())}
 
 
@@ -79,8 +92,11 @@ def test_pretrained_inference_claim_decides_on_the_windows_interval():
     base = _losses({"s": [0.01] * 3, "m": [0.03] * 3, "l": [0.06] * 3})
     good = _measured(base)["pretrained-fp8-inference"]
     assert good.holds and good.ours.estimate == pytest.approx(0.003, abs=5e-4) and good.ours.high < 0.01
-    assert "no scaling" in good.detail and "+20.00%" in good.detail
-    assert _measured(base, pretrained=_pretrained(amax_gap=0.02))["pretrained-fp8-inference"].verdict is Verdict.FAILS
+    assert "no scaling" in good.detail and "+20.00%" in good.detail and "half-width" in good.detail
+    assert "decisive against +-1% from ~" in good.detail  # the power: windows needed at this spread
+    for gap in (0.02, -0.02):  # equivalence: outside the margin on either side fails
+        got = _measured(base, pretrained=_pretrained(amax_gap=gap))["pretrained-fp8-inference"]
+        assert got.verdict is Verdict.FAILS, gap
     # a gap whose interval reaches past 1% is undecided even with its estimate inside
     wide = _pretrained(amax_gap=0.0)
     wide.nats["amax"] = [v * (1 + g) for v, g in zip(wide.nats["fp32"], [0.0, 0.04] * 4, strict=True)]
@@ -104,8 +120,9 @@ def test_every_claim_holds_when_cscale_falls_behind_more_at_every_size():
     assert all(c.verdict is Verdict.HOLDS for c in got.values()), {k: (c.ours, c.verdict) for k, c in got.items()}
     trend = got["cscale-gap-grows"].ours
     assert isinstance(trend, Interval) and trend.low > 0 and "over 9 points" in trend.method  # (size, seed) points
-    assert got["amax-matches-fp32"].ours == pytest.approx(0.002)
-    assert got["fp8-inference"].ours == pytest.approx(0.001)
+    assert got["amax-matches-fp32"].ours.estimate == pytest.approx(0.002)
+    assert got["fp8-inference"].ours.estimate == pytest.approx(0.001)
+    assert got["gradients-smallest-amax"].ours.estimate == pytest.approx(np.log2(1e-6), rel=1e-9)  # x's log2 amax 0
     # cscale / amax - 1 per seed at the smallest size (the lowest interval), as a t interval over the 3 seeds
     low, high = _t_interval([(1 + g) / 1.002 - 1 for g in cscale["s"]])
     worse = got["cscale-worse-than-amax"].ours
@@ -129,13 +146,41 @@ def test_a_flat_gap_is_undecided_a_shrinking_gap_fails_and_so_does_amax_beyond_o
     assert low < 0 < high
     assert mixed["cscale-worse-than-amax"].verdict is Verdict.UNDECIDED
     assert "lowest at size m" in mixed["cscale-worse-than-amax"].detail
-    got = _measured(_losses({"s": [0.01] * 3, "m": [0.03] * 3, "l": [0.06] * 3}, amax_gap=0.02))
-    assert got["amax-matches-fp32"].ours == pytest.approx(0.02) and got["amax-matches-fp32"].verdict is Verdict.FAILS
+    cscale = {"s": [0.01] * 3, "m": [0.03] * 3, "l": [0.06] * 3}
+    for gap in (0.02, -0.02):  # equivalence: amax 2% better than FP32 does not match it either
+        got = _measured(_losses(cscale, amax_gap=gap))["amax-matches-fp32"]
+        assert got.ours.estimate == pytest.approx(gap) and got.verdict is Verdict.FAILS, gap
+
+
+def test_amax_matches_is_undecided_where_one_size_interval_straddles_the_margin():
+    losses = _losses({"s": [0.01] * 3, "m": [0.03] * 3, "l": [0.06] * 3})
+    spread = [0.0, 0.004, 0.02]  # size m: mean +0.8%, t interval across +1%
+    losses[("m", "amax")] = [v * (1 + g) for v, g in zip(losses[("m", "fp32")], spread, strict=True)]
+    got = _measured(losses)["amax-matches-fp32"]
+    low, high = _t_interval([(1 + g) - 1 for g in spread])
+    assert (got.ours.low, got.ours.high) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
+    assert got.verdict is Verdict.UNDECIDED and got.detail.startswith("farthest from 0 at size m")
+    assert "s: +0.20% [+0.20%, +0.20%]" in got.detail  # every size's interval shown
+
+
+def test_gradients_smallest_amax_decides_on_the_seeds_log2_amax_gap():
+    base = _losses({"s": [0.01] * 3, "m": [0.03] * 3, "l": [0.06] * 3})
+    # the activations' log2 amax is 0 (above the weights' -3.3): the gap is the gradients' log2 amax
+    holds = _measured(base, grad_amax=[2**-10, 2**-11, 2**-12])["gradients-smallest-amax"]
+    assert holds.verdict is Verdict.HOLDS and holds.ours.estimate == pytest.approx(-11)
+    low, high = _t_interval([-10, -11, -12])
+    assert (holds.ours.low, holds.ours.high) == (pytest.approx(low), pytest.approx(high))
+    assert "gradients -11.00" in holds.detail and "1/1024" in holds.detail  # the mean loss's factor
+    fails = _measured(base, grad_amax=[4.0, 8.0, 16.0])["gradients-smallest-amax"]
+    assert fails.verdict is Verdict.FAILS and fails.ours.low > 0
+    mixed = _measured(base, grad_amax=[0.25, 0.5, 4.0])["gradients-smallest-amax"]
+    assert mixed.verdict is Verdict.UNDECIDED and mixed.ours.low < 0 < mixed.ours.high
 
 
 def test_a_single_seed_declares_no_seed_interval():
     ids = [c.id for c in claims(_cfg(seeds=1))]
-    assert "cscale-worse-than-amax" not in ids  # an interval over seeds needs 2 or more
+    for cid in ("amax-matches-fp32", "cscale-worse-than-amax", "fp8-inference", "gradients-smallest-amax"):
+        assert cid not in ids  # an interval over seeds needs 2 or more
     assert "cscale-gap-grows" in ids  # 3 sizes x 1 seed: 3 points, a slope with 1 degree of freedom
 
 

@@ -15,6 +15,7 @@ def test_smoke_run_reports_every_claim(smoke_run):
         "cscale-worse-than-amax",
         "cscale-gap-grows",
         "fp8-inference",
+        "gradients-smallest-amax",
     ]
     # the gradients' larger biases hold by construction (E5M2's max is 2^7 x E4M3's): a fact, not a claim
     facts = {f["id"]: f for f in results["facts"]}
@@ -22,7 +23,7 @@ def test_smoke_run_reports_every_claim(smoke_run):
     medians = dict(part.split(" ") for part in facts["gradient-biases-largest"]["value"].split(", "))
     assert int(medians["gradients"]) > max(int(medians["activations"]), int(medians["weights"]))
     assert any(e["claim"] == "gradients-need-largest-biases" and e["kind"] == "removed" for e in results["ledger"])
-    for cid in ("cscale-worse-than-amax", "cscale-gap-grows"):  # decided on intervals: 2 seeds in the smoke run
+    for cid in claims:  # every claim decided on an interval: 2 seeds in the smoke run
         ours = claims[cid]["ours"]
         assert ours["low"] <= ours["estimate"] <= ours["high"] and ours["confidence"] == 0.95, (cid, ours)
     assert "over 4 points" in claims["cscale-gap-grows"]["ours"]["method"]  # 2 sizes x 2 seeds

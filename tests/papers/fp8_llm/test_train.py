@@ -29,11 +29,14 @@ def corpus():
 
 
 def _biases_by_step(result, seed_index=0):
-    """{step: every layer's (x, w, g) biases} of one seed (stats hold one entry per seed and recorded step)."""
-    per_step = {}
-    for step, stats in result.stats:
-        per_step.setdefault(step, []).append(np.array([v[i][1] for v in stats.values() for i in range(3)]))
-    return {step: entries[seed_index] for step, entries in per_step.items()}
+    """{step: every layer's (x, w, g) biases} of one seed (stats hold one (step, seed, layers) entry per recorded
+    step and seed)."""
+    seed = result.seeds[seed_index]
+    return {
+        step: np.array([v[i][1] for v in layers.values() for i in range(3)])
+        for step, s, layers in result.stats
+        if s == seed
+    }
 
 
 def test_amax_fp8_follows_fp32_and_cscale_holds_its_calibration(corpus):
@@ -69,6 +72,8 @@ def test_seeds_trained_together_equal_each_seed_trained_alone(corpus):
     assert len(a) == len(b) == 10
     for x, y in zip(a, b, strict=True):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-5)
+    # every recorded step holds one entry per seed, labelled with the seed
+    assert [s for _, s, _ in together.stats] == [0, 7] * (len(together.stats) // 2) and len(together.stats) >= 4
     # cscale's calibration is per seed too: seed 7's constant biases equal those of seed 7 alone
     assert np.array_equal(_biases_by_step(together, 1)[1], _biases_by_step(alone, 0)[1])
     with pytest.raises(ValueError, match=r"seeds=\[2, 2\]: give at least one seed, none repeated"):
