@@ -9,7 +9,9 @@ run that gives one of three verdicts.
 A verdict is derived from the rule and our figure, never typed in:
 - holds: our figure (its whole interval, where it is a statistic) satisfies the rule;
 - fails: it (its whole interval) does not;
-- undecided: the interval straddles the rule's margin: the design cannot tell, and it counts neither way.
+- undecided: the interval straddles the rule's margin: the design cannot tell, and it counts neither way;
+- unverified: the paper's figure could not be checked in a primary source (`Claim.unverified` says why): the rule's
+  own outcome is shown beside (`rule_verdict`), and it counts neither way.
 
 A point value (a deterministic measurement: simulated cycles, an exact comparison) is decided as it is. A paper
 figure printed to a few digits is an interval (`printed(0.7)` is [0.65, 0.75]); equivalence rules widen their
@@ -121,6 +123,7 @@ class Verdict(enum.StrEnum):
     FAILS = "fails"
     UNDECIDED = "undecided"
     NOT_MEASURED = "not measured"
+    UNVERIFIED = "unverified"
 
 
 def _as_verdict(x: Any) -> Verdict:
@@ -279,6 +282,9 @@ class Claim:
     resolution: the smallest effect the default design resolves (the expected interval half-width, from a pilot
     or a power computation), so a reader can see whether an undecided verdict was to be expected.
     measure: the function that measures it (its source is fingerprinted into the paper's claims lock).
+    unverified: why the paper's figure could not be checked in a primary source (a figure from a secondary
+    compilation, a citation that does not hold the number); empty where it was checked. A measured claim with it set
+    has the verdict unverified, whatever its rule says.
     """
 
     id: str
@@ -293,6 +299,7 @@ class Claim:
     unit: str = ""
     resolution: str = ""
     measure: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    unverified: str = ""
 
     def __post_init__(self) -> None:
         check_id("claim id", self.id)
@@ -307,7 +314,16 @@ class Claim:
 
     @property
     def verdict(self) -> Verdict:
-        """Not measured while `ours` is None; otherwise the rule's verdict (a NaN or an error fails)."""
+        """Not measured while `ours` is None; unverified where the paper's figure is (`unverified`); otherwise the
+        rule's verdict."""
+        if self.ours is not None and self.unverified:
+            return Verdict.UNVERIFIED
+        return self.rule_verdict
+
+    @property
+    def rule_verdict(self) -> Verdict:
+        """The rule's verdict on our figure, whether or not the paper's figure was verified: not measured while
+        `ours` is None; a NaN or an error fails."""
         if self.ours is None:
             return Verdict.NOT_MEASURED
         try:
@@ -321,8 +337,9 @@ class Claim:
         return {Verdict.HOLDS: True, Verdict.FAILS: False}.get(self.verdict)
 
     def declaration(self) -> dict[str, Any]:
-        """What is fixed before the run: id, statement, the paper's figure, the rule and the design."""
-        return {
+        """What is fixed before the run: id, statement, the paper's figure, the rule and the design (and, only where
+        set, why the paper's figure is unverified)."""
+        out = {
             "id": self.id,
             "statement": self.statement,
             "paper": _jsonable(self.paper),
@@ -334,15 +351,21 @@ class Claim:
             "unit": self.unit,
             "resolution": self.resolution,
         }
+        if self.unverified:
+            out["unverified"] = self.unverified
+        return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             **self.declaration(),
             "ours": _jsonable(self.ours),
             "verdict": self.verdict.value,
             "holds": self.holds,
             "detail": self.detail,
         }
+        if self.unverified:
+            out["rule_verdict"] = self.rule_verdict.value
+        return out
 
 
 FACT_KINDS = ("analytic", "calibration", "construction")
@@ -377,8 +400,15 @@ class Fact:
         }
 
 
+def shown_verdict(claim: Claim) -> str:
+    """The verdict as a report shows it: 'unverified (rule: holds)' where the paper's figure is unverified."""
+    if claim.verdict is Verdict.UNVERIFIED:
+        return f"unverified (rule: {claim.rule_verdict.value})"
+    return claim.verdict.value
+
+
 def count_verdicts(claims: list[Claim]) -> dict[str, int]:
-    """{'holds': n, 'fails': n, 'undecided': n, 'not measured': n}."""
+    """{'holds': n, 'fails': n, 'undecided': n, 'not measured': n, 'unverified': n}."""
     out = {v.value: 0 for v in Verdict}
     for c in claims:
         out[c.verdict.value] += 1

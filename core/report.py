@@ -43,6 +43,7 @@ from core.claims import (  # noqa: F401  (the claims API, re-exported where repo
     is_true,
     or_diverged,
     printed,
+    shown_verdict,
     within_abs,
     within_rel,
 )
@@ -181,14 +182,15 @@ class Report:
 
     @property
     def verdicts(self) -> dict[str, int]:
-        """{'holds': n, 'fails': n, 'undecided': n, 'not measured': n}."""
+        """{'holds': n, 'fails': n, 'undecided': n, 'not measured': n, 'unverified': n}."""
         return count_verdicts(self.claims)
 
     def verdict_summary(self) -> str:
-        """'3 hold, 1 fails, 2 undecided of 6 claims' (and how many were not measured, if any)."""
+        """'3 hold, 1 fails, 2 undecided of 6 claims' (and how many were unverified or not measured, if any)."""
         n = self.verdicts
         text = f"{n['holds']} hold, {n['fails']} fail, {n['undecided']} undecided of {len(self.claims)} claims"
-        return text + (f" ({n['not measured']} not measured)" if n["not measured"] else "")
+        extra = [f"{n[k]} {k}" for k in ("unverified", "not measured") if n[k]]
+        return text + (f" ({', '.join(extra)})" if extra else "")
 
     def respecified(self, claim_id: str) -> list[Any]:
         """The ledger's entries that changed this claim's rule, oldest first."""
@@ -216,7 +218,7 @@ class Report:
                     c.rule.description,
                     c.rule.kind,
                     c.unit or "-",
-                    c.verdict.value,
+                    shown_verdict(c),
                     self.original_verdict(c),
                 ]
                 for c in self.claims
@@ -263,7 +265,13 @@ class Report:
                 self.claims_markdown(),
                 "",
                 f"{self.verdict_summary()} at this scale. Undecided: the interval straddles the rule's margin, so "
-                "the design cannot tell; it counts neither as holding nor as failing.",
+                "the design cannot tell; it counts neither as holding nor as failing."
+                + (
+                    " Unverified: the paper's figure could not be checked in a primary source; the rule's own "
+                    "outcome is shown in brackets, and it counts neither way."
+                    if self.verdicts["unverified"]
+                    else ""
+                ),
                 "",
             ]
             details = [f"- `{c.id}`: {c.detail}" for c in self.claims if c.detail]

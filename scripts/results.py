@@ -119,11 +119,15 @@ def cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+VERDICTS = ("holds", "fails", "undecided", "not measured", "unverified")
+
+
 def verdict_counts(record: dict[str, Any]) -> dict[str, int]:
-    """{'holds', 'fails', 'undecided', 'not measured'} from the record (older records: from each claim's holds)."""
+    """{'holds', 'fails', 'undecided', 'not measured', 'unverified'} from the record (older records: from each
+    claim's holds)."""
     if isinstance(record.get("verdicts"), dict):
-        return {k: int(record["verdicts"].get(k, 0)) for k in ("holds", "fails", "undecided", "not measured")}
-    out = {"holds": 0, "fails": 0, "undecided": 0, "not measured": 0}
+        return {k: int(record["verdicts"].get(k, 0)) for k in VERDICTS}
+    out = dict.fromkeys(VERDICTS, 0)
     for c in record.get("claims", []):
         v = c.get("verdict") or {True: "holds", False: "fails"}.get(c.get("holds"), "not measured")
         out[v] += 1
@@ -179,8 +183,9 @@ def row(paper: str, scale: str, outputs: Path, root: Path = ROOT) -> tuple[str, 
         path, record, changed = found
         n = verdict_counts(record)
         counts = [str(n["holds"]), str(n["fails"]), str(n["undecided"])]
-        if n["not measured"]:
-            counts[2] += f" ({n['not measured']} not measured)"
+        extra = [f"{n[k]} {k}" for k in ("unverified", "not measured") if n[k]]
+        if extra:
+            counts[2] += f" ({', '.join(extra)})"
         commit = record.get("versions", {}).get("git commit", "-")
         cells = [link, *counts, time_text(record, changed), commit, code_status(paper, record, root)]
         source = f"{paper}: {shown(path)}"
@@ -235,7 +240,7 @@ def paper_section(paper: str, scale: str, outputs: Path, root: Path = ROOT) -> l
     out = [
         f"{time_text(record, changed)}, commit {commit}, code {code_status(paper, record, root)}: "
         f"{n['holds']} hold, {n['fails']} fail, {n['undecided']} undecided"
-        + (f", {n['not measured']} not measured" if n["not measured"] else "")
+        + "".join(f", {n[k]} {k}" for k in ("unverified", "not measured") if n[k])
         + f" (`{shown(path.parent)}/report.md`).",
         "",
         "| claim | paper | ours | rule | verdict | original rule's verdict |",
@@ -243,6 +248,8 @@ def paper_section(paper: str, scale: str, outputs: Path, root: Path = ROOT) -> l
     ]
     for c in record.get("claims", []):
         verdict = c.get("verdict") or {True: "holds", False: "fails"}.get(c.get("holds"), "not measured")
+        if verdict == "unverified":
+            verdict = f"unverified (rule: {c.get('rule_verdict', '-')})"
         cells = [c["id"], shown_value(c.get("paper")), shown_value(c.get("ours")), c.get("tolerance", "-"), verdict]
         out.append("| " + " | ".join(cell(x) for x in [*cells, c.get("original_verdict", "-")]) + " |")
     facts = record.get("facts", [])

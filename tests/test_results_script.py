@@ -41,6 +41,7 @@ UNIT_CLAIMS = [
     claim("gain", "an ensemble beats its best member", None, INTERVAL, "undecided"),
     claim("gap", "FP8 within 3% of FP32", -0.0095, 0.0801, "fails"),
     claim("skipped", "an arm left out", 1.0, None, "not measured"),
+    {**claim("cited", "matches a compiled figure", 0.7, 0.71, "unverified"), "rule_verdict": "holds"},
 ]
 # a record from before verdicts and fingerprints were recorded: holds only
 OLD_CLAIMS = [{"id": "a", "holds": True}, {"id": "b", "holds": False}, {"id": "c", "holds": None}]
@@ -107,7 +108,8 @@ def test_rows_count_the_three_verdicts_and_mark_stale_code(outputs):
     )
     # the plain run, not the newer one with an override; undecided and not measured counted apart
     assert rows["unit_scaling"] == (
-        "| [Unit Scaling (Blake et al., ICML 2023)](papers/unit_scaling/README.md) | 0 | 1 | 1 (1 not measured) "
+        "| [Unit Scaling (Blake et al., ICML 2023)](papers/unit_scaling/README.md) | 0 | 1 "
+        "| 1 (1 unverified, 1 not measured) "
         f"| 10.2 min (default scale, 2026-11-21) | abc1234 "
         f"| stale: made by code 0123456789ab, this checkout's is {paper_fingerprint('unit_scaling')} |"
     )
@@ -198,6 +200,9 @@ def test_a_paper_readme_gets_its_last_runs_claims_and_facts(outputs, tmp_path):
     assert "| c | fails | no | - | fails | - |" in lines  # a pipe-free row; the statement is not repeated here
     assert "| gate-ratio | analytic | 0.553 | 0.2375 |" in lines
     assert RESULTS.paper_section("bess", "default", outputs)[0].startswith("No default-scale run in outputs/ yet")
+    unit = RESULTS.paper_section("unit_scaling", "default", outputs)
+    assert "1 undecided, 1 unverified, 1 not measured" in unit[0]
+    assert "| cited | 0.7 | 0.71 | - | unverified (rule: holds) | - |" in unit
 
     readme = tmp_path / "README.md"
     readme.write_text(f"# P\n\n## Last default run\n\n{RESULTS.CLAIMS_BEGIN}\nstale block\n{RESULTS.CLAIMS_END}\n")

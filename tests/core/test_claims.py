@@ -90,9 +90,24 @@ def test_a_claim_counts_undecided_apart():
     assert c.verdict is Verdict.NOT_MEASURED and c.holds is None
     measured = [c.measured(iv(0.01, 0.05)), c.measured(iv(-0.01, 0.05)), c.measured(iv(-0.05, -0.01)), c]
     assert [m.holds for m in measured] == [True, None, False, None]
-    assert count_verdicts(measured) == {"holds": 1, "fails": 1, "undecided": 1, "not measured": 1}
+    assert count_verdicts(measured) == {"holds": 1, "fails": 1, "undecided": 1, "not measured": 1, "unverified": 0}
     d = measured[1].to_dict()
     assert d["verdict"] == "undecided" and d["holds"] is None and d["unit"] == "3 seeds" and d["decision"]
+
+
+def test_an_unverified_paper_figure_is_a_verdict_of_its_own_whatever_the_rule_says():
+    why = "figure from a compilation; the primary table was not found"
+    c = Claim("mrr", "MRR matches the literature", 0.70, at_least(0.68), unverified=why)
+    assert c.verdict is Verdict.NOT_MEASURED  # nothing measured yet: not measured, not unverified
+    above, below = c.measured(0.75), c.measured(0.60)
+    assert above.verdict is below.verdict is Verdict.UNVERIFIED
+    assert (above.rule_verdict, below.rule_verdict) == (Verdict.HOLDS, Verdict.FAILS)
+    assert above.holds is None and below.holds is None  # counts neither way
+    assert count_verdicts([above, below])["unverified"] == 2
+    assert above.to_dict()["verdict"] == "unverified" and above.to_dict()["rule_verdict"] == "holds"
+    assert above.declaration()["unverified"] == why
+    # a verified claim's declaration has no such key, so existing claims' fingerprints are unchanged
+    assert "unverified" not in Claim("x", "s", 1.0, at_least(0.5)).declaration()
 
 
 def test_the_declaration_holds_the_design():

@@ -84,6 +84,10 @@ def test_markdown_escapes_pipes_and_puts_claims_first():
     assert "| c2 | z | 1 | 2 |" in md and "| fails |" in md and "not measured" in md
     assert "1 hold, 1 fail, 0 undecided of 3 claims (1 not measured)" in md
     assert "| a | 1.235 |" in md
+    r.claims.append(Claim("c4", "w", 1.0, within_abs(0.1), unverified="from a compilation").measured(1.0))
+    md = r.to_markdown(header={"paper": "toy"}, config_yaml="seed: 0\n", versions={"python": "3"})
+    assert "| unverified (rule: holds) |" in md
+    assert "1 hold, 1 fail, 0 undecided of 4 claims (1 unverified, 1 not measured)" in md
 
 
 def test_report_dict_is_strict_json():
