@@ -5,8 +5,13 @@
 The fingerprint hashes each file's path and content: Python files as their syntax trees without docstrings (so
 comments, formatting and docstrings do not count, a changed line of code does), other files (vendored data,
 JSON tables) byte for byte; Markdown, caches and compiled files are left out. The runner keys every checkpoint
-directory by the paper's fingerprint (its package, core and ipu_model) and records it in results.json;
-data-generation stages that depend on fewer modules hash a narrower set (`paper_fingerprint(paper, *paths)`).
+directory by the paper's fingerprint and records it in results.json; data-generation stages that depend on fewer
+modules hash a narrower set (`paper_fingerprint(paper, *paths)`).
+
+A paper's fingerprint covers its package, the modules of core and ipu_model that it imports (followed through
+their own imports, function-level imports included, with every enclosing package's `__init__`), the runner's, and
+every data file under core and ipu_model: a change to a core module that the paper never imports leaves its
+results current. Imports are read from the syntax tree; core and ipu_model load no module by a computed name.
 """
 
 from __future__ import annotations
@@ -96,7 +101,58 @@ def code_fingerprint(*paths: str | Path, root: Path = REPO_ROOT) -> str:
     return _cached(rels, str(root), _stamp(rels, root))
 
 
+MACHINERY = ("core/launch.py", "core/runner.py")  # the code that starts and records every run
+
+
+def _imported_names(path: Path) -> set[str]:
+    """Absolute module names imported anywhere in a Python file (`from a.b import c` gives a.b and a.b.c)."""
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _module_files(name: str, root: Path) -> list[Path]:
+    """The files of a shared module and of each package enclosing it: core.nn.fp8 -> core/__init__.py,
+    core/nn/__init__.py, core/nn/fp8.py (a name that is not a file, such as a function, adds nothing)."""
+    parts = name.split(".")
+    if parts[0] not in SHARED:
+        return []
+    out = []
+    for i in range(1, len(parts) + 1):
+        base = root.joinpath(*parts[:i])
+        for candidate in (base / "__init__.py", base.with_suffix(".py")):
+            if candidate.is_file():
+                out.append(candidate)
+    return out
+
+
+def dependencies(*paths: str | Path, root: Path = REPO_ROOT) -> tuple[str, ...]:
+    """`paths` (relative to `root`), the runner, the core and ipu_model modules they import, transitively, and the
+    data files under core and ipu_model: the files a fingerprint of a paper's run must cover."""
+    start = [f for p in (*paths, *MACHINERY) if (root / p).exists() for f in _files(root / p)]
+    seen = set(start)
+    todo = [f for f in start if f.suffix == ".py"]
+    while todo:
+        for name in _imported_names(todo.pop()):
+            for f in _module_files(name, root):
+                if f not in seen:
+                    seen.add(f)
+                    todo.append(f)
+    data = [f for d in SHARED if (root / d).is_dir() for f in _files(root / d) if f.suffix != ".py"]
+    return tuple(sorted({str(f.relative_to(root)) for f in (*seen, *data)}))
+
+
 def paper_fingerprint(paper: str, *narrower: str | Path, root: Path = REPO_ROOT) -> str:
-    """The code a paper's run depends on: `papers/<paper>`, core and ipu_model; or only `narrower` (paths relative
-    to the repository root) for a stage that declares the modules it depends on."""
-    return code_fingerprint(*(narrower or (f"papers/{paper}", *SHARED)), root=root)
+    """The code a paper's run depends on: `papers/<paper>` and what it imports of core and ipu_model
+    (`dependencies`); or only `narrower` (paths relative to the repository root) for a stage that declares the
+    modules it depends on."""
+    return code_fingerprint(*(narrower or dependencies(f"papers/{paper}", root=root)), root=root)

@@ -9,8 +9,9 @@ directories, whether to resume, the code fingerprint. Outside the runner (a test
 `RunContext.detached()`, which keeps nothing and resumes nothing, so paper code never asks whether it has a run.
 
 Results are tied to the code that made them: the checkpoint directory is keyed by the config *and* the fingerprint of
-the paper's package, core and ipu_model (core.provenance), so a resume after a code change finds nothing to reuse
-and recomputes; results.json records the fingerprint, and `make results` marks a run made by other code as stale.
+the paper's package and the core and ipu_model modules it imports (core.provenance), so a resume after a code change
+finds nothing to reuse and recomputes; results.json records the fingerprint, and `make results` marks a run made by
+other code as stale.
 The paper's ledger (core.ledger) is attached to the report, which shows re-specified claims' original verdicts.
 """
 
@@ -34,7 +35,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from core.config import ConfigError, RunConfig, validate_run_config
 from core.io import atomic_savefig, atomic_symlink, atomic_write_json, atomic_write_text
-from core.provenance import REPO_ROOT, paper_fingerprint
+from core.provenance import REPO_ROOT, dependencies, paper_fingerprint
 from core.report import Report, format_value
 from core.tracking import Tracker, activate, make_tracker
 
@@ -214,8 +215,8 @@ def run(cfg: DictConfig, *, paper: str, run_dir: Path, validated: Validated | No
 
 
 def run_fingerprint(module: Any, paper: str) -> str:
-    """The fingerprint of the code a run of `paper` executes: its package (where the module lives), core and
-    ipu_model."""
+    """The fingerprint of the code a run of `paper` executes: its package (where the module lives) and what it
+    imports of core and ipu_model (core.provenance.dependencies)."""
     package = Path(module.__file__).resolve().parent
     try:
         rel = package.relative_to(REPO_ROOT)
@@ -223,7 +224,7 @@ def run_fingerprint(module: Any, paper: str) -> str:
         from core.provenance import code_fingerprint
 
         return code_fingerprint(package, root=package.parent)[:6] + paper_fingerprint(paper, "core", "ipu_model")[:6]
-    return paper_fingerprint(paper, rel, "core", "ipu_model")
+    return paper_fingerprint(paper, *dependencies(rel))
 
 
 def paper_ledger(module: Any, paper: str) -> list:

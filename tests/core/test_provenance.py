@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from core.provenance import code_fingerprint, paper_fingerprint
+from core.provenance import code_fingerprint, dependencies, paper_fingerprint
 from tests.conftest import REPO_ROOT
 
 
@@ -39,10 +39,50 @@ def test_a_changed_line_of_code_changes_the_fingerprint_and_prose_does_not(tmp_p
     assert code_fingerprint("papers/demo", root=tmp_path) not in (base, changed)
 
 
-def test_a_paper_fingerprint_covers_its_package_core_and_ipu_model():
+def test_a_paper_fingerprint_covers_its_package_and_what_it_imports_of_core():
     full = paper_fingerprint("prng")
-    assert full == code_fingerprint("papers/prng", "core", "ipu_model")
+    deps = dependencies("papers/prng")
+    assert full == code_fingerprint(*deps)
+    assert {"core/random/xoroshiro.py", "core/random/__init__.py", "core/__init__.py", "core/runner.py"} <= set(deps)
+    assert "core/packing/data/histograms.json" in deps  # every data file of core, conservatively
+    assert "core/numerics/formats.py" not in deps  # the PRNG paper never imports the number formats
     assert paper_fingerprint("prng", "papers/prng/battery.py") != full  # a stage may declare a narrower set
+
+
+def shared_tree(tmp_path):
+    """papers/demo imports core.a inside a function; core.a imports core.sub.b; core.c is imported by nobody."""
+    files = {
+        "papers/demo/__init__.py": "def run():\n    from core.a import f\n    return f()\n",
+        "core/__init__.py": "",
+        "core/a.py": "import numpy\nfrom core.sub import b\n\ndef f():\n    return b.g()\n",
+        "core/sub/__init__.py": "",
+        "core/sub/b.py": "def g():\n    return 1\n",
+        "core/c.py": "X = 1\n",
+        "core/sub/table.json": "{}\n",
+        "ipu_model/__init__.py": "",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return tmp_path
+
+
+def test_the_import_closure_follows_function_level_and_nested_imports(tmp_path):
+    root = shared_tree(tmp_path)
+    deps = dependencies("papers/demo", root=root)
+    assert deps == (
+        "core/__init__.py",
+        "core/a.py",
+        "core/sub/__init__.py",
+        "core/sub/b.py",
+        "core/sub/table.json",
+        "papers/demo/__init__.py",
+    )
+    base = paper_fingerprint("demo", root=root)
+    (root / "core/c.py").write_text("X = 2\n")  # not imported: the paper's results stay current
+    assert paper_fingerprint("demo", root=root) == base
+    (root / "core/sub/b.py").write_text("def g():\n    return 2\n")  # imported through core.a
+    assert paper_fingerprint("demo", root=root) != base
 
 
 def test_a_resumed_run_recomputes_after_a_code_change(cli, tmp_path):

@@ -41,7 +41,7 @@ def test_run_writes_the_record_and_points_latest_at_it(cli, tmp_path):
     assert [c["id"] for c in results["claims"]] == ["pi-estimate", "pi-exact"]
     assert [c["holds"] for c in results["claims"]] == [True, False]
     assert [c["verdict"] for c in results["claims"]] == ["holds", "fails"]
-    assert results["verdicts"] == {"holds": 1, "fails": 1, "undecided": 0, "not measured": 0}
+    assert results["verdicts"] == {"holds": 1, "fails": 1, "undecided": 0, "not measured": 0, "unverified": 0}
     assert len(results["code_fingerprint"]) == 12
     for c in results["claims"]:
         assert {"id", "statement", "paper", "ours", "tolerance", "decision", "unit", "verdict", "holds"} <= set(c)
