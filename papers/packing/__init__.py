@@ -3,8 +3,9 @@
 Three parts: (1) the paper's table, SPFHP / LPFHP / NNLSHP on the published Wikipedia and SQuAD length histograms,
 beside the paper's efficiency, speed-up and run times (core.packing); (2) the cross-contamination check: a packed
 BERT-style encoder (core.nn.encoder) gives every sequence the same outputs and loss as when it runs alone;
-(3) padded vs packed masked-LM training on Shakespeare's speeches: throughput in real tokens/s and validation loss
-per sequence seen.
+(3) padded vs packed masked-LM training on Shakespeare's speeches: validation loss per sequence seen, and the
+throughput in real tokens/s timed in interleaved rounds of padded and packed steps (with a padded control at the
+packed run's rows, which splits the gain into how full the rows are and what a row costs).
 
 Entry points: `reproduce(cfg, run)` and `claims(cfg)` (the runner's), `Config` (the `packing` config section),
 `PUBLISHED` (the paper's table); the packing algorithms themselves are core.packing.
@@ -71,6 +72,8 @@ class TrainConfig:
     warmup: int = 50
     mask_prob: float = 0.15
     contamination_sequences: int = 96
+    timing_rounds: int = 6  # interleaved timing rounds of the three arms (train.throughput_rounds)
+    timing_seconds: float = 2.0  # per arm and round: enough steps to last about this long
     model: ModelConfig = field(default_factory=ModelConfig)
 
     def __post_init__(self) -> None:
@@ -85,6 +88,8 @@ class TrainConfig:
         check_range("packing.train.warmup", self.warmup, ge=0)
         check_range("packing.train.mask_prob", self.mask_prob, gt=0, lt=1)
         check_range("packing.train.contamination_sequences", self.contamination_sequences, ge=2)
+        check_range("packing.train.timing_rounds", self.timing_rounds, ge=5)  # a spread needs rounds to estimate
+        check_range("packing.train.timing_seconds", self.timing_seconds, gt=0)
 
 
 @dataclass
@@ -112,7 +117,8 @@ def reproduce(cfg, run: RunContext) -> Report:
                 check = train.contamination_check(
                     c.train, corpus, params, int(cfg.seed), c.train.contamination_sequences
                 )
-        training = {"runs": runs, "contamination": check, "corpus": corpus}
+        rounds = train.throughput_rounds(c.train, corpus, int(cfg.seed))
+        training = {"runs": runs, "contamination": check, "corpus": corpus, "rounds": rounds}
     return build_report(cfg, cells, training)
 
 

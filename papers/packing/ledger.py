@@ -4,13 +4,15 @@ History (git log -p --follow papers/packing/report.py): the table claims compare
 digits from the first reproduction (2026-11-22, e2a8e3e; 1ebd9a1 only changed how ours is shown, not the decision);
 the two run-time claims left the claims on 2026-11-24 (issue 23). Issue 41 (2026-11-25): `equal-convergence` holds
 by construction and becomes a fact; the table claims compare with the paper's figures as printed intervals.
+Issue 45 (2026-11-26): the fact becomes a test; `packed-throughput` is timed in interleaved rounds with an interval.
 """
 
 from core.ledger import Change
-from core.report import Rule
+from core.report import Rule, at_least
 
 _ISSUE23_RUN = "README row of commit 72d964c (default run of 2026-11-24, 8.8 min: 15 of 15 claims hold)"
 _LAST_RUN = "README row of commit 7484b79 (default run of 2026-11-24, 8.1 min: 13 of 13 claims hold)"
+_ISSUE45_RUN = "README row of commit cc441f2 (default run of 2026-11-25, 6.8 min: 12 of 12 claims hold)"
 
 
 def _old_to_the_digits() -> Rule:
@@ -93,5 +95,40 @@ LEDGER: list[Change] = [
             fingerprint=fp,
         )
         for cid, fp in _PRINTED.items()
+    ),
+    Change(
+        "2026-11-26",
+        "packed-throughput",
+        "respecified",
+        old="ours >= 0.8, ours = real-tokens/s gain / packing speed-up from one timed training run per mode, the runs "
+        "one after the other (a point value)",
+        new="ours >= 0.8 on the whole 95% t interval of gain / speed-up over 6 interleaved timing rounds (padded and "
+        "packed steps, both warmed, one process, same threads; a padded control at the packed rows splits the gain "
+        "into fill and cost per row)",
+        reason="issue 45: the claim rested on one unreplicated timing per mode, taken in two sequential runs, and "
+        "its gain (2.56x) exceeded the packing speed-up (2.46x) without explanation. The rule and threshold are "
+        "unchanged (0.8 is this project's, REFERENCES.md 'training'); the statistic is now an interval over rounds, "
+        "and the report splits the gain into measured factors. Results had been seen (0.978 as a point value); the "
+        "old rule on the new statistic is the same rule, shown on each run.",
+        old_rule=at_least(0.8),
+        old_verdict="holds (0.978: 2.56x gain over a 2.46x speed-up)",
+        commit="cc441f2",
+        run=_ISSUE45_RUN,
+        fingerprint="17fce4f60dd4",
+    ),
+    Change(
+        "2026-11-26",
+        "equal-convergence",
+        "removed",
+        old="fact equal-convergence (construction): the two final validation losses",
+        new="-",
+        reason="issue 45: packed and padded training compare exact packings of the same sequences with the same "
+        "masks, so they agree by construction: a test, not a row of the report. The test checks the construction "
+        "itself (a packed step's loss and gradients equal the padded step's on the same sequences, and erasing the "
+        "sequence boundaries moves the loss); both runs' validation losses stay in the training table and figure.",
+        old_verdict="2.8746 packed vs 2.8744 padded (nats)",
+        commit="cc441f2",
+        run=_ISSUE45_RUN,
+        moved_to="tests/papers/packing/test_train.py::test_packed_and_padded_steps_see_the_same_loss_and_gradients",
     ),
 ]

@@ -1,5 +1,5 @@
-"""Padded vs packed training of a BERT-style masked LM on Shakespeare's speeches (skewed lengths), and the
-cross-contamination check of the packed model.
+"""Padded vs packed training of a BERT-style masked LM on Shakespeare's speeches (skewed lengths), the
+cross-contamination check of the packed model, and the interleaved timing rounds of the throughput claim.
 
 Both runs see the same sequences with the same masks: the sequences of an epoch come in a seeded order, a
 sequence's masked positions depend only on (seed, epoch, sequence). The padded run takes `batch_size` sequences per
@@ -160,11 +160,40 @@ class Plan:
         b = batch_arrays(inputs, labels, chunk, self.cfg.max_len, self.width)
         return {k: v for k, v in b.items() if k not in ("starts", "index")}
 
+    def mean_tokens_per_step(self) -> float:
+        """Real tokens of an average step (the sequences' lengths, [CLS] included), over every step of the plan."""
+        lengths = [np.array([sum(self.corpus.train[i].size for i in p) for p in packs]) for packs in self.packs]
+        return float(np.mean([lengths[e][first : first + self.rows].sum() for e, first in self.steps]))
+
     def evaluates(self, done: int) -> bool:
         """Evaluate after the step that crosses the next multiple of eval_every sequences, and at the end."""
         k = done - 1
         before = self.seen[k - 1] if k else 0
         return done == len(self.steps) or self.seen[k] // self.cfg.eval_every > before // self.cfg.eval_every
+
+
+def _optimizer(cfg) -> optax.GradientTransformation:
+    """AdamW on a warmup-cosine schedule, the same in both modes: a step sees about batch_size sequences either way."""
+    decay = max(cfg.sequences // cfg.batch_size, cfg.warmup + 1)
+    schedule = optax.warmup_cosine_decay_schedule(0.0, cfg.lr, cfg.warmup, decay, end_value=cfg.lr * 0.1)
+    return optax.adamw(schedule, weight_decay=0.01)
+
+
+def mlm_loss_fn(model: TransformerEncoder, width: int):
+    """(params, batch) -> the MLM loss averaged over the batch's real sequences (rows hold up to `width`)."""
+
+    def loss(params, b):
+        value, _, _ = model.apply(
+            params, b["ids"], b["sequence_ids"], b["positions"], b["labels"], width, method=TransformerEncoder.mlm_loss
+        )
+        return value
+
+    return loss
+
+
+def packed_rows(cfg, corpus: Corpus) -> int:
+    """Packs per packed step: about batch_size sequences, at the packing's sequences per pack."""
+    return max(1, round(cfg.batch_size / corpus.packing.speedup))
 
 
 def train(
@@ -173,24 +202,14 @@ def train(
     """Train in `mode` ('padded' or 'packed') until cfg.sequences sequences have been seen."""
     model = build_model(cfg, corpus)
     L = cfg.max_len
-    rows = cfg.batch_size if mode == "padded" else max(1, round(cfg.batch_size / corpus.packing.speedup))
+    rows = cfg.batch_size if mode == "padded" else packed_rows(cfg, corpus)
     plan = Plan(cfg, corpus, mode, seed, rows)
-    # the same schedule in both modes: a step sees about batch_size sequences either way
-    decay = max(cfg.sequences // cfg.batch_size, cfg.warmup + 1)
-    schedule = optax.warmup_cosine_decay_schedule(0.0, cfg.lr, cfg.warmup, decay, end_value=cfg.lr * 0.1)
-    optimizer = optax.adamw(schedule, weight_decay=0.01)
+    optimizer = _optimizer(cfg)
     dummy = jnp.zeros((1, L), jnp.int32)
-
-    def loss_fn(p, b, width):
-        loss, _, _ = model.apply(
-            p, b["ids"], b["sequence_ids"], b["positions"], b["labels"], width, method=TransformerEncoder.mlm_loss
-        )
-        return loss
-
     valid = _validation_batches(cfg, corpus, seed)
-    eval_fn = jax.jit(lambda p, b: loss_fn(p, b, 1))
+    eval_fn = jax.jit(mlm_loss_fn(model, 1))
     run = fit(
-        jax.jit(optimizer_step(lambda p, b: loss_fn(p, b, plan.width), optimizer)),
+        jax.jit(optimizer_step(mlm_loss_fn(model, plan.width), optimizer)),
         init_state(model.init(jax.random.key(seed), dummy, dummy, dummy), optimizer),
         plan.batch,
         steps=len(plan.steps),
@@ -220,6 +239,51 @@ def train(
         rows_per_step=rows,
     )
     return run.state["params"], result
+
+
+@dataclass
+class Arm:
+    """One timed arm: a training step on `rows` rows of the `mode` plan."""
+
+    name: str
+    mode: str
+    rows: int
+    tokens_per_step: float  # real tokens of an average step of the whole plan
+    seconds: list[float] = field(default_factory=list)  # seconds per step, one entry per round
+
+
+def throughput_rounds(cfg, corpus: Corpus, seed: int) -> dict[str, Arm]:
+    """Seconds per training step of three arms, in `cfg.timing_rounds` interleaved rounds (core.bench.time_rounds:
+    each arm warmed, then round i of every arm before round i + 1 of any, in one process with the same threads):
+    padded (batch_size rows), packed (its packed_rows rows) and padded with the packed run's rows, the control that
+    separates the cost of a row from the number of rows. A step's cost depends on the shapes only, so each arm
+    times one batch of its plan; its real tokens per step are the plan's average over every step."""
+    from core.bench import time_rounds
+
+    model = build_model(cfg, corpus)
+    optimizer = _optimizer(cfg)
+    dummy = jnp.zeros((1, cfg.max_len), jnp.int32)
+    state = init_state(model.init(jax.random.key(seed), dummy, dummy, dummy), optimizer)
+    few = packed_rows(cfg, corpus)
+    arms = {
+        a.name: a
+        for a in (
+            Arm("padded", "padded", cfg.batch_size, 0.0),
+            Arm("packed", "packed", few, 0.0),
+            Arm("padded, packed rows", "padded", few, 0.0),
+        )
+    }
+    fns = {}
+    for arm in arms.values():
+        plan = Plan(cfg, corpus, arm.mode, seed, arm.rows)
+        arm.tokens_per_step = plan.mean_tokens_per_step()
+        step = jax.jit(optimizer_step(mlm_loss_fn(model, plan.width), optimizer))
+        batch = {k: jnp.asarray(v) for k, v in plan.batch(0).items()}
+        fns[arm.name] = lambda step=step, batch=batch: step(state, batch)
+    seconds = time_rounds(fns, repeat=cfg.timing_rounds, min_seconds=cfg.timing_seconds, warmup=2)
+    for name, arm in arms.items():
+        arm.seconds = seconds[name]
+    return arms
 
 
 def _validation_batches(cfg, corpus: Corpus, seed: int) -> list[dict[str, jax.Array]]:

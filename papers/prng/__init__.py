@@ -1,8 +1,9 @@
 """A Fast Hardware Pseudorandom Number Generator Based on xoroshiro128 (Hanlon & Felix, Graphcore 2022).
 
 Statistical findings of the paper on CPU scale: xoroshiro128+ fails binary-rank and linear-complexity tests on its
-low bits (they are linear), xoroshiro128aox passes them on every bit; plus a Hamming-weight dependency test, the
-frequency tests, an optional dieharder subset, and the hardware-cost argument (logic gates of the output function).
+low bits (they are linear), xoroshiro128aox passes them on every bit; plus a Hamming-weight dependency test (with
+the sample it would need to see the paper's gjrand z9 finding), the frequency tests, an optional dieharder subset,
+and the hardware-cost argument (cells of both whole generators from netlists, papers.prng.cost).
 
 Entry points: `reproduce(cfg, run)` and `claims(cfg)` (the runner's), `Config` (the `prng` config section),
 `raw_outputs` (a generator's stream), `run_dieharder` (the optional battery subset); papers.prng.battery holds the

@@ -147,23 +147,48 @@ def hamming_weights(words: np.ndarray) -> np.ndarray:
     return np.unpackbits(b, axis=1).sum(axis=1)
 
 
+HW_CUTS = (30, 35)  # weight classes: <= 29, 30..34, >= 35
+HW_DF = 8  # degrees of freedom of the 3 x 3 table against the product of its known margins
+
+
+def hamming_class_probabilities() -> np.ndarray:
+    """P(class) of the Hamming weight of a uniformly random 64-bit word (Binomial(64, 1/2))."""
+    low, high = HW_CUTS
+    below, middle = stats.binom.cdf(low - 1, 64, 0.5), stats.binom.cdf(high - 1, 64, 0.5)
+    return np.array([below, middle - below, 1 - middle])
+
+
+def hamming_pair_table(words: np.ndarray) -> np.ndarray:
+    """The 3 x 3 table of (class of output t, class of output t + 1) counts."""
+    cls = np.digitize(hamming_weights(words), HW_CUTS)
+    return np.bincount(cls[:-1] * 3 + cls[1:], minlength=9).reshape(3, 3)
+
+
+def pair_table_p(table: np.ndarray) -> float:
+    """Chi-squared p-value of a 3 x 3 table of consecutive weight classes against independence with the
+    Binomial(64, 1/2) class probabilities (HW_DF degrees of freedom: the margins are known, not estimated)."""
+    probs = hamming_class_probabilities()
+    expected = np.outer(probs, probs) * table.sum()
+    return float(stats.chi2.sf(((table - expected) ** 2 / expected).sum(), df=HW_DF))
+
+
 def hamming_dependency_test(words: np.ndarray) -> float:
     """Are the Hamming weights of consecutive outputs independent? Weights are classed low (<= 29), middle
     (30..34), high (>= 35); the 3x3 table of consecutive pairs is chi-squared against the product of the
     Binomial(64, 1/2) class probabilities (8 degrees of freedom)."""
-    hw = hamming_weights(words)
-    cls = np.digitize(hw, [30, 35])
-    probs = np.array(
-        [
-            stats.binom.cdf(29, 64, 0.5),
-            stats.binom.cdf(34, 64, 0.5) - stats.binom.cdf(29, 64, 0.5),
-            stats.binom.sf(34, 64, 0.5),
-        ]
-    )
-    pairs = cls[:-1] * 3 + cls[1:]
-    observed = np.bincount(pairs, minlength=9)
-    expected = np.outer(probs, probs).ravel() * len(pairs)
-    return float(stats.chi2.sf(((observed - expected) ** 2 / expected).sum(), df=8))
+    return pair_table_p(hamming_pair_table(words))
+
+
+def chi2_noncentrality(df: int, alpha: float, power: float) -> float:
+    """The noncentrality a chi-squared test with `df` degrees of freedom needs to reject at level `alpha` with
+    probability `power` (noncentral chi-squared, scipy). A fixed departure from independence gives a noncentrality
+    proportional to the sample size, so the ratio of two such values is the ratio of the samples two tests need."""
+    if not (0 < alpha < 1 and alpha < power < 1):
+        raise ValueError(f"chi2_noncentrality: need 0 < alpha < power < 1, got alpha={alpha}, power={power}")
+    from scipy import optimize
+
+    critical = stats.chi2.isf(alpha, df)
+    return float(optimize.brentq(lambda lam: stats.ncx2.sf(critical, df, lam) - power, 1e-9, 1e6))
 
 
 # ---------------------------------------------------------------------------------------------- frequency

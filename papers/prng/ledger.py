@@ -2,8 +2,10 @@
 began (git log of papers/prng/report.py: the four rules are those of the first reproduction, 2026-11-22)."""
 
 from core.ledger import Change
+from core.report import at_least
 
 _LAST_RUN = "README row of commit 7484b79 (default run of 2026-11-24, 36 s: 4 of 4 claims hold)"
+_ISSUE45_RUN = "README row of commit cc441f2 (default run of 2026-11-25, 37 s: 2 of 2 claims hold)"
 
 LEDGER: list[Change] = [
     Change(
@@ -53,5 +55,65 @@ LEDGER: list[Change] = [
         reason="Issue 41: measure() no longer computes the two claims that became facts (claims.facts does); "
         "this claim's statistic and rule are unchanged. No result seen differently.",
         fingerprint="c447a9688d3c",
+    ),
+    Change(
+        "2026-11-26",
+        "aox-hamming-weight",
+        "respecified",
+        old="ours >= 1e-4: no Hamming-weight dependency visible in 3 seeds x 2^20 outputs (smallest p over seeds)",
+        new="ours < 1e-4 (the dependency seen), decided only at >= 1.41e12 outputs per seed, the smallest sample at "
+        "which our test could see the paper's effect; undecided below (the default's 2^20)",
+        reason="issue 45: the old rule held only because the sample is a million times too small to see the "
+        "weakness the paper reports (gjrand z9 fails at 10 TB = 1.25e12 outputs per seed, PRNG-AOX-Z9). The claim "
+        "now states the paper's finding (a dependency) and a power computation for our statistic: with z9's "
+        "detection rate there (>= 0.95) and our 8-df table as sensitive per output, power 0.8 at level 1e-4 needs "
+        "1.41e12 outputs per seed. Results had been seen (p = 0.199 in the last default run); the threshold comes "
+        "from the paper's sample size, not from our p-values. The statistic is unchanged, so the old rule is shown "
+        "on each run.",
+        old_rule=at_least(1e-4),
+        old_verdict="holds (0.199)",
+        commit="cc441f2",
+        run=_ISSUE45_RUN,
+        fingerprint="845dac9ec91f",
+    ),
+    Change(
+        "2026-11-26",
+        "aox-generator-cells",
+        "added",
+        old="",
+        new="ours <= 0.553 (684 / 1237), ours = AOX over xoroshiro128+ cells of the whole generators (state update "
+        "and output), the whole range over 8 technology mappings of our netlists",
+        reason="issue 45: the hardware-cost claim against the paper's ratio instead of our 1.0 (aox-cheaper-than-"
+        "adder, removed on 2026-11-25, stays a fact of the output functions alone). The paper's 684 and 1237 count "
+        "whole generators (state update 331 cells in both, outputs 353 and 906; PRNG-CELLS), so ours counts the "
+        "same parts; how a synthesiser maps gates onto cells is not reported, so the claim is decided on the range "
+        "over the mappings. The netlist counts are arithmetic and were computed while the design was chosen "
+        "(0.38 to 0.44 with a Kogge-Stone adder, 0.76 to 0.92 with a ripple-carry one); the bound is the paper's "
+        "figure, as the issue asks.",
+        fingerprint="a05e171db9e8",
+    ),
+    Change(
+        "2026-11-26",
+        "aox-every-bit-passes",
+        "code",
+        old="ours <= 0, measured by claims.measure",
+        new="ours <= 0 (unchanged), measured by its own function (claims._every_bit)",
+        reason="issue 45: each claim measures with its own function, as the new claims do; the statistic and the "
+        "rule are unchanged. No result seen differently.",
+        fingerprint="d388fda7a130",
+    ),
+    Change(
+        "2026-11-26",
+        "plus-low-bits-fail",
+        "removed",
+        old="fact plus-low-bits-fail (analytic): bit 0 fails both tests for every seed",
+        new="-",
+        reason="issue 45: a theorem (bit 0 of s0 + s1 is s0 ^ s1 at bit 0, linear in the 128-bit state) belongs in "
+        "the tests, not beside the claims: the test checks linear complexity exactly 128 and a rank deficit in "
+        "every seed, and that the battery's two tests fail it.",
+        old_verdict="yes (the fact's value)",
+        commit="cc441f2",
+        run=_ISSUE45_RUN,
+        moved_to="tests/papers/prng/test_battery.py::test_xoroshiro_plus_lowest_bit_is_linear_in_the_state",
     ),
 ]

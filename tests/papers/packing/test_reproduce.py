@@ -13,7 +13,7 @@ from core.config import ConfigError, validate_section
 from core.report import Interval, Verdict
 from papers import packing
 from papers.packing import Config, TableConfig, TrainConfig
-from papers.packing.claims import facts, to_the_digits
+from papers.packing.claims import to_the_digits
 from papers.packing.ledger import LEDGER
 from papers.packing.report import measure, tables
 from papers.packing.tables import PUBLISHED, PUBLISHED_BOUND, matches_published, packing_table
@@ -56,13 +56,34 @@ def test_smoke_run_writes_claims_tables_and_figures(smoke_run):
     worst = results["metrics"]["contamination_max_diff"]
     assert claims["no-cross-contamination"]["ours"] == worst and worst < 1e-5
     assert claims["no-cross-contamination"]["verdict"] == "holds"
-    # equal convergence holds by construction: a fact with the two validation losses, not a claim
-    (fact,) = [f for f in results["facts"] if f["id"] == "equal-convergence"]
-    assert fact["kind"] == "construction"
-    losses = (results["metrics"]["valid_loss/packed"], results["metrics"]["valid_loss/padded"])
-    assert fact["value"] == f"{losses[0]:.4f} packed, {losses[1]:.4f} padded (nats)"
+    # packed-throughput: the mean over 5 interleaved rounds of (packed tokens/s / padded tokens/s) / speed-up, with
+    # its t interval; the mean must lie within what the timing table's per-arm extremes allow, and the verdict is
+    # the interval's against 0.8 (all above: holds, all below: fails, straddling: undecided)
+    tp = claims["packed-throughput"]
+    low, mean, high = tp["ours"]["low"], tp["ours"]["estimate"], tp["ours"]["high"]
+    assert low <= mean <= high and "5 interleaved timing rounds" in tp["ours"]["method"]
+    assert tp["verdict"] == ("holds" if low >= 0.8 else "fails" if high < 0.8 else "undecided")
+    arms = {row[0]: row for row in next(t for t in results["tables"] if t["name"] == "timing_rounds")["rows"]}
+    assert list(arms) == ["padded", "packed", "padded, packed rows"]
+    assert arms["packed"][1] == arms["padded, packed rows"][1] < arms["padded"][1]  # the control has packed rows
+
+    def tokens_and_extremes(row):
+        fastest, slowest = (float(x) for x in row[3].split("(")[1].rstrip(")").split("-"))
+        return float(row[2].replace(",", "")), fastest, slowest
+
+    (tok_pad, pad_fast, pad_slow), (tok_pack, pack_fast, pack_slow) = map(
+        tokens_and_extremes, (arms["padded"], arms["packed"])
+    )
+    speedup = results["metrics"]["packing_speedup"]
+    bounds = (tok_pack / tok_pad * pad_fast / pack_slow / speedup, tok_pack / tok_pad * pad_slow / pack_fast / speedup)
+    assert bounds[0] * 0.999 <= mean <= bounds[1] * 1.001, (bounds, mean)
+    factors = next(t for t in results["tables"] if t["name"] == "throughput_factors")
+    assert [row[0] for row in factors["rows"]][-1] == "gain over speed-up"
+    # equal convergence holds by construction: a test now (test_train.py), neither a claim nor a fact
+    assert results["facts"] == []
     ledger = {(e["claim"], e["kind"]) for e in results["ledger"]}
     assert ("equal-convergence", "removed") in ledger and ("bound-squad-1-1-384", "respecified") in ledger
+    assert ("packed-throughput", "respecified") in ledger
     training = next(t for t in results["tables"] if t["name"] == "training")
     assert [row[0] for row in training["rows"]] == ["padded", "packed"]
     padded, packed = training["rows"]
@@ -98,7 +119,6 @@ def test_declared_claims_follow_the_cells_the_config_packs():
     for c in measured:  # exact reproductions of the published digits (checked with Decimal, not the rule)
         assert rounds_to(c.ours, figures[c.id]), (c.id, c.ours)
         assert c.verdict is Verdict.HOLDS, c.id
-    assert facts(None) == []  # no training, no convergence fact
     table = tables(cfg, cells, None)[0]
     context = table.columns.index("paper seconds (its hardware; context)")
     spfhp12 = next(row for row in table.rows if row[:3] == ["Wikipedia, L=512", "SPFHP", 12])
@@ -120,7 +140,7 @@ def test_the_table_rule_decides_on_the_printed_rounding_interval():
 
 def test_the_old_table_rule_gives_the_same_verdicts_on_the_new_statistic():
     entries = {e.claim: e for e in LEDGER if e.kind == "respecified"}
-    assert set(entries) == set(published_figures())
+    assert set(entries) == set(published_figures()) | {"packed-throughput"}  # issue 41's table claims; issue 45's
     claim = next(c for c in packing.claims(_default()) if c.id == "squad-1-1-384-spfhp3-efficiency")  # "97.55"
     for ours, old in [(97.5466, "holds"), (97.5449, "fails"), (97.554, "holds"), (97.556, "fails")]:
         measured = claim.measured(ours)
@@ -129,8 +149,10 @@ def test_the_old_table_rule_gives_the_same_verdicts_on_the_new_statistic():
 
 
 def test_removed_and_history_entries_say_where_the_claims_went():
-    removed = {e.claim: e for e in LEDGER if e.kind == "removed"}
-    assert removed["equal-convergence"].moved_to == "fact equal-convergence (construction)"
+    removed = {e.claim: e for e in LEDGER if e.kind == "removed"}  # the newest entry per claim
+    assert removed["equal-convergence"].moved_to == (
+        "tests/papers/packing/test_train.py::test_packed_and_padded_steps_see_the_same_loss_and_gradients"
+    )
     assert {"spfhp-wikipedia-512-time", "nnlshp-wikipedia-512-time"} <= set(removed)
     declared = {c.id for c in packing.claims(_default())}
     assert not declared & set(removed)
@@ -154,5 +176,7 @@ def test_config_errors_name_the_key():
         validate_section({"table": {"nnlshp_max_depth": 4}}, Config, "packing")
     with pytest.raises(ConfigError, match=r"packing.train.mask_prob=1.5 is out of range"):
         validate_section({"train": {"mask_prob": 1.5}}, Config, "packing")
+    with pytest.raises(ConfigError, match=r"packing.train.timing_rounds=4 is out of range"):
+        validate_section({"train": {"timing_rounds": 4}}, Config, "packing")
     with pytest.raises(ConfigError, match="not divisible by heads"):
         validate_section({"train": {"model": {"d_model": 30, "heads": 4}}}, Config, "packing")

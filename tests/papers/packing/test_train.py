@@ -1,13 +1,18 @@
 """The packed/padded training plan: every epoch packs every training sequence exactly once, the run stops at the
 sequence budget, evaluations follow the sequences seen, and any step replays the batch an uninterrupted run saw
-(what resuming needs; the loop's resumption is tested in tests/core/test_train.py)."""
+(what resuming needs; the loop's resumption is tested in tests/core/test_train.py). A packed step computes the loss
+and gradients of the same sequences unpacked (why the two runs converge alike), and the timing arms count the
+plans' tokens."""
 
 from types import SimpleNamespace
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from papers.packing.train import Corpus, Plan
+from core.packing import pack_sequences
+from papers.packing.train import Corpus, Plan, batch_arrays, build_model, masked, mlm_loss_fn
 
 
 @pytest.fixture(scope="module")
@@ -44,3 +49,46 @@ def test_any_step_replays_its_batch(corpus):
         for key, value in seen[k].items():
             np.testing.assert_array_equal(fresh[key], value, err_msg=f"step {k}, {key}")
     assert {"ids", "sequence_ids", "positions", "labels"} == set(seen[0])
+
+
+def test_packed_and_padded_steps_see_the_same_loss_and_gradients(corpus):
+    # why packed and padded training converge alike (the former claim equal-convergence, papers/packing/ledger.py):
+    # a step on packs of sequences computes the same loss (a mean over sequences) and the same gradients as a step
+    # on the same sequences one per row, up to float32 rounding; the runs differ only in how sequences group into
+    # steps. The control: the same packs with the sequence boundaries erased (one id per row) attend across
+    # sequences, and the loss moves
+    cfg = SimpleNamespace(max_len=32, max_sequences_per_pack=4, model=SimpleNamespace(d_model=16, depth=1, heads=2))
+    seqs = corpus.train[:12]
+    inputs, labels = masked(corpus, seqs, seed=1, epoch=0, prob=0.3)
+    packs, _ = pack_sequences([s.size for s in seqs], 32, 4, "spfhp", seed=0)
+    assert max(len(p) for p in packs) > 1
+    model = build_model(cfg, corpus)
+    z = jnp.zeros((1, 32), jnp.int32)
+    params = model.init(jax.random.key(0), z, z, z)
+
+    def loss_and_grads(packing, width, erase=False):
+        b = batch_arrays(inputs, labels, packing, 32, width)
+        b = {k: jnp.asarray(b[k]) for k in ("ids", "sequence_ids", "positions", "labels")}
+        if erase:
+            b["sequence_ids"] = jnp.where(b["sequence_ids"] > 0, 1, 0)
+        return jax.value_and_grad(mlm_loss_fn(model, width))(params, b)
+
+    padded_loss, padded_grads = loss_and_grads([[i] for i in range(len(seqs))], 1)
+    packed_loss, packed_grads = loss_and_grads(packs, 4)
+    assert float(packed_loss) == pytest.approx(float(padded_loss), rel=1e-5)
+    for a, b in zip(jax.tree.leaves(packed_grads), jax.tree.leaves(padded_grads), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    mixed_loss, _ = loss_and_grads(packs, 4, erase=True)
+    assert abs(float(mixed_loss) - float(padded_loss)) > 1e-3
+
+
+def test_the_timing_arms_share_their_rows_and_count_the_plans_tokens(corpus):
+    # the throughput claim's arms (papers/packing/train.py: throughput_rounds): tokens per step are the plan's
+    # average, recomputed here from the sequences' lengths
+    plan = Plan(CFG, corpus, "packed", seed=3, rows=5)
+    per_step = [
+        sum(corpus.train[i].size for p in plan.packs[e][first : first + 5] for i in p) for e, first in plan.steps
+    ]
+    assert plan.mean_tokens_per_step() == pytest.approx(np.mean(per_step))
+    batch = plan.batch(0)
+    assert int((batch["sequence_ids"] > 0).sum()) == per_step[0]
