@@ -11,6 +11,7 @@ rather than on one number. The intervals come from scipy (`scipy.stats.bootstrap
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -117,3 +118,38 @@ def slope(x: Sequence[float], y: Sequence[float], *, confidence: float = 0.95) -
     return Interval(
         fit.slope, fit.slope - half, fit.slope + half, confidence, f"OLS slope over {xs.size} points, t interval"
     )
+
+
+def _half_widths(sd: float, n: np.ndarray, confidence: float) -> np.ndarray:
+    """t_{(1 + confidence)/2, n - 1} sd / sqrt(n) for each count in `n` (validated by the callers)."""
+    from scipy import stats
+
+    return stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / np.sqrt(n)
+
+
+def _check_sd(name: str, sd: float) -> None:
+    if not (math.isfinite(sd) and sd >= 0):
+        raise ValueError(f"{name}: sd must be a finite number >= 0, got {sd}")
+
+
+def t_half_width(sd: float, n: int, *, confidence: float = 0.95) -> float:
+    """The half-width of the t interval of a mean over `n` values (seeds, paired differences) of standard deviation
+    `sd`: t_{(1 + confidence)/2, n - 1} sd / sqrt(n). The power computations' building block."""
+    _check_confidence(confidence)
+    _check_sd("t_half_width", sd)
+    if n < 2:
+        raise ValueError(f"t_half_width: need n >= 2 values for a t interval, got {n}")
+    return float(_half_widths(sd, np.asarray(n), confidence))
+
+
+def seeds_for_half_width(sd: float, target: float, *, confidence: float = 0.95, most: int = 10_000) -> int | None:
+    """The fewest n >= 2 whose t interval half-width (`t_half_width`) is below `target` (a claim's distance from its
+    margin): the seeds a design needs at a spread `sd`. None where the target is not positive or no n up to `most`
+    reaches it. The half-width falls with n, so the first n that passes is the answer."""
+    _check_confidence(confidence)
+    _check_sd("seeds_for_half_width", sd)
+    if not target > 0:
+        return None
+    n = np.arange(2, most + 1)
+    passing = np.flatnonzero(_half_widths(sd, n, confidence) < target)
+    return int(n[passing[0]]) if passing.size else None

@@ -120,6 +120,17 @@ def cell(text: str) -> str:
 
 
 VERDICTS = ("holds", "fails", "undecided", "not measured", "unverified")
+UNCOUNTED = ("unverified", "not measured")  # shown beside the undecided count, counted neither way
+
+
+def claim_verdict(claim: dict[str, Any]) -> str:
+    """A claim's verdict from the record (older records: from its holds)."""
+    return claim.get("verdict") or {True: "holds", False: "fails"}.get(claim.get("holds"), "not measured")
+
+
+def uncounted(n: dict[str, int]) -> list[str]:
+    """['1 unverified', '2 not measured'] for the uncounted verdicts that occur."""
+    return [f"{n[k]} {k}" for k in UNCOUNTED if n[k]]
 
 
 def verdict_counts(record: dict[str, Any]) -> dict[str, int]:
@@ -129,8 +140,7 @@ def verdict_counts(record: dict[str, Any]) -> dict[str, int]:
         return {k: int(record["verdicts"].get(k, 0)) for k in VERDICTS}
     out = dict.fromkeys(VERDICTS, 0)
     for c in record.get("claims", []):
-        v = c.get("verdict") or {True: "holds", False: "fails"}.get(c.get("holds"), "not measured")
-        out[v] += 1
+        out[claim_verdict(c)] += 1
     return out
 
 
@@ -183,9 +193,8 @@ def row(paper: str, scale: str, outputs: Path, root: Path = ROOT) -> tuple[str, 
         path, record, changed = found
         n = verdict_counts(record)
         counts = [str(n["holds"]), str(n["fails"]), str(n["undecided"])]
-        extra = [f"{n[k]} {k}" for k in ("unverified", "not measured") if n[k]]
-        if extra:
-            counts[2] += f" ({', '.join(extra)})"
+        if uncounted(n):
+            counts[2] += f" ({', '.join(uncounted(n))})"
         commit = record.get("versions", {}).get("git commit", "-")
         cells = [link, *counts, time_text(record, changed), commit, code_status(paper, record, root)]
         source = f"{paper}: {shown(path)}"
@@ -240,14 +249,14 @@ def paper_section(paper: str, scale: str, outputs: Path, root: Path = ROOT) -> l
     out = [
         f"{time_text(record, changed)}, commit {commit}, code {code_status(paper, record, root)}: "
         f"{n['holds']} hold, {n['fails']} fail, {n['undecided']} undecided"
-        + "".join(f", {n[k]} {k}" for k in ("unverified", "not measured") if n[k])
+        + "".join(f", {x}" for x in uncounted(n))
         + f" (`{shown(path.parent)}/report.md`).",
         "",
         "| claim | paper | ours | rule | verdict | original rule's verdict |",
         "|---|---|---|---|---|---|",
     ]
     for c in record.get("claims", []):
-        verdict = c.get("verdict") or {True: "holds", False: "fails"}.get(c.get("holds"), "not measured")
+        verdict = claim_verdict(c)
         if verdict == "unverified":
             verdict = f"unverified (rule: {c.get('rule_verdict', '-')})"
         cells = [c["id"], shown_value(c.get("paper")), shown_value(c.get("ours")), c.get("tolerance", "-"), verdict]

@@ -10,13 +10,13 @@ is common to both sides and is not in the interval; the report gives it beside (
 
 from __future__ import annotations
 
-import math
 from functools import cache
 from typing import Any
 
 import numpy as np
 
 from core.claims import Claim, Fact, Interval, at_least, at_most, interval_above, is_true, printed
+from core.stats import seed_mean, seeds_for_half_width, t_half_width
 
 # Literature filtered test MRR: the strongest value found for each (graph, model); sources, tables and pages in
 # papers/bess/REFERENCES.md (entries L1-L8)
@@ -69,28 +69,8 @@ def format_bytes(n: float) -> str:
 # ---------------------------------------------------------------------------------------------- measuring
 
 
-def seeds_needed(sd: float, distance: float, confidence: float = CONFIDENCE, most: int = 10_000) -> int | None:
-    """The fewest seeds n >= 2 whose t interval half-width, t_{(1 + confidence)/2, n - 1} sd / sqrt(n), is below
-    `distance` (a claim's distance from its bound); None when none up to `most` is, or the distance is not positive.
-    The half-width falls with n, so the first n that passes is the answer."""
-    from scipy import stats
-
-    if not (math.isfinite(sd) and sd >= 0):
-        raise ValueError(f"seeds_needed: sd must be a finite number >= 0, got {sd}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"seeds_needed: confidence must be in (0, 1), got {confidence}")
-    if not distance > 0:
-        return None
-    n = np.arange(2, most + 1)
-    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / np.sqrt(n)
-    passing = np.flatnonzero(half < distance)
-    return int(n[passing[0]]) if passing.size else None
-
-
 def seed_interval(infos: list[dict]) -> Interval:
     """The mean over seeds of the test MRR with its t interval (core.stats.seed_mean)."""
-    from core.stats import seed_mean
-
     return seed_mean([info["test"]["mrr"] for info in infos], confidence=CONFIDENCE)
 
 
@@ -137,7 +117,7 @@ def measure_mrr(infos: list[dict], bound: float) -> tuple[Interval, str]:
     values = [info["test"]["mrr"] for info in infos]
     sd = float(np.std(values, ddof=1))
     distance = abs(mrr.estimate - bound)
-    needed = seeds_needed(sd, distance)
+    needed = seeds_for_half_width(sd, distance, confidence=CONFIDENCE)
     return mrr, (
         f"{len(values)} seeds: {', '.join(f'{v:.3f}' for v in values)}; sd {sd:.3f}, half-width "
         f"{(mrr.high - mrr.low) / 2:.3f}, mean {mrr.estimate - bound:+.3f} from the bound; "
@@ -227,11 +207,9 @@ def literature_bound(name: str, model: str) -> float:
     return round(printed(LITERATURE_PRINTED[(name, model)]).low - LITERATURE_SLACK, 6)
 
 
-def half_width(seeds: int, sd: float = SEED_SD_ASSUMED, confidence: float = CONFIDENCE) -> float:
-    """The t interval half-width over `seeds` seeds at a seed-to-seed sd of `sd`."""
-    from scipy import stats
-
-    return float(stats.t.ppf(0.5 + confidence / 2, seeds - 1) * sd / math.sqrt(seeds))
+def half_width(seeds: int) -> float:
+    """The design's t interval half-width over `seeds` seeds at the assumed seed sd (SEED_SD_ASSUMED)."""
+    return t_half_width(SEED_SD_ASSUMED, seeds, confidence=CONFIDENCE)
 
 
 def _literature_claim(name: str, model: str, seeds: int) -> Claim:
@@ -410,6 +388,5 @@ __all__ = [
     "measure",
     "per_triple_rr",
     "seed_interval",
-    "seeds_needed",
     "split_se",
 ]

@@ -201,4 +201,31 @@ ISSUE_45_CHANGES = [
     ),
 ]
 
-LEDGER: list[Change] = [*HISTORY, *NOW, *REVIEW, *ISSUE_45_CHANGES]
+# The t half-width and the seeds-needed search moved to core.stats (t_half_width, seeds_for_half_width), shared with
+# GPS++; the claims' rules and statistics are unchanged. New fingerprint per claim.
+SHARED_POWER = {
+    "beats-random-floor-as-literature": "bd2bdf25e389",
+    "mrr-nations-transe": "5f25eed8b4a0",
+    "mrr-nations-distmult": "350806dac9c9",
+    "mrr-nations-complex": "7c845f963ef8",
+    "mrr-nations-rotate": "1660dff44ee1",
+    "mrr-kinships-distmult": "98dce90af57a",
+    "mrr-kinships-complex": "fab16d36bb02",
+    "mrr-umls-distmult": "865d8ed23da8",
+    "mrr-umls-complex": "963eba6d716f",
+}
+SHARED_POWER_CHANGES = [
+    Change(
+        date="2026-11-26",
+        claim=claim,
+        kind="code",
+        old="the seeds-needed search (seeds_needed) and the design half-width written in papers/bess/claims.py",
+        new="core.stats.seeds_for_half_width and core.stats.t_half_width (the same formula and search)",
+        reason="issue 45 review: GPS++ needs the same power computation; one copy in core.stats serves both. "
+        "The rule, the statistic and every figure are unchanged (the same t quantile and the same first n).",
+        fingerprint=fingerprint,
+    )
+    for claim, fingerprint in SHARED_POWER.items()
+]
+
+LEDGER: list[Change] = [*HISTORY, *NOW, *REVIEW, *ISSUE_45_CHANGES, *SHARED_POWER_CHANGES]

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats as sps
 
 from core.report import Claim, Interval, interval_above, interval_below
-from core.stats import paired_bootstrap, seed_difference, seed_mean, slope
+from core.stats import paired_bootstrap, seed_difference, seed_mean, seeds_for_half_width, slope, t_half_width
 
 
 def test_seed_mean_is_the_t_interval():
@@ -73,3 +73,23 @@ def test_interval_rules_decide_on_the_bounds():
     assert d["ours"]["low"] == 0.001 and d["ours"]["method"] == "paired bootstrap"
     with pytest.raises(ValueError, match="above high"):
         Interval(0.0, 1.0, -1.0)
+
+
+def test_the_half_width_is_scipys_t_interval_and_the_seeds_needed_the_fewest_below_the_target():
+    def half(n, sd):  # scipy's own t interval of a mean with standard error sd / sqrt(n)
+        low, high = sps.t.interval(0.95, n - 1, loc=0.0, scale=sd / np.sqrt(n))
+        return (high - low) / 2
+
+    assert t_half_width(0.02, 5) == pytest.approx(half(5, 0.02), rel=1e-12)
+    for sd, target in ((0.01, 0.0025), (0.02, 0.06), (0.005, 0.02), (0.0177, 0.0196), (0.0262, 0.0552), (0.01, 0.5)):
+        n = seeds_for_half_width(sd, target)
+        brute = next(k for k in range(2, 10_000) if half(k, sd) < target)  # a brute-force search
+        assert n == brute, (sd, target)
+    assert seeds_for_half_width(0.01, 0.0025) == 64  # the normal quantile would give (1.96 x 0.01 / 0.0025)^2 = 61.5
+    assert seeds_for_half_width(0.0, 0.01) == 2
+    assert seeds_for_half_width(0.01, 0.0) is None and seeds_for_half_width(1.0, 1e-9) is None
+    assert seeds_for_half_width(0.5, 1e-6, most=50) is None
+    with pytest.raises(ValueError, match="sd must be"):
+        seeds_for_half_width(-0.1, 0.01)
+    with pytest.raises(ValueError, match="n >= 2"):
+        t_half_width(0.1, 1)

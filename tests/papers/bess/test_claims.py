@@ -11,8 +11,9 @@ from scipy import stats
 
 from core.claims import Interval, Verdict
 from core.report import Report
+from core.stats import seeds_for_half_width
 from papers.bess import Config
-from papers.bess.claims import claims, facts, filtered_floor, floor_target, measure_floor, measure_mrr, seeds_needed
+from papers.bess.claims import claims, facts, filtered_floor, floor_target, measure_floor, measure_mrr
 from papers.bess.kg import load_builtin
 from papers.bess.ledger import LEDGER
 
@@ -73,23 +74,9 @@ def test_an_mrr_claim_is_decided_on_the_t_interval_over_seeds():
     assert (value.low, value.estimate, value.high) == pytest.approx((low, mean, high), rel=1e-12)
     assert DECLARED["mrr-nations-rotate"].measured(value, detail).verdict is Verdict.UNDECIDED  # straddles 0.66545
     sd = np.std([0.668, 0.655, 0.671, 0.662, 0.676], ddof=1)
-    assert f"sd {sd:.3f}" in detail and f"{seeds_needed(sd, abs(mean - 0.66545))} seeds" in detail
+    assert f"sd {sd:.3f}" in detail and f"{seeds_for_half_width(sd, abs(mean - 0.66545))} seeds" in detail
     rr = [(1 / r[:40] + 1 / r[40:]) / 2 for r in (i["test_ranks"] for i in runs)]  # tails first, then heads
     assert f"test-split SE {np.mean([x.std(ddof=1) / np.sqrt(40) for x in rr]):.3f}" in detail
-
-
-def test_seeds_needed_is_the_fewest_whose_half_width_is_below_the_distance():
-    def half(n, sd):  # scipy's own t interval of a mean with standard error sd / sqrt(n)
-        low, high = stats.t.interval(0.95, n - 1, loc=0.0, scale=sd / np.sqrt(n))
-        return (high - low) / 2
-
-    for sd, distance in ((0.01, 0.0025), (0.02, 0.06), (0.005, 0.02), (0.03, 0.001)):
-        n = seeds_needed(sd, distance)
-        assert half(n, sd) < distance <= half(n - 1, sd) if n > 2 else half(n, sd) < distance
-    assert seeds_needed(0.01, 0.0025) == 64  # the normal quantile would give (1.96 x 0.01 / 0.0025)^2 = 61.5
-    assert seeds_needed(0.0, 0.01) == 2 and seeds_needed(0.01, 0.0) is None and seeds_needed(1.0, 1e-9) is None
-    with pytest.raises(ValueError, match="sd must be"):
-        seeds_needed(-0.1, 0.01)
 
 
 def test_the_floor_target_is_the_literatures_weakest_verified_margin():
