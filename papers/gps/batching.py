@@ -6,7 +6,8 @@ into arrays [packs, ...] and served as batches of `packs_per_batch` packs: one c
 Inside a pack, molecule s owns a contiguous run of nodes and edges; `node_graph` / `edge_graph` say which (the
 padding "molecule" is `graphs`), and the SPD matrix is block-diagonal (255 between molecules and on padding).
 
-Training batches also carry the paper's regularisers, drawn per epoch from a seeded generator:
+Training batches also carry the paper's regularisers, drawn per epoch from a seeded generator (in the same order
+whether or not masking is applied, so that arms trained from one seed see the same molecules, groups and noise):
 - grouped input masking: per molecule, with weights 1:3:1, keep only SPD (3D masked), only 3D (SPD masked), or both;
   molecules without a geometry never keep 3D;
 - noisy nodes / edges: each categorical feature of each atom (bond) is replaced with probability `noise` by a
@@ -87,7 +88,9 @@ def assemble(
     masking: bool = False,
 ) -> dict[str, np.ndarray]:
     """All packs as arrays [P, ...] (the model's batch dict plus `target` [P, G] and `ids` [P, G], -1 on padding).
-    `rng` is needed for `noise` > 0 or `masking`; without them every molecule keeps SPD and its 3D (if any)."""
+    `rng` is needed for `noise` > 0 or `masking`; without masking every molecule keeps SPD and its 3D (if any).
+    With `rng`, the masking groups are drawn whether or not `masking` applies them: one generator state gives the
+    same groups and the same noise to a masked and an unmasked arm (the arms of one seed are paired)."""
     if (noise > 0 or masking) and rng is None:
         raise ValueError("noise and masking need a random generator")
     if not 0 <= noise < 1:
@@ -155,8 +158,9 @@ def assemble(
     out["ids"] = per_graph(which.astype(np.int64), -1)
 
     has_3d = graphs.has_3d[which]
-    if masking:
+    if rng is not None:  # drawn even when not applied, so the noise after it is the same for masked and unmasked arms
         group = rng.choice(len(MASKING_GROUPS), size=len(which), p=np.asarray(MASKING_WEIGHTS) / sum(MASKING_WEIGHTS))
+    if masking:
         keep_spd = np.array([g[0] for g in MASKING_GROUPS])[group]
         keep_3d = np.array([g[1] for g in MASKING_GROUPS])[group] & has_3d
     else:

@@ -78,4 +78,45 @@ LEDGER: list[Change] = [
         )
         for claim, fingerprint in (("mpnn-keeps-accuracy", "22e91c8792f1"), ("3d-costs-more", "390b911515d2"))
     ],
+    # Issue 45: the arms share each training seed (initialisation of the modules they share, dropout, packing order,
+    # masking groups and noise) and the claims are decided on the per-seed paired differences, 6 seeds x 1500 steps
+    # where the README's runs had 3 unpaired seeds per arm x 1000 steps; the no-3D arm is compared with full GPS++
+    # trained, like it, without masking. Results had been seen: the README row of commit ad177f0 (default run of
+    # 2026-11-26) and a pilot of the new design (8 seeds, papers/gps/README.md), made after the rules below were
+    # written; the margins are those of the entries above, from the paper.
+    Change(
+        date="2026-11-26",
+        claim="mpnn-keeps-accuracy",
+        kind="respecified",
+        old="interval high < 0.1028: 95% Welch interval of (mean MAE MPNN only - mean MAE full) / mean MAE full, 3 "
+        "unpaired seeds per arm x 1000 steps",
+        new="interval high < 0.1028: 95% t interval of the mean over seeds of MAE MPNN only / MAE full - 1, the two "
+        "arms paired by seed (shared initialisation, dropout, batches and masks), 6 seeds x 1500 steps",
+        reason="issue 45: at 3 seeds Welch's interval has ~2.2 degrees of freedom, so even a zero difference gave an "
+        "upper bound near the margin and reruns of one design flipped the verdict; paired seeds remove the spread "
+        "the arms share, and the pilot's paired sd (1.8%) sets the seeds (6). The margin is unchanged. The old "
+        "statistic is not computed on the new runs (unpaired means), so its last verdict is recorded.",
+        old_verdict="holds (+3.1% [-2.8, +9.0], Welch, 3 seeds per arm x 1000 steps)",
+        commit="ad177f0",
+        run="README row of commit ad177f0 (default run of 2026-11-26, outputs/gps/2026-11-26_00-41-29)",
+        fingerprint="d983f5c433db",
+    ),
+    Change(
+        date="2026-11-26",
+        claim="3d-costs-more",
+        kind="respecified",
+        old="interval low > 0: 95% Welch interval of (mean MAE no 3D - mean MAE MPNN only) / mean MAE full, 3 "
+        "unpaired seeds per arm x 1000 steps; no 3D trained unmasked, full and MPNN only masked",
+        new="interval low > 0: 95% t interval of the mean over seeds of (MAE no 3D / MAE full unmasked - 1) - (MAE "
+        "MPNN only / MAE full - 1), all four arms paired by seed, 6 seeds x 1500 steps; each ablation against a "
+        "comparator trained with the same masking (no 3D and full unmasked: none; MPNN only and full: grouped)",
+        reason="issue 45: the no-3D arm trained unmasked while its comparator trained masked, so the 3D contrast also "
+        "carried the effect of masking; the new arm full_unmasked is its masking-matched comparator. Decided on "
+        "paired seeds as mpnn-keeps-accuracy; the pilot's paired sd (2.6%) needs 4 seeds, the design has 6. The "
+        "margin (0) is unchanged.",
+        old_verdict="fails (-4.5% [-7.4, -1.6], Welch, 3 seeds per arm x 1000 steps)",
+        commit="ad177f0",
+        run="README row of commit ad177f0 (default run of 2026-11-26, outputs/gps/2026-11-26_00-41-29)",
+        fingerprint="0f29b417b166",
+    ),
 ]

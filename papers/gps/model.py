@@ -152,13 +152,20 @@ class GaussianKernels(nn.Module):
         return jnp.exp(-0.5 * ((d[..., None] - mu) / sigma) ** 2) / (math.sqrt(2 * math.pi) * sigma)
 
 
-def _drop_path(module: nn.Module, x: jax.Array, node_graph: jax.Array, graphs: int, rate: float, deterministic: bool):
+class DropPath(nn.Module):
     """Stochastic depth per molecule: a dropped molecule's branch output is zeroed, kept ones scaled by 1/(1-p).
-    node_graph [B, N] in [0, graphs]; `graphs` is the padding molecule."""
-    if deterministic or rate == 0.0:
-        return x
-    keep = jax.random.bernoulli(module.make_rng("dropout"), 1.0 - rate, (x.shape[0], graphs + 1))
-    return x * jnp.take_along_axis(keep, node_graph, axis=1)[..., None] / (1.0 - rate)
+    A module of its own so that its key, like every flax module's, derives from its name: the FFN branch of a layer
+    drops the same molecules with or without the attention branch beside it (paired ablation arms)."""
+
+    rate: float
+
+    @nn.compact
+    def __call__(self, x: jax.Array, node_graph: jax.Array, graphs: int, deterministic: bool) -> jax.Array:
+        """x [B, N, d]; node_graph [B, N] in [0, graphs], `graphs` being the padding molecule."""
+        if deterministic or self.rate == 0.0:
+            return x
+        keep = jax.random.bernoulli(self.make_rng("dropout"), 1.0 - self.rate, (x.shape[0], graphs + 1))
+        return x * jnp.take_along_axis(keep, node_graph, axis=1)[..., None] / (1.0 - self.rate)
 
 
 class BiasedAttention(nn.Module):
@@ -206,13 +213,13 @@ class GPSLayer(nn.Module):
             a = BiasedAttention(c.heads, c.attention_dropout, name="attention")(
                 x, bias, graph["attention_mask"], deterministic
             )
-            a = _drop_path(self, a, batch["node_graph"], G, self.drop_path, deterministic)
+            a = DropPath(self.drop_path, name="attention_drop")(a, batch["node_graph"], G, deterministic)
             z = nn.LayerNorm(name="attention_norm")(x + a)
             h = y + z
         else:
             h = y
         f = nn.Dense(c.node, name="ffn_out")(nn.gelu(nn.Dense(c.ffn, name="ffn_in")(h)))
-        f = _drop_path(self, f, batch["node_graph"], G, self.drop_path, deterministic)
+        f = DropPath(self.drop_path, name="ffn_drop")(f, batch["node_graph"], G, deterministic)
         x = nn.LayerNorm(name="ffn_norm")(h + f) * batch["node_mask"][..., None]
         return x, e, g
 

@@ -2,9 +2,14 @@
 
 The seeds of one arm train together (`core.train.fit_seeds` under `jax.vmap`): parameters, optimiser state and
 batches carry a leading seed axis, and each seed draws its own initialisation, dropout, packing order, masking and
-noise. The batch's pack axis is sharded over a one-dimensional device mesh ("data"), parameters and optimiser state
-are replicated, and the gradient mean over packs becomes an all-reduce that XLA inserts: the same code runs on one
-CPU, on `XLA_FLAGS=--xla_force_host_platform_device_count=N` simulated devices, or on several accelerators.
+noise. Arms trained from the same seed share them (the ablations are paired by seed): flax derives each module's
+initialisation and dropout keys from the seed's key and the module's name, so a module two arms have in common starts
+from the same weights and drops the same units, and the batches (packing order, masking groups, noise) depend on the
+seed and epoch alone (`Epochs`).
+
+The batch's pack axis is sharded over a one-dimensional device mesh ("data"), parameters and optimiser state are
+replicated, and the gradient mean over packs becomes an all-reduce that XLA inserts: the same code runs on one CPU,
+on `XLA_FLAGS=--xla_force_host_platform_device_count=N` simulated devices, or on several accelerators.
 
 Loss (GPS++): L1 on the standardised target over the real molecules, plus `noisy_weight` x (cross-entropy of the
 noisy-node head on the clean atom features + cross-entropy of the noisy-edge head on the clean bond features).
@@ -38,9 +43,9 @@ from papers.gps.model import GPSConfig, GPSPlusPlus, example_batch
 class TrainConfig:
     """How GPS++ trains (the config's gps.train section)."""
 
-    # the default scale: 3 seeds x 3 arms must train within the 20-minute CPU budget, so 1000 steps (2.8 epochs of
-    # 20,000 molecules) where one seed had 3000
-    steps: int = 1000
+    # the default scale: 6 seeds x 4 arms within the 45-minute CPU budget, 1500 steps (~3.7 epochs of 20,000
+    # molecules; the design and its power: papers/gps/claims.py)
+    steps: int = 1500
     packs_per_batch: int = 8
     lr: float = 1e-3
     warmup: int = 50
@@ -50,7 +55,7 @@ class TrainConfig:
     noise: float = 0.01
     noisy_weight: float = 1.2
     masking: bool = True
-    eval_every: int = 250
+    eval_every: int = 150  # a tenth of the run: the curve, and its fall over the last 10% of steps
     checkpoint_every: int = 250
 
     def __post_init__(self) -> None:
@@ -123,7 +128,7 @@ def _compiled(cfg: GPSConfig, lr: float, steps: int, warmup: int, grad_clip: flo
     def predict(params, batch, mean, std):
         return model.apply({"params": params}, batch, deterministic=True)["target"] * std + mean
 
-    def init(seed):
+    def init(seed):  # flax folds each module's name into the key: shared modules start alike in every arm
         params = model.init(_keys(seed)[0], example_batch(1), deterministic=True)["params"]
         return params, opt.init(params)
 
@@ -273,7 +278,9 @@ def train_gps(
 class Epochs:
     """The training batches, step by step: epoch e packs the training molecules, masks inputs and adds noise with
     the generator seeded (seed, e), and cuts the packs into batches; step k is a batch of the epoch it falls in, so
-    any step can be replayed (a resumed run plans the earlier epochs again to find where it stands)."""
+    any step can be replayed (a resumed run plans the earlier epochs again to find where it stands). Nothing else
+    enters the draws: every arm trained from `seed` sees the same packs, masking groups and noise (an unmasked arm
+    the same groups, unapplied)."""
 
     def __init__(self, graphs: GraphSet, index: np.ndarray, limits: PackLimits, tc: TrainConfig, seed: int = 0):
         self.graphs, self.index, self.limits, self.tc, self.seed = graphs, index, limits, tc, seed

@@ -1,7 +1,7 @@
-"""The GPS++ reproduction end to end at the smoke scale: every claim (the ablations decided on intervals over seeds,
-checked against Welch's interval computed here), the calibration fact, table and figure; featurisation cached and
-training resumed (nothing retrained) by a second run (slow); the no-3D arm trains unmasked; config errors name the
-key."""
+"""The GPS++ reproduction end to end at the smoke scale: every claim (the ablations decided on t intervals over the
+paired seeds, checked against the interval computed here from each seed's MAE), the calibration fact, table and
+figure; featurisation cached and training resumed (nothing retrained) by a second run (slow); which arms train
+masked; config errors name the key."""
 
 import json
 from types import SimpleNamespace
@@ -19,14 +19,11 @@ from papers.gps.model import parameter_breakdown
 from papers.gps.train import Epochs, TrainConfig
 
 
-def _welch_from_stats(mean_a, sd_a, mean_b, sd_b, n, base) -> tuple[float, float]:
-    """The 95% Welch interval of (mean a - mean b) / base from seed means and sample standard deviations (n seeds
-    per arm), written out here rather than taken from core.stats."""
-    va, vb = sd_a**2 / n, sd_b**2 / n
-    df = (va + vb) ** 2 / (va**2 / (n - 1) + vb**2 / (n - 1))
-    half = stats.t.ppf(0.975, df) * np.sqrt(va + vb)
-    d = mean_a - mean_b
-    return (d - half) / base, (d + half) / base
+def _paired_t(values) -> tuple[float, float]:
+    """The 95% t interval of the mean of per-seed values, written out."""
+    v = np.asarray(values, np.float64)
+    half = stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
+    return v.mean() - half, v.mean() + half
 
 
 def test_smoke_run_reports_every_claim(smoke_run):
@@ -38,20 +35,20 @@ def test_smoke_run_reports_every_claim(smoke_run):
     assert list(facts) == ["parameters-44m"] and facts["parameters-44m"]["kind"] == "calibration"
     assert facts["parameters-44m"]["value"] == parameter_breakdown("gps++_44m")["total"]
     assert {e["claim"] for e in results["ledger"]} >= {"parameters-44m", "mpnn-keeps-accuracy", "3d-costs-more"}
-    # the ablation intervals against Welch's interval computed here from each arm's seed mean and spread
+    # the ablation intervals against the paired t interval computed here from each seed's validation MAE
     m = results["metrics"]
-    mean = {arm: m[f"{arm}/valid_mae_mev"] for arm in ("full", "mpnn_only", "no_3d")}
-    sd = {arm: m[f"{arm}/valid_mae_mev_std"] for arm in mean}
+    seeds = results["config"]["gps"]["seeds"]
+    mae = {arm: np.array([m[f"{arm}/valid_mae_mev/seed_{s}"] for s in seeds]) for arm in ARMS}
     threshold = 0.0858 / 0.0778 - 1  # REFERENCES.md [mpnn-threshold]
-    for name, (a, b, bound) in {
-        "mpnn-keeps-accuracy": ("mpnn_only", "full", threshold),
-        "3d-costs-more": ("no_3d", "mpnn_only", 0.0),
+    attention = mae["mpnn_only"] / mae["full"] - 1
+    for name, (values, bound) in {
+        "mpnn-keeps-accuracy": (attention, threshold),
+        "3d-costs-more": (mae["no_3d"] / mae["full_unmasked"] - 1 - attention, 0.0),
     }.items():
         ours = claims[name]["ours"]
-        low, high = _welch_from_stats(mean[a], sd[a], mean[b], sd[b], 2, mean["full"])
-        assert "Welch" in ours["method"], ours
-        np.testing.assert_allclose([ours["low"], ours["high"]], [low, high], rtol=1e-6, atol=1e-9)
-        np.testing.assert_allclose(ours["estimate"], (mean[a] - mean[b]) / mean["full"], rtol=1e-6)
+        low, high = _paired_t(values)
+        assert "t interval over 2 seeds" in ours["method"], ours
+        np.testing.assert_allclose([ours["estimate"], ours["low"], ours["high"]], [values.mean(), low, high], rtol=1e-6)
         # three verdicts, from the interval computed here: mpnn-keeps-accuracy wants it below the threshold,
         # 3d-costs-more above 0; one that straddles its bound is undecided
         below, above = high < bound, low > bound
@@ -66,8 +63,8 @@ def test_smoke_run_reports_every_claim(smoke_run):
     rows = {r[0]: r for r in next(t for t in results["tables"] if t["name"] == "ablation")["rows"]}
     masking = {name: row[2] for name, row in rows.items()}
     assert masking == {
-        "GPS++ (MPNN + attention + 3D)": "yes", "MPNN only (no attention)": "yes", "no 3D features": "no",
-        "predicting the training mean": "-",
+        "GPS++ (MPNN + attention + 3D)": "yes", "MPNN only (no attention)": "yes", "GPS++ trained unmasked": "no",
+        "no 3D features (unmasked)": "no", "predicting the training mean": "-",
     }  # fmt: skip
     for name, row in rows.items():
         if name != "predicting the training mean":
@@ -91,32 +88,42 @@ def test_a_second_smoke_run_reuses_its_features_and_training(smoke_run, cli):
 
 
 def test_declared_claims_follow_the_arms_and_seeds():
-    ids = [c.id for c in gps.claims(SimpleNamespace(gps=Config(arms=["full", "no_3d"])))]
+    ids = [c.id for c in gps.claims(SimpleNamespace(gps=Config(arms=["full", "no_3d", "full_unmasked"])))]
     assert ids == ["packing-efficiency"]  # the ablation claims need the arms they compare
-    ids = [c.id for c in gps.claims(SimpleNamespace(gps=Config(arms=["mpnn_only", "full"])))]
-    assert ids == ["mpnn-keeps-accuracy", "packing-efficiency"]
+    ids = [c.id for c in gps.claims(SimpleNamespace(gps=Config(arms=["mpnn_only", "full", "no_3d"])))]
+    assert ids == ["mpnn-keeps-accuracy", "packing-efficiency"]  # 3d-costs-more also needs no 3D's comparator
     ids = [c.id for c in gps.claims(SimpleNamespace(gps=Config(seeds=[4])))]
     assert ids == ["packing-efficiency"]  # and a spread over at least two seeds
+    assert Config().seeds == list(range(6)) and len(Config().arms) == 4  # the default design (claims.SEEDS)
 
 
-def test_only_the_no_3d_arm_trains_unmasked(molecules):
+def test_each_ablation_trains_with_its_comparators_masking(molecules):
     """Grouped masking drops either the 3D or the shortest-path features of a molecule; the no-3D arm has no 3D to
-    drop, so masking would only take shortest paths away from it: it trains unmasked, every node keeping them."""
+    drop, so masking would only take shortest paths away from it: it trains unmasked, every node keeping them, and
+    so does its comparator, full GPS++ unmasked. MPNN only and full train masked (the paper's recipe)."""
     c = Config()
-    assert [arm_training(c, arm).masking for arm in ARMS] == [True, True, False]
+    assert {arm: arm_training(c, arm).masking for arm in ARMS} == {
+        "full": True, "mpnn_only": True, "full_unmasked": False, "no_3d": False,
+    }  # fmt: skip
+    assert {arm: ARMS[arm].comparator for arm in ARMS} == {
+        "full": None, "mpnn_only": "full", "full_unmasked": "full", "no_3d": "full_unmasked",
+    }  # fmt: skip
     assert not arm_training(Config(train=TrainConfig(masking=False)), "full").masking  # the config can turn it off
     many = molecules.take(np.repeat(np.arange(len(molecules)), 20))
     limits = PackLimits(nodes=24, edges=48, graphs=4)
-    for arm, dropped in (("full", True), ("mpnn_only", True), ("no_3d", False)):
+    for arm in ARMS:
         batch = Epochs(many, np.arange(len(many)), limits, arm_training(c, arm)).batch(0)
         real = batch["node_mask"]
-        assert (~batch["keep_spd"][real]).any() == dropped, arm
+        assert (~batch["keep_spd"][real]).any() == ARMS[arm].masking, arm
     assert not arm_config(c, "no_3d").use_3d and arm_config(c, "mpnn_only").use_3d
+    assert arm_config(c, "full_unmasked") == arm_config(c, "full")
 
 
 def test_config_errors_name_the_key():
     with pytest.raises(ConfigError, match=r"gps\.arms"):
         validate_section({"arms": ["full", "transformer_only"]}, Config, "gps")
+    with pytest.raises(ConfigError, match=r"gps\.arms=\['full', 'no_3d', 'full'\] names an arm twice"):
+        validate_section({"arms": ["full", "no_3d", "full"]}, Config, "gps")
     with pytest.raises(ConfigError, match=r"gps\.model\.preset"):
         validate_section({"model": {"preset": "gps++_1b"}}, Config, "gps")
     with pytest.raises(ConfigError, match=r"exceeds QM9's 130,831 molecules"):
@@ -127,6 +134,8 @@ def test_config_errors_name_the_key():
         validate_section({"seeds": [0, 0]}, Config, "gps")
     with pytest.raises(ConfigError, match=r"gps\.seeds=\[\]"):
         validate_section({"seeds": []}, Config, "gps")
+    with pytest.raises(ConfigError, match=r"gps\.seeds=\[0, -3\]: \[-3\] not allowed; seeds are non-negative"):
+        validate_section({"seeds": [0, -3]}, Config, "gps")
 
 
 @pytest.mark.slow  # ~2 min: the reproduction three times
