@@ -10,7 +10,8 @@ import numpy as np
 
 from core import plots
 from core.report import Figure, fixed
-from papers.popsparse.claims import PAPER_DENSITY, PUBLISHED, TABLE_CELL_FACTOR, _ipu_rows, _table_factors
+from papers.popsparse.claims import TABLE_CELL_FACTOR, _ipu_rows, _table_factors
+from papers.popsparse.paper import PAPER_DENSITY, PUBLISHED
 
 
 def _cpu_kinds(cpu_cells) -> list[str]:

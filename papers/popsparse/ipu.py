@@ -29,6 +29,8 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
+import numpy as np
+
 from core.io import atomic_write_json
 from core.sparsity.formats import BlockPattern
 from ipu_model import Engine, Graph, GraphError, Sequence, ops
@@ -118,8 +120,10 @@ def simulate_cell(
     }
 
 
-def _cell_key(kind: str, m: int, k: int, n: int, block: int, density: float, dtype: str) -> str:
-    return f"{kind}/m{m}/k{k}/n{n}/b{block}/d{density:.10g}/{dtype}"
+def _cell_key(kind: str, m: int, k: int, n: int, block: int, density: float, dtype: str, seed: int) -> str:
+    """The cache key of a cell; a sparse cell's pattern seed is part of it (dense has no pattern)."""
+    key = f"{kind}/m{m}/k{k}/n{n}/b{block}/d{density:.10g}/{dtype}"
+    return key if kind == "dense" else f"{key}/s{seed}"
 
 
 def _simulate_task(task: tuple) -> tuple[str, dict[str, Any]]:
@@ -151,13 +155,11 @@ class CellCache:
             atomic_write_json(self.path, self.cells)
 
 
-def simulate_cells(
-    tasks, device: DeviceSpec, seed: int = 0, cache: CellCache | None = None, workers: int = 1, log=None, chunk: int = 1
-):
-    """Simulate every (kind, m, k, n, block, density, dtype) in `tasks` not already in `cache`, in `workers` processes
-    (the simulator is single-threaded Python; the cells are independent). `log(key, cell)` is called as cells
-    complete; `chunk` consecutive tasks go to the same process (so cells sharing a pattern reuse it). Returns the
-    cache."""
+def simulate_cells(tasks, device: DeviceSpec, cache: CellCache | None = None, workers: int = 1, log=None, chunk=1):
+    """Simulate every (kind, m, k, n, block, density, dtype, seed) in `tasks` not already in `cache`, in `workers`
+    processes (the simulator is single-threaded Python; the cells are independent). `log(key, cell)` is called as
+    cells complete; `chunk` consecutive tasks go to the same process (so cells sharing a pattern reuse it). Returns
+    the cache."""
     cache = cache if cache is not None else CellCache()
     todo = []
     queued = set()
@@ -168,7 +170,8 @@ def simulate_cells(
                 log(key, cache[key])
         elif key not in queued:
             queued.add(key)
-            todo.append((key, (*task, device, seed)))
+            kind, m, k, n, block, density, dtype, seed = task
+            todo.append((key, (kind, m, k, n, block, density, dtype, device, seed)))
     if workers > 1 and len(todo) > 1:
         # spawn, not fork: the parent may hold JAX's threads
         with ProcessPoolExecutor(min(workers, len(todo)), mp_context=mp.get_context("spawn")) as pool:
@@ -193,6 +196,17 @@ def _best(cells: list[dict[str, Any]]) -> dict[str, Any]:
     return {**best, "cells": cells}
 
 
+_RATES = ("tflops", "tflops_actual", "tflops_compute", "cycles", "compute_cycles", "seconds")
+
+
+def _seed_mean(bests: list[dict[str, Any]]) -> dict[str, Any]:
+    """The best cells of several pattern seeds as one: the first seed's cell (its n, plan and cells) with each
+    rate the mean over the seeds' best cells (not fitting where any seed's does not)."""
+    if not all(b["fits"] for b in bests):
+        return {"fits": False, "cells": bests[0]["cells"]}
+    return {**bests[0], **{key: float(np.mean([b[key] for b in bests])) for key in _RATES}}
+
+
 def best_over_n(
     kind: str, m: int, k: int, ns, block: int, density: float, dtype: str, device: DeviceSpec, seed: int = 0
 ) -> dict[str, Any]:
@@ -209,7 +223,7 @@ def speedups(
     densities,
     dtypes,
     device: DeviceSpec,
-    seed: int = 0,
+    seeds=(0,),
     log=None,
     cache: CellCache | None = None,
     workers: int = 1,
@@ -217,38 +231,50 @@ def speedups(
     kind_ns: dict | None = None,
 ):
     """Best-over-n FLOP/s of dense and of the sparse `kinds` (static, dynamic), and the sparse speed-ups over dense,
-    for every (block, density, dtype). Dense is simulated once per dtype; every kind over `ns` unless `kind_ns`
-    gives it its own batch sizes. Cells run in `workers` processes and are kept in `cache` (resumable);
-    `log(key, cell)` is called as cells complete."""
+    for every (block, density, dtype), each sparse cell with a random pattern per seed in `seeds`. Dense (no
+    pattern) is simulated once per dtype; every kind over `ns` unless `kind_ns` gives it its own batch sizes. Cells
+    run in `workers` processes and are kept in `cache` (resumable); `log(key, cell)` is called as cells complete.
+
+    A row holds, per kind, `<kind>_speedups` (one per seed, in `seeds` order: best over n of that seed's pattern
+    over dense's best), `<kind>_speedup` (their mean), `<kind>_best_n` (each seed's best n) and `<kind>` (the seeds'
+    best cells as one, `_seed_mean`)."""
     kind_ns = {kind: list(kind_ns.get(kind) or ns) if kind_ns else list(ns) for kind in ("dense", *kinds)}
     unknown = sorted(set(kinds) - {"static", "dynamic"})
     if unknown or not kinds:
         raise ValueError(f"kinds {list(kinds)} must be a non-empty subset of ('static', 'dynamic')")
-    tasks = [("dense", m, k, n, 1, 1.0, dtype) for dtype in dtypes for n in kind_ns["dense"]]
+    seeds = [int(s) for s in seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds {seeds} must be one or more distinct pattern seeds")
+    tasks = [("dense", m, k, n, 1, 1.0, dtype, 0) for dtype in dtypes for n in kind_ns["dense"]]
     tasks += [
-        (kind, m, k, n, block, density, dtype)
+        (kind, m, k, n, block, density, dtype, seed)
         for dtype in dtypes
         for block in blocks
         for density in densities
+        for seed in seeds
         for kind in kinds
         for n in kind_ns[kind]
     ]
     chunk = sum(len(kind_ns[kind]) for kind in kinds)
-    cache = simulate_cells(tasks, device, seed, cache, workers, log, chunk=chunk)
+    cache = simulate_cells(tasks, device, cache, workers, log, chunk=chunk)
 
-    def best(kind, block, density, dtype):
-        return _best([cache[_cell_key(kind, m, k, n, block, density, dtype)] for n in kind_ns[kind]])
+    def best(kind, block, density, dtype, seed):
+        return _best([cache[_cell_key(kind, m, k, n, block, density, dtype, seed)] for n in kind_ns[kind]])
 
     rows = []
     for dtype in dtypes:
-        dense = best("dense", 1, 1.0, dtype)
+        dense = best("dense", 1, 1.0, dtype, 0)
         for block in blocks:
             for density in densities:
                 row: dict[str, Any] = {"dtype": dtype, "block": block, "density": density, "dense": dense}
                 for kind in kinds:
-                    row[kind] = best(kind, block, density, dtype)
-                    ok = row[kind]["fits"] and dense["fits"]
-                    row[f"{kind}_speedup"] = row[kind]["tflops"] / dense["tflops"] if ok else float("nan")
+                    bests = [best(kind, block, density, dtype, s) for s in seeds]
+                    row[f"{kind}_speedups"] = [
+                        b["tflops"] / dense["tflops"] if b["fits"] and dense["fits"] else float("nan") for b in bests
+                    ]
+                    row[f"{kind}_speedup"] = float(np.mean(row[f"{kind}_speedups"]))
+                    row[f"{kind}_best_n"] = [b.get("n") for b in bests]
+                    row[kind] = _seed_mean(bests)
                 rows.append(row)
     return rows
 

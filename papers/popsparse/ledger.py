@@ -1,5 +1,9 @@
 """Every change to the PopSparse claims (core/ledger.py), oldest first: the re-specification found in the history
-(git log -p papers/popsparse/report.py, README.md) and issue 41's changes."""
+(git log -p papers/popsparse/report.py, README.md), issue 41's changes and issue 45's.
+
+Issue 45's entries (2026-11-26) were written after the default run of 2026-11-26 00:02 (README row of commit ad177f0,
+code 04448ef: 6 hold, 2 fail, 1 undecided) had been seen, and before any run of the new design; the old verdicts
+are that run's."""
 
 from core.claims import Interval, Rule
 from core.ledger import Change
@@ -21,6 +25,139 @@ _ISSUE_41_CODE = (
     "rounding; ipu-dense-rate became a calibration fact); the code moved from report.py to claims.py. This claim's "
     "statistic and rule are unchanged."
 )
+
+_RUN_1126 = (
+    "README row of commit ad177f0 (default run of 2026-11-26 00:02, code 04448ef, 8.5 min: 6 hold, 2 fail, 1 undecided)"
+)
+_SEEDS_GRID = (
+    "every simulated sparse cell now runs 3 random block patterns (popsparse.ipu.pattern_seeds) and the claim holds "
+    "only where every seed meets the rule; the grid pruned after runs is restored: every kind at n = 256, 1024, 4096 "
+    "(static had been cut to n = 4096, and n = 256 dropped, though a dropped n can only lower a kind's best, which "
+    "moves a cell whose sim/paper is above 1 towards the paper)"
+)
+_ISSUE_45: list[Change] = [
+    Change(
+        "2026-11-26",
+        "ipu-paper-table",
+        "respecified",
+        old="every cell's factor <= 1.5 and the median's <= 1.2 over the table's printed rounding; one pattern, n = "
+        "1024, 4096 (static 4096 only)",
+        new="the same rule over the printed rounding and 3 pattern seeds (interval: lowest and highest over both), "
+        "n = 256, 1024, 4096 for every kind",
+        reason="issue 45: " + _SEEDS_GRID + ". The targets 1.5x and 1.2x (issue 26's) are unchanged. Results of the "
+        "old design had been seen (undecided: 1.018 [0.978, 1.076]); none of the new.",
+        old_verdict="undecided",
+        commit="ad177f0",
+        run=_RUN_1126 + ": 1.018 [0.9781, 1.076]",
+        fingerprint="23e6eb5d99f7",
+    ),
+    Change(
+        "2026-11-26",
+        "ipu-paper-figures",
+        "respecified",
+        old="the same targets against figure values digitised by hand (no committed method) to two decimals, their "
+        "rounding as the interval (the 2-5% digitising error left out); one pattern",
+        new="the same targets against the figures as papers.popsparse.digitise reads them off the authors' notebook "
+        "images (committed script and images; each value an interval at the figure's pixel precision), over 3 "
+        "pattern seeds; static b = 16 at 1/8 and 1/32 join (the crossover sweep now has b = 16)",
+        reason="issue 45: the digitised targets had been committed after the simulated values for those cells were "
+        "known, by a method with no committed script; they now come from a re-runnable script whose readings of the "
+        "table's cells are tested against the printed table (tests/papers/popsparse/test_digitise.py). "
+        + _SEEDS_GRID
+        + ". Results of the old design had been seen (fails: 1.032 [1.016, 1.048]); none of the new.",
+        old_verdict="fails",
+        commit="ad177f0",
+        run=_RUN_1126 + ": 1.032 [1.016, 1.048], 8 of 8 cells within 1.5x, median 1.24",
+        fingerprint="92a0626147c9",
+    ),
+    Change(
+        "2026-11-26",
+        "ipu-static-beats-dynamic",
+        "respecified",
+        old="is_true: static faster in every cell (one pattern)",
+        new="static faster in every cell for every one of 3 pattern seeds (ours: the share of cells, lowest and "
+        "highest over the seeds): holds at 1 in every seed, fails where every seed has a cell it loses, undecided "
+        "between",
+        reason="issue 45: an 'A beats B' claim needs >= 3 replicates; the pattern is the only thing that varies. "
+        + _SEEDS_GRID
+        + ". Density 1/2 stays out of the default grid (it decides only this claim; README, 'Grid points'). "
+        "Results of the old design had been seen (holds, 12 of 12 cells).",
+        old_verdict="holds",
+        commit="ad177f0",
+        run=_RUN_1126 + ": static faster in 12 of 12 cells",
+        fingerprint="c365c23bbca0",
+    ),
+    *(
+        Change(
+            "2026-11-26",
+            f"ipu-grows-with-block-{dtype}",
+            "removed",
+            old="is_true: the static speed-up at 1/16 non-decreasing over the block sizes",
+            new="-",
+            reason="issue 45: true of the cost model by construction: poplibs' static codelet estimate costs fewer "
+            "cycles per non-zero element at b = 16 than at b = 1 at every column count (the per-block overhead is "
+            "shared by b^2 elements), so no run could fail it; the test that shows it is "
+            "tests/papers/popsparse/test_ipu.py::test_static_cycles_per_element_fall_with_block_size. It stays in "
+            "the report as a construction fact with the measured ratio beside the paper's.",
+            old_verdict="holds",
+            commit="ad177f0",
+            run=_RUN_1126 + f": {speedups}",
+            moved_to=f"fact ipu-grows-with-block-{dtype} (construction)",
+        )
+        for dtype, speedups in (("float16", "b=1 0.87x, b=16 4.65x"), ("float32", "b=1 1.69x, b=16 5.93x"))
+    ),
+    Change(
+        "2026-11-26",
+        "ipu-headline-crossover",
+        "respecified",
+        old="|ours - 0.9| <= 0.05, ours = the crossover sparsity of b = 1, 4, 8 nearest 90%, one pattern",
+        new="the same rule on an interval over 3 pattern seeds (the block whose crossover at the seed-mean speed-ups "
+        "is nearest 90%; lowest and highest over the seeds)",
+        reason="issue 45: a trend claim on one pattern seed; now decided over 3, holding only where every seed is "
+        "within 0.05 of 90%. The crossover sweep gains b = 16 (not among the headline blocks). Results of the old "
+        "design had been seen (holds, 0.9466).",
+        old_verdict="holds",
+        commit="ad177f0",
+        run=_RUN_1126 + ": 0.9466 (b=1)",
+        fingerprint="baecafaa415f",
+    ),
+    Change(
+        "2026-11-26",
+        "ipu-crossover-falls-with-block",
+        "respecified",
+        old="is_true: the FP16 static crossover sparsity non-increasing over the crossover blocks (one pattern)",
+        new="at every (block, density) where the paper's static FP16 figure reading lies wholly above or below 1 "
+        "(b = 1 below at 1/4 .. 1/16, above at 1/32; b = 4, 8 above at 1/16; b = 16 above at 1/4 .. 1/32), ours "
+        "on the same side, for every one of 3 pattern seeds (ours: the share of such cells, lowest and highest "
+        "over the seeds)",
+        reason="issue 45: 'the crossover falls as blocks grow' follows from a per-block overhead in any sensible "
+        "cost model (see ipu-grows-with-block, removed), so it could not fail. Restated against the paper's figures: "
+        "each block's crossover must lie where the paper's figures put it, to their density step, which places "
+        "b = 1's between 1/16 and 1/32 and the others' above 1/16. The original rule is still evaluated on every "
+        "run and its outcome over the seeds is in the claim's detail. Results of the old design had been seen "
+        "(holds: b=1 94.7%, b=4 83.7%, b=8 below 75%).",
+        old_verdict="holds",
+        commit="ad177f0",
+        run=_RUN_1126 + ": b=1 94.7%, b=4 83.7%, b=8 below 75.0%",
+        fingerprint="ebb9a76d8365",
+    ),
+    *(
+        Change(
+            "2026-11-26",
+            claim,
+            "code",
+            old=rule,
+            new=f"{rule} (unchanged)",
+            reason="issue 45: measure() changed for the IPU claims (pattern seeds, the digitised figures as "
+            "intervals); this claim's statistic, data and rule are unchanged.",
+            fingerprint=fp,
+        )
+        for claim, rule, fp in (
+            ("cpu-static-beats-dynamic", "is_true: interval above 1 in every cell", "e680b1297782"),
+            ("cpu-grows-with-block", "interval low > 0", "7fb76df11127"),
+        )
+    ),
+]
 
 LEDGER: list[Change] = [
     Change(
@@ -98,8 +235,9 @@ LEDGER: list[Change] = [
             ("ipu-grows-with-block-float32", "is_true: non-decreasing over the block sizes", "c7e4d2a1a76b"),
             ("ipu-headline-crossover", "|ours - 0.9| <= 0.05", "ab9eb6b02ee4"),
             ("ipu-crossover-falls-with-block", "is_true: non-increasing over the crossover blocks", "aa8020b67285"),
-            ("cpu-static-beats-dynamic", "is_true: interval above 1 in every cell", "6d9d65639427"),
-            ("cpu-grows-with-block", "interval low > 0", "9bf7bd5138e5"),
+            ("cpu-static-beats-dynamic", "is_true: interval above 1 in every cell", "e680b1297782"),
+            ("cpu-grows-with-block", "interval low > 0", "7fb76df11127"),
         )
     ),
+    *_ISSUE_45,
 ]

@@ -7,13 +7,8 @@ papers/popsparse/claims.py."""
 from __future__ import annotations
 
 from core.report import Report, Table, fixed
+from papers.popsparse import paper as published
 from papers.popsparse.claims import (
-    FIGURE_M,
-    PAPER_B1_STATIC,
-    PAPER_DENSE,
-    PAPER_DENSITY,
-    PAPER_FIGURE_SPEEDUPS,
-    PUBLISHED,
     _at_figure_scale,
     _at_paper_clock,
     _crossovers,
@@ -31,6 +26,17 @@ from papers.popsparse.cpu import crossover_density, speedup_interval
 from papers.popsparse.figures import _cpu_kinds, figures
 
 
+def _reading(v) -> str:
+    """A paper value read off its figure: estimate [low, high]."""
+    return f"{fixed(v.estimate)} [{fixed(v.low)}, {fixed(v.high)}]"
+
+
+def _spread(row: dict, kind: str) -> str:
+    """A row's speed-ups of `kind` over the pattern seeds: lowest-highest."""
+    values = row.get(f"{kind}_speedups", [row[f"{kind}_speedup"]])
+    return f"{fixed(min(values))}-{fixed(max(values))}"
+
+
 def _same_n_speedup(row: dict, kind: str) -> float:
     """The sparse speed-up at the batch n where the simulated dense matmul did best (same m, k, n)."""
     n = row["dense"].get("n")
@@ -43,11 +49,11 @@ def _absolute_factors(ipu_rows) -> dict[tuple[int, str, str], float]:
     kind "dense"): the paper's sparse FLOP/s = its speed-up x the best of its dense figure. Each kind runs on its own
     clock (the simulated cells taken to the paper's 1.85 GHz)."""
     out = {}
-    for (block, dtype), (p_static, p_dynamic) in PUBLISHED.items():
-        found = _ipu_rows(ipu_rows, dtype, block, PAPER_DENSITY)
+    for (block, dtype), (p_static, p_dynamic) in published.PUBLISHED.items():
+        found = _ipu_rows(ipu_rows, dtype, block, published.PAPER_DENSITY)
         if not found:
             continue
-        best = max(PAPER_DENSE[dtype].values())
+        best = published.paper_dense_best(dtype).estimate
         r = found[0]
         out[(1, dtype, "dense")] = _at_paper_clock(r["dense"]) / best
         for kind, paper in (("static", p_static), ("dynamic", p_dynamic)):
@@ -61,8 +67,8 @@ def _absolute_factors(ipu_rows) -> dict[tuple[int, str, str], float]:
 def _paper_cells(ipu_rows) -> dict[tuple[int, str], tuple[float, float, float, float]]:
     """Per published (block, dtype): the simulated static and dynamic speed-ups, best over n and at dense's n."""
     out = {}
-    for block, dtype in PUBLISHED:
-        found = _ipu_rows(ipu_rows, dtype, block, PAPER_DENSITY)
+    for block, dtype in published.PUBLISHED:
+        found = _ipu_rows(ipu_rows, dtype, block, published.PAPER_DENSITY)
         if found:
             r = found[0]
             out[(block, dtype)] = (
@@ -77,15 +83,16 @@ def _paper_cells(ipu_rows) -> dict[tuple[int, str], tuple[float, float, float, f
 
 
 def _paper_crossover_text(block: int) -> str:
-    """The crossover sparsity of the paper's static FP16 speed-ups at `block`, from its figures."""
-    if block == 1:
-        dens = sorted(PAPER_B1_STATIC)
-        return crossover_sparsity(dens, [PAPER_B1_STATIC[d] for d in dens])[1]
-    at = PAPER_FIGURE_SPEEDUPS.get(("static", block, PAPER_DENSITY))
-    if at is None:
+    """Where the paper's static FP16 speed-ups at `block` cross 1, from its figures' readings."""
+    cells = sorted(
+        (d, v.estimate) for (kind, b, d), v in published.FIGURE_SPEEDUPS.items() if kind == "static" and b == block
+    )
+    if len(cells) >= 2:
+        return crossover_sparsity([d for d, _ in cells], [s for _, s in cells])[1]
+    if not cells:
         return "n/a"
-    side = "below" if at > 1 else "above"
-    return f"{side} {1 - PAPER_DENSITY:.1%} ({at}x at 1/16)"
+    d, at = cells[0]
+    return f"{'below' if at > 1 else 'above'} {1 - d:.1%} ({at:.2f}x at {_frac(d)})"
 
 
 def _crossover_text(density: float | None) -> str:
@@ -102,7 +109,16 @@ def _cpu_crossovers(cpu_cells) -> dict[tuple[int, str], float | None]:
     return out
 
 
-def _table_ipu_crossover(cfg, crossover_rows: list[dict], device_name: str) -> Table | None:
+def _static_best_n_text(cfg, ipu_rows: list[dict]) -> str:
+    """How often static did best at the crossover sweep's largest n in the grid's static cells (every seed)."""
+    top = max(cfg.popsparse.ipu.crossover_ns)
+    ns = [n for r in ipu_rows for n in r.get("static_best_n", [])]
+    if not ns:
+        return ""
+    return f"In the grid, static did best at n = {top} in {sum(n == top for n in ns)} of {len(ns)} (cell, seed)s."
+
+
+def _table_ipu_crossover(cfg, crossover_rows: list[dict], ipu_rows: list[dict], device_name: str) -> Table | None:
     """Static FP16 speed-up by block size and density, and the sparsity from which static beats dense, beside the
     paper's figures (None without a crossover sweep)."""
     crossings = _crossovers(crossover_rows)
@@ -125,9 +141,9 @@ def _table_ipu_crossover(cfg, crossover_rows: list[dict], device_name: str) -> T
         ],
         caption="The paper: static FP16 beats dense 'at lower sparsity (around 90%)' than GPUs' 99%, without "
         "naming a block size; its table has b=1 at 0.7x and b=16 at 4.9x at 93.75% sparsity, and its "
-        "figures (digitised, REFERENCES.md) put b=1 at 0.74x at 1/16 and 1.21x at 1/32, b=4 at 1.52x and "
-        "b=8 at 3.46x at 1/16. The crossover is interpolated in log density between the grid points that "
-        "bracket it.",
+        "figures (read by papers.popsparse.digitise) put b=1 at 0.74x at 1/16 and 1.22x at 1/32, b=4 at 1.52x "
+        "and b=8 at 3.46x at 1/16. Speed-ups and crossovers are seed means; the crossover is interpolated in log "
+        f"density between the grid points that bracket it. {_static_best_n_text(cfg, ipu_rows)}",
     )
 
 
@@ -138,7 +154,7 @@ def _table_paper(cfg, ipu_rows: list[dict], device_name: str) -> Table:
     absolute = _absolute_factors(ipu_rows) if _at_figure_scale(cfg) else {}
     rows = []
     for (block, dtype), (s, d, s_same, d_same) in _paper_cells(ipu_rows).items():
-        p_static, p_dynamic = PUBLISHED[(block, dtype)]
+        p_static, p_dynamic = published.PUBLISHED[(block, dtype)]
         rows.append(
             [
                 block,
@@ -176,14 +192,16 @@ def _table_paper(cfg, ipu_rows: list[dict], device_name: str) -> Table:
             "dense FLOP/s sim/paper",
         ],
         rows,
-        caption="Best FLOP/s over the batch n in both. The cost model was not tuned to these numbers: the "
-        "ratio sim/paper is an out-of-sample check of ipu_model. The simulated dense matmul (ipu_model.ops."
-        "matmul) steps through k and n serially where one exchange does not fit, so it runs at every n of "
-        "the sweep; a sparse cell that does not fit at some n is left out of its best. The 'dense's n' "
-        "columns compare at the n where dense is fastest. 'FLOP/s sim/paper' splits a speed-up's error "
-        "into its two sides: each kind's best dense-equivalent FLOP/s, at the paper's Bow clock, over the "
-        "paper's (its speed-up times its dense figure's best, 232 FP16 / 58.6 FP32 TFLOP/s), so sim/paper "
-        "of a speed-up is the sparse column over the dense one.",
+        caption="Best FLOP/s over the batch n in both; the simulated speed-ups are means over the pattern seeds. "
+        "The cost model was not tuned to these numbers: the ratio sim/paper is an out-of-sample check of "
+        "ipu_model. The simulated dense matmul (ipu_model.ops.matmul) steps through k and n serially where one "
+        "exchange does not fit, so it runs at every n of the sweep; a sparse cell that does not fit at some n is "
+        "left out of its best. The 'dense's n' columns compare at the n where dense is fastest (the first "
+        "pattern seed). 'FLOP/s sim/paper' splits a speed-up's error into its two sides: each kind's best "
+        "dense-equivalent FLOP/s, at the paper's Bow clock, over the paper's (its speed-up times its best dense "
+        f"rate, {published.paper_dense_best('float16').estimate:.1f} FP16 / "
+        f"{published.paper_dense_best('float32').estimate:.1f} FP32 "
+        "TFLOP/s as read off its figures), so sim/paper of a speed-up is the sparse column over the dense one.",
     )
 
 
@@ -192,15 +210,47 @@ def _table_dense_vs_paper(cfg, ipu_rows: list[dict], device_name: str) -> Table 
     dense = _dense_cells(ipu_rows)
     if not (_at_figure_scale(cfg) and dense):
         return None
+    rows = []
+    for (t, n), cell in sorted(dense.items()):
+        paper = published.PAPER_DENSE[t].get(n)
+        rows.append(
+            [
+                t,
+                n,
+                _reading(paper) if paper else "n/a (hidden under the GPU's markers)" if t == "float16" else "n/a",
+                fixed(cell.get("tflops", float("nan")), 1),
+                fixed(_at_paper_clock(cell), 1),
+                fixed(_at_paper_clock(cell) / paper.estimate) if paper else "n/a",
+                fixed(_at_paper_clock(cell, "tflops_compute"), 1),
+                fixed(_at_paper_clock(cell, "tflops_compute") / paper.estimate) if paper else "n/a",
+                cell.get("plan", "does not fit"),
+            ]
+        )
+    for t in sorted({t for t, _ in dense}):
+        best = _ipu_rows(ipu_rows, t)[0]["dense"]
+        paper = published.paper_dense_best(t)
+        rows.append(
+            [
+                t,
+                f"best ({best.get('n')})",
+                _reading(paper),
+                fixed(best.get("tflops", float("nan")), 1),
+                fixed(_at_paper_clock(best), 1),
+                fixed(_at_paper_clock(best) / paper.estimate),
+                fixed(_at_paper_clock(best, "tflops_compute"), 1),
+                fixed(_at_paper_clock(best, "tflops_compute") / paper.estimate),
+                best.get("plan", "does not fit"),
+            ]
+        )
     return Table(
         "dense_vs_paper",
-        f"Dense matmul at m = k = {FIGURE_M}: simulated {device_name} TFLOP/s at its own clock, and at "
+        f"Dense matmul at m = k = {published.FIGURE_M}: simulated {device_name} TFLOP/s at its own clock, and at "
         "the paper's Bow clock (whole program, and its compute cycles alone), beside the paper's dense "
         "figure",
         [
             "dtype",
             "n",
-            "paper (Bow)",
+            "paper (Bow) [reading's range]",
             f"sim ({device_name})",
             "sim at 1.85 GHz",
             "sim/paper",
@@ -208,51 +258,35 @@ def _table_dense_vs_paper(cfg, ipu_rows: list[dict], device_name: str) -> Table 
             "compute only / paper",
             "plan",
         ],
-        [
-            [
-                t,
-                n,
-                PAPER_DENSE[t].get(n, "n/a"),
-                fixed(cell.get("tflops", float("nan")), 1),
-                fixed(_at_paper_clock(cell), 1),
-                fixed(_at_paper_clock(cell) / PAPER_DENSE[t][n]) if n in PAPER_DENSE[t] else "n/a",
-                fixed(_at_paper_clock(cell, "tflops_compute"), 1),
-                fixed(_at_paper_clock(cell, "tflops_compute") / PAPER_DENSE[t][n]) if n in PAPER_DENSE[t] else "n/a",
-                cell.get("plan", "does not fit"),
-            ]
-            for (t, n), cell in sorted(dense.items())
-        ],
-        caption="Paper: its `dense_ipu_gpu` figure, measured on a Bow IPU (the Mk2 tile at 1.85 GHz; "
-        "digitised, REFERENCES.md); the simulated cycles are taken to that clock. The paper's benchmark "
-        "script prints both 'Compute TFLOPS' (compute cycles) and 'Compute and exchange TFLOPS'; which "
-        "one its figures plot is not stated, and the two columns tell them apart. The speed-ups "
-        "everywhere else use the whole program, the same for dense and sparse.",
+        rows,
+        caption="Paper: its `dense_ipu_gpu` figure, measured on a Bow IPU (the Mk2 tile at 1.85 GHz; read by "
+        "papers.popsparse.digitise, REFERENCES.md); its FP16 markers from n = 1024 up lie under the GPU's and are "
+        "not read, and the FP16 best over n comes from the density figures' dense line. The simulated cycles are "
+        "taken to that clock. The paper's benchmark script prints both 'Compute TFLOPS' (compute cycles) and "
+        "'Compute and exchange TFLOPS'; which one its figures plot is not stated, and the two columns tell them "
+        "apart. The speed-ups everywhere else use the whole program, the same for dense and sparse.",
     )
 
 
 def _table_paper_figures(cfg, ipu_rows: list[dict], crossover_rows: list[dict], device_name: str) -> Table | None:
-    """The paper's digitised figure cells outside its table beside the simulated ones (None off the figures'
-    m = k, or where no cell matches)."""
+    """The paper's figure cells outside its table beside the simulated ones (None off the figures' m = k, or where
+    no cell matches)."""
     figure = _figure_cells(ipu_rows, crossover_rows) if _at_figure_scale(cfg) else {}
     if not figure:
         return None
+    rows = []
+    for (kind, b, d), v in sorted(figure.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2])):
+        paper = published.PAPER_FIGURE_SPEEDUPS[(kind, b, d)]
+        mean = sum(v) / len(v)
+        rows.append([kind, b, _frac(d), _reading(paper), fixed(mean), f"{fixed(min(v))}-{fixed(max(v))}"])
+        rows[-1].append(fixed(mean / paper.estimate))
     return Table(
         "paper_figures",
-        f"FP16 speed-up over dense at m = k = {FIGURE_M}: the paper's figures (`ipu_density`, "
-        f"`ipu_block_size`; digitised) beside the simulated {device_name}, for the cells outside its "
+        f"FP16 speed-up over dense at m = k = {published.FIGURE_M}: the paper's figures (`ipu_density`, "
+        f"`ipu_block_size`, read at pixel precision) beside the simulated {device_name}, for the cells outside its "
         "table",
-        ["kind", "block", "density", "paper", "sim", "sim/paper"],
-        [
-            [
-                kind,
-                b,
-                _frac(d),
-                PAPER_FIGURE_SPEEDUPS[(kind, b, d)],
-                fixed(v),
-                fixed(v / PAPER_FIGURE_SPEEDUPS[(kind, b, d)]),
-            ]
-            for (kind, b, d), v in sorted(figure.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2]))
-        ],
+        ["kind", "block", "density", "paper [reading's range]", "sim (seed mean)", "sim over seeds", "sim/paper"],
+        rows,
         caption="Static cells the IPU grid lacks come from the crossover sweep (n = "
         f"{list(cfg.popsparse.ipu.crossover_ns)}). Best FLOP/s over n in both.",
     )
@@ -264,13 +298,15 @@ def _table_ipu_grid(cfg, ipu_rows: list[dict], device_name: str) -> Table:
     return Table(
         "ipu_grid",
         f"Simulated {device_name}: speed-up over dense (best over n = {list(c.ns)}; static: "
-        f"{list(c.static_ns) or list(c.ns)}), m = k = {c.m}",
+        f"{list(c.static_ns) or list(c.ns)}), m = k = {c.m}, mean over {c.pattern_seeds} pattern seed(s)",
         [
             "dtype",
             "block",
             "density",
             "static",
             "dynamic",
+            "static over seeds",
+            "dynamic over seeds",
             "static best n",
             "static TFLOP/s (actual)",
             "dense TFLOP/s",
@@ -282,7 +318,9 @@ def _table_ipu_grid(cfg, ipu_rows: list[dict], device_name: str) -> Table:
                 _frac(r["density"]),
                 fixed(r["static_speedup"]),
                 fixed(r["dynamic_speedup"]),
-                r["static"].get("n", "n/a"),
+                _spread(r, "static"),
+                _spread(r, "dynamic"),
+                "/".join(str(n) for n in r.get("static_best_n", [r["static"].get("n", "n/a")])),
                 fixed(r["static"].get("tflops_actual", float("nan"))),
                 fixed(r["dense"].get("tflops", float("nan"))),
             ]
@@ -336,7 +374,7 @@ def tables(
     rate and the figures' cells beside the paper's and the IPU grid, then (with a CPU sweep) the CPU timings and
     their crossovers. A table without data is left out."""
     crossover_rows = crossover_rows or []
-    out = [_table_ipu_crossover(cfg, crossover_rows, device_name)]
+    out = [_table_ipu_crossover(cfg, crossover_rows, ipu_rows, device_name)]
     if ipu_rows:
         out += [
             _table_paper(cfg, ipu_rows, device_name),
@@ -364,7 +402,7 @@ def build_report(
             metrics[f"ipu/dense_sim_over_paper_{dtype}_n{n}"] = r
         for (kind, block, density), v in (_figure_cells(ipu_rows, crossover_rows or []) if at_figure_m else {}).items():
             metrics[f"ipu/{kind}_figure_sim_over_paper_b{block}_d{round(1 / density)}"] = (
-                v / PAPER_FIGURE_SPEEDUPS[(kind, block, density)]
+                sum(v) / len(v) / published.PAPER_FIGURE_SPEEDUPS[(kind, block, density)].estimate
             )
     for b, v in _crossovers(crossover_rows or []).items():
         metrics[f"ipu/static_fp16_b{b}_crossover_sparsity"] = v[2]

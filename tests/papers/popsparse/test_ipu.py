@@ -300,6 +300,26 @@ def test_static_cycles_follow_graphcores_published_estimate():
     assert 2 * 256 * 6000 / per_block == pytest.approx(dev.tile_flops_per_cycle("float16"), rel=0.01)
 
 
+def test_static_cycles_per_element_fall_with_block_size():
+    """Why ipu-grows-with-block is a construction fact, not a claim: a tile's share of a 1/16-dense band of W (96 rows
+    x 4096) costs fewer cycles per non-zero element at b = 16 than at b = 1, for every column count and both dtypes
+    (each block's fixed overhead is shared by its b^2 elements), so the simulated static speed-up at b = 16 exceeds
+    b = 1's whatever the plan. Not so for every pair of blocks: with few columns b = 4 costs more than b = 1."""
+    dev = get_device("mk2")
+    rows, k, density = 96, 4096, 1 / 16
+    elements = int(rows * k * density)
+
+    def per_element(b, cols, dtype):
+        if b == 1:  # one worker vertex per sixth of the rows, the tile's time is its cycles (x workers inside)
+            return static_cycles(dev, elements // 6, 1, rows // 6, cols, dtype) / elements
+        return static_cycles(dev, elements // b**2, b, rows // b, cols, dtype) / elements
+
+    for dtype in ("float16", "float32"):
+        for cols in (1, 2, 3, 4, 7, 8, 16, 33, 64, 256, 1024, 4096):
+            assert per_element(16, cols, dtype) < per_element(1, cols, dtype), (dtype, cols)
+    assert per_element(4, 8, "float16") > per_element(1, 8, "float16")
+
+
 def test_dynamic_block_cycles_follow_graphcores_published_estimate():
     """poplibs PerformanceEstimation.hpp, sparseDenseBlockMultiply (forward, one bucket, retainX), worked by hand:
     (worker overhead + blocks x loads x (inner + cols x per column - 3)) x 6 + 40 + 46 + 56 + blocks x
@@ -403,6 +423,25 @@ def test_speedups_in_two_processes_and_resumed_equal_one_process(tmp_path):
     ]
     with pytest.raises(ValueError, match="non-empty subset"):
         speedups(*grid, kinds=("sparse",))
+
+
+def test_speedups_over_pattern_seeds():
+    """Each seed draws its own pattern for the sparse cells; dense (no pattern) is simulated once; a row holds every
+    seed's speed-up, their mean, and the seeds' best cells as one (rates averaged)."""
+    dev = get_device("mk2", tiles=32)
+    grid = (128, 128, [16, 32], [4], [1 / 4], ["float16"], dev)
+    calls = []
+    (row,) = speedups(*grid, seeds=(0, 1, 2), log=lambda key, cell: calls.append(key))
+    assert len(calls) == 2 + 3 * 2 * 2  # dense at 2 ns; (static, dynamic) x 2 ns per seed
+    for kind in ("static", "dynamic"):
+        alone = [speedups(*grid, seeds=(s,))[0][f"{kind}_speedup"] for s in (0, 1, 2)]
+        assert row[f"{kind}_speedups"] == pytest.approx(alone)
+        assert row[f"{kind}_speedup"] == pytest.approx(np.mean(alone))
+        assert row[kind]["tflops"] / row["dense"]["tflops"] == pytest.approx(np.mean(alone))
+    patterns = {tuple(BlockPattern.random((128, 128), 4, 1 / 4, s).cols) for s in (0, 1, 2)}
+    assert len(patterns) == 3  # three different patterns behind the three seeds
+    with pytest.raises(ValueError, match="distinct pattern seeds"):
+        speedups(*grid, seeds=(1, 1))
 
 
 @pytest.mark.slow
