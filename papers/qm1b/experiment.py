@@ -9,6 +9,7 @@ resumable), then validates and trains.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -18,10 +19,13 @@ from core.config import ConfigError, check_choice, check_range
 from core.progress import progress
 from core.report import Report
 from core.runner import RunContext, versions
+from papers.qm1b.dft import basis_aos
 from papers.qm1b.generate import (
+    ELEMENTS,
     SOURCES,
     Selection,
     atom_string,
+    check_dft,
     dataset_key,
     generate_shard,
     labelling_fingerprint,
@@ -79,6 +83,10 @@ class DFTConfig:
         check_range("qm1b.dft.grid_level", self.grid_level, ge=0, le=9)
         check_range("qm1b.dft.iterations", self.iterations, ge=5)
         check_choice("qm1b.dft.dtype", self.dtype, DTYPES)
+        try:  # a misspelled basis would fail every molecule: refused here, before any work
+            basis_aos(self.basis, ELEMENTS)
+        except ValueError as e:
+            raise ConfigError(f"qm1b.dft.{e}") from None
 
 
 @dataclass
@@ -127,6 +135,13 @@ class Config:
                 f"{total} conformers of which about {train} are for training: raise qm1b.data.molecules or "
                 "lower the sizes"
             )
+        try:  # exact ERIs too large for the largest molecule qm1b.data admits (DFTConfig checked the basis)
+            check_dft(selection(self, 0), asdict(self.dft))
+        except ValueError as e:
+            raise ConfigError(
+                f"qm1b.dft.{e} (qm1b.dft.density_fit=true; the molecules: qm1b.data.max_heavy={self.data.max_heavy}, "
+                f"qm1b.data.max_hydrogens={self.data.max_hydrogens})"
+            ) from None
 
 
 def selection(c, seed: int) -> Selection:
@@ -199,6 +214,25 @@ def schnet_seeds(c, seed: int) -> list[int]:
     return [seed + i for i in range(c.schnet.seeds)]
 
 
+def check_trainable(table, manifests: list[dict], c, seed: int, directory: Path) -> None:
+    """Stop before the validation and the training when the labelled rows cannot fill the largest SchNet size (all
+    dropped by QM1B's std rule, say), naming the drops by reason and the first labelling error."""
+    smiles = table.column("smile").to_pylist()
+    train = len(split_by_smiles(smiles, c.schnet.valid_fraction, seed)[0]) if smiles else 0
+    if train >= c.schnet.sizes[-1]:
+        return
+    dropped = sum((Counter(m["dropped"]) for m in manifests), Counter())
+    errors = [e for m in manifests for e in m.get("errors", [])]
+    first = ""
+    if errors:
+        first = f"; the first error: molecule {errors[0]['molecule']} ({errors[0]['smiles']}): {errors[0]['error']}"
+    raise ValueError(
+        f"the labelled dataset has {table.num_rows} rows ({train} for training), but qm1b.schnet.sizes needs "
+        f"{c.schnet.sizes[-1]} training conformers: of {table.num_rows + dropped.total()} conformers labelled, "
+        f"dropped {dict(dropped)}{first} (the manifests under {directory})"
+    )
+
+
 def schnet_scaling(table, c, seed: int, checkpoint_dir: Path | None = None, resume: bool = False) -> list[dict]:
     """Train the SchNet preset on nested subsets of the training conformers, every seed of `schnet_seeds` at each
     size; the same validation molecules throughout. The split and the subsets depend on the run's seed only, so the
@@ -259,6 +293,7 @@ def reproduce(cfg, run: RunContext) -> Report:
         generate_shard(sel, dft, directory, shard=k, num_shards=cfg.num_shards, **common) for k in range(cfg.num_shards)
     ]
     table = read_dataset(directory, cfg.num_shards)
+    check_trainable(table, manifests, c, int(cfg.seed), directory)
     validation = validate_rows(table, c.validate.rows, dft, int(cfg.seed))
     scaling = schnet_scaling(table, c, int(cfg.seed), run.checkpoint_path("schnet"), run.resume)
     return build_report(cfg, manifests, directory, table, validation, scaling)

@@ -15,6 +15,14 @@ exclusive `flock` on the shard's `.lock`; a second writer fails at once). A mole
 counted drop (reason `error:<exception type>`, its SMILES and the exception's last line in the manifest's `errors`),
 so one bad molecule cannot stop a shard on every resume.
 
+Errors that are not one molecule's stop the run instead, with nothing of the part being labelled written or marked
+done, so a rerun redoes it: settings no molecule can be labelled with, refused before any work (check_dft: a basis
+PySCF does not know or that lacks one of QM1B's elements, exact ERIs too large for the largest molecule the
+selection admits); errors of the machine (papers.qm1b.dft.is_systematic: out of memory, a worker process that died,
+a full disk), raised where any other exception is recorded as a drop; and a part of at least MIN_FAILED_PART
+molecules that all failed with one exception type (part_rows), whose cause is the settings, the environment or the
+code. A part of one molecule that fails is a drop, as one bad molecule must not stop every resume.
+
 Rows follow QM1B's columns: smile, atoms, z, energy (eV), homo, lumo (eV), N (number of AOs), std (eV), y (gap, eV),
 pos (Bohr, flattened), plus the molecule's source index and its conformer seed. Rows with std > 0.01 eV or a zero
 gap are dropped and counted, as QM1B did.
@@ -50,8 +58,10 @@ from core.data.molecules import (
 )
 from core.io import atomic_write, atomic_write_json
 from core.progress import progress
+from papers.qm1b.dft import basis_aos, check_exact_eri, is_systematic
 
 ELEMENTS = ("H", "C", "N", "O", "F")  # QM1B's
+MIN_FAILED_PART = 2  # molecules: a part of at least this many, all failing with one exception type, stops the run
 
 
 def atomic_number(symbol: str) -> int:
@@ -127,6 +137,28 @@ def select_molecules(sel: Selection, smiles: Sequence[str] | None = None) -> tup
             f"molecules={sel.molecules} (skipped: {dict(skipped)})"
         )
     return chosen, skipped
+
+
+def check_dft(sel: Selection, dft: dict) -> None:
+    """Refuse, before any work, DFT settings (run_dft_batch's keyword arguments) that no molecule of the selection
+    could be labelled with, which would otherwise fail every molecule: a basis PySCF does not know or without
+    functions for one of QM1B's elements (papers.qm1b.dft.basis_aos) and, on the exact-ERI path, a basis whose ERIs
+    for the largest molecule the selection admits would not fit (papers.qm1b.dft.check_exact_eri). That molecule's
+    AOs are bounded by max_heavy atoms of the heavy element with the most functions and min(max_hydrogens,
+    2 max_heavy + 2) hydrogens (a neutral closed shell of k C, N, O, F atoms has at most 2k + 2, an alkane's)."""
+    basis = dft.get("basis", "sto-3g")
+    aos = basis_aos(basis, ELEMENTS)
+    if dft.get("density_fit", False):
+        return
+    hydrogens = min(sel.max_hydrogens, 2 * sel.max_heavy + 2)
+    largest = sel.max_heavy * max(aos[e] for e in ELEMENTS if e != "H") + hydrogens * aos["H"]
+    try:
+        check_exact_eri(largest, dft.get("dtype", "float32"))
+    except ValueError as e:
+        raise ValueError(
+            f"basis={basis!r}: the largest molecule the selection admits ({sel.max_heavy} heavy atoms, {hydrogens} H) "
+            f"has up to {largest} AOs: {e}"
+        ) from None
 
 
 def conformer_seed(sel: Selection, molecule: int) -> int:
@@ -342,7 +374,9 @@ def _embed_part(chunk: list[tuple[int, str]], sel: Selection) -> list[dict]:
             m["elements"], m["positions"] = embed_conformers(smiles, sel.conformers, seed)
         except MoleculeError as e:
             m["reason"] = e.reason
-        except Exception as e:  # a counted drop, as for the DFT
+        except Exception as e:  # a counted drop, as for the DFT, unless the machine failed
+            if is_systematic(e):
+                raise
             m["reason"], m["error"] = f"error:{type(e).__name__}", _last_line(e)
         molecules.append(m)
     return molecules
@@ -354,18 +388,22 @@ def _last_line(e: BaseException) -> str:
 
 def _run_batches(run_batch: Callable, dft: dict, batches: Iterator[list[str]]) -> Iterator[list]:
     """The Labeller's contract (a result or an exception per conformer) for a plain `run_batch(atoms, **dft)`: a
-    batch that raises is rerun one conformer at a time, so the exception lands on the conformer that caused it."""
+    batch that raises is rerun one conformer at a time, so the exception lands on the conformer that caused it; an
+    error of the machine (papers.qm1b.dft.is_systematic) is raised, as the Labeller raises it."""
     for atoms in batches:
         try:
             yield list(run_batch(atoms, **dft)) if atoms else []
             continue
-        except Exception:
-            pass
+        except Exception as e:
+            if is_systematic(e):
+                raise
         results = []
         for a in atoms:
             try:
                 results.append(run_batch([a], **dft)[0])
             except Exception as e:
+                if is_systematic(e):
+                    raise
                 results.append(e)
         yield results
 
@@ -418,18 +456,20 @@ def generate_shard(
     """Generate (or finish) one shard under `directory`; returns its manifest.
 
     `dft`: keyword arguments of papers.qm1b.dft.run_dft_batch (basis, xc, grid_level, iterations, dtype,
-    density_fit, early_stop). Conformers are labelled in batches of up to `batch_conformers` across a part's
-    molecules, by papers.qm1b.dft.pipeline.Labeller with `workers` processes preparing the next batches' integrals
-    while the SCF runs. `run_batch(atoms: list[str], **dft) -> list[dict]` replaces the Labeller (tests pass a
-    stand-in). `code`: the labelling code's fingerprint (`labelling_fingerprint()` by default), part of the
-    dataset's key and recorded in the manifest and the parts: a shard labelled by other code is refused, not
-    resumed (the experiment keys its directory by it, so a run of changed code labels afresh elsewhere)."""
+    density_fit, early_stop), checked before any work (check_dft). Conformers are labelled in batches of up to
+    `batch_conformers` across a part's molecules, by papers.qm1b.dft.pipeline.Labeller with `workers` processes
+    preparing the next batches' integrals while the SCF runs; parts are written by write_parts.
+    `run_batch(atoms: list[str], **dft) -> list[dict]` replaces the Labeller (tests pass a stand-in). `code`: the
+    labelling code's fingerprint (`labelling_fingerprint()` by default), part of the dataset's key and recorded in
+    the manifest and the parts: a shard labelled by other code is refused, not resumed (the experiment keys its
+    directory by it, so a run of changed code labels afresh elsewhere)."""
     if not 0 <= shard < num_shards:
         raise ValueError(f"shard={shard} must be in [0, num_shards={num_shards})")
     if molecules_per_part < 1:
         raise ValueError(f"molecules_per_part={molecules_per_part} must be at least 1")
     if batch_conformers < 1:
         raise ValueError(f"batch_conformers={batch_conformers} must be at least 1")
+    check_dft(sel, dft)
     check_sharding(directory, num_shards)
     code = code or labelling_fingerprint()
     key = dataset_key(sel, dft, code)
@@ -466,10 +506,7 @@ def generate_shard(
             )
         if manifest["key"] != key or manifest["num_shards"] != num_shards:
             raise ValueError(f"{out} holds another dataset (key {manifest['key']}): choose another directory")
-        listed = {p["file"] for p in manifest["parts"]}
-        for stray in [*out.glob("part_*.parquet*"), *out.glob(".*.tmp")]:  # after the last manifest, or half written
-            if stray.name not in listed:
-                stray.unlink()
+        remove_strays(out, manifest)
         done = set(manifest["done"])
         todo = [m for m in mine if m[0] not in done]
         chunks = [todo[i : i + molecules_per_part] for i in range(0, len(todo), molecules_per_part)]
@@ -482,44 +519,88 @@ def generate_shard(
             disable=not show_progress,
         )
         parts = (Part(_embed_part(chunk, sel)).batch(batch_conformers) for chunk in chunks)
-        t0 = time.perf_counter()
-        for part, results in label_parts(parts, dft, workers=workers, run_batch=run_batch):
-            rows, ids, dropped, errors = part_rows(part, results, sel.conformers)
-            bar.update(len(ids) * sel.conformers)
-            name = f"part_{len(manifest['parts']):05d}.parquet"
-            _write_parquet(out / name, rows, metadata)
-            manifest["parts"].append({"file": name, "molecules": len(ids), "rows": len(rows)})
-            manifest["done"] += ids
-            manifest["rows"] += len(rows)
-            manifest["dropped"] = dict(Counter(manifest["dropped"]) + dropped)
-            manifest["errors"] = manifest.get("errors", []) + errors
-            manifest["seconds"] += time.perf_counter() - t0
-            atomic_write_json(manifest_path, manifest)
-            t0 = time.perf_counter()
+        options = {"conformers": sel.conformers, "metadata": metadata, "workers": workers, "run_batch": run_batch}
+        write_parts(out, manifest, parts, dft, bar=bar, **options)
         bar.close()
         return manifest
+
+
+def remove_strays(folder: Path, manifest: dict) -> None:
+    """Delete what a killed writer of `folder` (a shard, or papers.qm1b.label's parts) left beyond its manifest:
+    Parquet parts written after the manifest was last written, and half-written temporary files."""
+    listed = {p["file"] for p in manifest["parts"]}
+    for stray in [*folder.glob("part_*.parquet*"), *folder.glob(".*.tmp")]:
+        if stray.name not in listed:
+            stray.unlink()
+
+
+def write_parts(
+    folder: Path,
+    manifest: dict,
+    parts: Iterable[Part],
+    dft: dict,
+    *,
+    conformers: int,
+    metadata: dict,
+    workers: int | None,
+    run_batch: Callable | None,
+    bar,
+) -> dict:
+    """Label `parts` (label_parts) into `folder`, each as the next Parquet part (`metadata` in its schema), then the
+    manifest (`folder/manifest.json`, started by the caller: done, parts, rows, dropped, errors, seconds) listing it;
+    both writes are atomic, so a killed writer leaves its last manifest and strays for remove_strays. `conformers`:
+    per molecule, counted for one dropped before the DFT and on `bar` (a progress bar). An error that is not one
+    molecule's (module docstring) propagates before its part is written. Returns the manifest."""
+    manifest_path = folder / "manifest.json"
+    t0 = time.perf_counter()
+    for part, results in label_parts(parts, dft, workers=workers, run_batch=run_batch):
+        rows, ids, dropped, errors = part_rows(part, results, conformers)
+        bar.update(sum(len(m["positions"]) if "positions" in m else conformers for m in part.molecules))
+        name = f"part_{len(manifest['parts']):05d}.parquet"
+        _write_parquet(folder / name, rows, metadata)
+        manifest["parts"].append({"file": name, "molecules": len(ids), "rows": len(rows)})
+        manifest["done"] += ids
+        manifest["rows"] += len(rows)
+        manifest["dropped"] = dict(Counter(manifest["dropped"]) + dropped)
+        manifest["errors"] = manifest.get("errors", []) + errors
+        manifest["seconds"] += time.perf_counter() - t0
+        atomic_write_json(manifest_path, manifest)
+        t0 = time.perf_counter()
+    return manifest
 
 
 def part_rows(part: Part, results: dict, conformers: int) -> tuple[list[dict], list[int], Counter, list[dict]]:
     """A labelled part's rows (molecule by molecule, conformers in order), molecule indices, drops and errors. A
     molecule dropped before the DFT (`conformers` drops), or with any conformer whose labelling raised (one per
-    conformer), is dropped whole (reason
-    `error:<type>` for an exception, with its last line in errors); the rest follow QM1B's rules (conformer_rows)."""
+    conformer), is dropped whole (reason `error:<type>` for an exception, with its last line in errors); the rest
+    follow QM1B's rules (conformer_rows). A part of at least MIN_FAILED_PART molecules that all failed with one
+    exception type raises RuntimeError naming it (from the first molecule's exception where the DFT raised it)."""
     per_molecule: dict[int, list] = {}
     for j, (slot, _) in enumerate(part.conformers):
         per_molecule.setdefault(slot, []).append(results[j])
-    rows, ids, dropped, errors = [], [], Counter(), []
+    rows, ids, dropped, errors, raised = [], [], Counter(), [], []
     for slot, m in enumerate(part.molecules):
         ids.append(m["index"])
         labelled = per_molecule.get(slot, [])
         failed = next((r for r in labelled if isinstance(r, BaseException)), None)
         if "reason" in m or failed is not None:
-            dropped[m.get("reason") or f"error:{type(failed).__name__}"] += len(m.get("positions", range(conformers)))
+            reason = m.get("reason") or f"error:{type(failed).__name__}"
+            dropped[reason] += len(m.get("positions", range(conformers)))
             if "error" in m or failed is not None:
                 error = m.get("error") or _last_line(failed)
                 errors.append({"molecule": m["index"], "smiles": m["smiles"], "error": error})
+                if reason.startswith("error:"):
+                    raised.append((reason, m, error, failed))
             continue
         new, drops = conformer_rows(m["smiles"], m["index"], m["seed"], m["elements"], m["positions"], labelled)
         rows += new
         dropped.update(drops)
+    if len(raised) == len(part.molecules) >= MIN_FAILED_PART and len({r[0] for r in raised}) == 1:
+        reason, m, error, failed = raised[0]
+        raise RuntimeError(
+            f"all {len(raised)} molecules of a part failed with {reason.removeprefix('error:')}, the first (molecule "
+            f"{m['index']}, {m['smiles']}) with {error!r}: a cause common to every molecule (a setting, the "
+            "environment or the code), not a bad molecule, so the run stops with nothing of this part marked done "
+            "(a rerun resumes at this part)"
+        ) from failed
     return rows, ids, dropped, errors

@@ -9,6 +9,8 @@ energies and Fock matrix, papers.qm1b.dft.finish_float64).
 
 A conformer whose preparation raises gets that exception as its result; the rest of its batch is labelled. If a
 batch's SCF raises, its conformers are labelled one by one so the exception lands on the conformer that caused it.
+An error of the machine rather than of a conformer (papers.qm1b.dft.is_systematic: out of memory, a worker process
+that died) is raised instead, stopping the labelling.
 Which conformers share a batch is the caller's choice (papers.qm1b.generate batches a part's conformers by size):
 results do not depend on the workers or on how far ahead they prepare (beyond the last bits threaded reductions may
 change between runs), so a resumed run labels a batch as an uninterrupted one did. Worker processes are spawned,
@@ -24,7 +26,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 
-from papers.qm1b.dft import check_options, dispatch, finish, solve
+from papers.qm1b.dft import check_options, dispatch, finish, is_systematic, solve
 from papers.qm1b.dft.molecule import Problem, build_problem
 
 
@@ -48,6 +50,8 @@ class _Done(Future):
         try:
             self.set_result(fn(*args))
         except Exception as e:  # the conformer's result, as from a worker
+            if is_systematic(e):
+                raise
             self.set_exception(e)
 
 
@@ -103,7 +107,9 @@ class Labeller:
         """Start the batch's SCF; None if it raises at once."""
         try:
             return dispatch(problems, **self.solve_options)
-        except Exception:
+        except Exception as e:
+            if is_systematic(e):
+                raise
             return None
 
     def _finish(self, problems: list[Problem], started) -> list:
@@ -111,13 +117,16 @@ class Labeller:
         if started is not None:
             try:
                 return finish(problems, started)
-            except Exception:
-                pass
+            except Exception as e:
+                if is_systematic(e):
+                    raise
         results = []
         for p in problems:
             try:
                 results.append(solve([p], **self.solve_options)[0])
             except Exception as e:
+                if is_systematic(e):
+                    raise
                 results.append(e)
         return results
 
@@ -143,6 +152,8 @@ class Labeller:
                 try:
                     items.append(f.result())
                 except Exception as e:
+                    if is_systematic(e):
+                        raise
                     items.append(e)
             problems = [x for x in items if isinstance(x, Problem)]
             started = self._dispatch(problems) if problems else None

@@ -1,17 +1,14 @@
 """The dataset generator: QM1B's filters, seeded conformers, sharding (one sharding per dataset, read exactly), a
-lock per shard, failures as counted drops, atomic parts and resumption, SIGKILL at random points included.
+lock per shard, failures as counted drops, atomic parts and resumption (SIGKILLed at each stage of writing a part:
+test_kill_safety.py).
 
 The DFT is replaced by a cheap deterministic stand-in (a function of the geometry), so these tests check the
 pipeline, not the physics (tests/papers/qm1b/test_dft.py does that)."""
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
-import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -337,99 +334,6 @@ def test_batches_span_molecules_and_do_not_change_rows(tmp_path):
     assert one["dropped"] == many["dropped"]
     with pytest.raises(ValueError, match="batch_conformers=0 must be at least 1"):
         generate_shard(SEL, DFT, tmp_path / "c", run_batch=run, batch_conformers=0)
-
-
-CHILD = """
-import json, os, signal, sys, time
-from pathlib import Path
-import numpy as np
-import papers.qm1b.generate as g
-
-stage, at = os.environ.get("KILL_STAGE", ""), int(os.environ.get("KILL_AT", "0"))
-calls = {"part": 0, "manifest": 0}
-real_write, real_json = g.atomic_write, g.atomic_write_json
-
-
-def die():
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-def atomic_write(path, write):  # the Parquet parts
-    calls["part"] += 1
-    if stage == "part-mid" and calls["part"] == at:  # killed while writing: a half temporary file is left
-        (path.parent / f".{path.name}.x.tmp").write_bytes(b"PAR1 half")
-        die()
-    real_write(path, write)
-    if stage == "part-done" and calls["part"] == at:  # killed after the part, before the manifest lists it
-        die()
-
-
-def atomic_write_json(path, obj):  # the manifest
-    calls["manifest"] += 1
-    if stage == "manifest-mid" and calls["manifest"] == at:
-        (path.parent / f".{path.name}.x.tmp").write_text(json.dumps(obj)[:40])
-        die()
-    real_json(path, obj)
-
-
-def fake_dft(atoms, **kwargs):
-    time.sleep(0.03)
-    out = []
-    for a in atoms:
-        xyz = np.array([[float(v) for v in part.split()[1:]] for part in a.split(";")])
-        spread = float(np.linalg.norm(xyz - xyz.mean(0), axis=1).sum())
-        out.append({"energy": -10.0 * len(xyz) - spread, "homo": -7.0, "lumo": -1.0, "gap": 6.0 + spread % 1,
-                    "n_ao": 5 * len(xyz), "energy_std": 0.5 if int(spread * 1000) % 7 == 0 else 1e-4})
-    return out
-
-
-g.atomic_write, g.atomic_write_json = atomic_write, atomic_write_json
-sel = g.Selection(**json.loads(sys.argv[2]))
-print("ready", flush=True)
-g.generate_shard(sel, {"basis": "sto-3g"}, Path(sys.argv[1]), run_batch=fake_dft, molecules_per_part=1,
-                 show_progress=False)
-"""
-
-
-def _child(directory, env, timed_kill=None):
-    """Run the generator in a process; `timed_kill` seconds after it is ready, SIGKILL it. Its exit code."""
-    root = Path(__file__).resolve().parents[3]
-    sel = {"source": "qm9", "min_heavy": 9, "max_heavy": 9, "molecules": 6, "conformers": 2, "seed": 3}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(CHILD), str(directory), json.dumps(sel)],
-        env={**os.environ, **env, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE, text=True, cwd=root,
-    )  # fmt: skip
-    assert proc.stdout.readline().strip() == "ready"
-    if timed_kill is not None:
-        time.sleep(timed_kill)
-        proc.send_signal(signal.SIGKILL)
-    return proc.wait(timeout=120)
-
-
-def _table_rows(table):
-    return [tuple(map(repr, row.values())) for row in table.to_pylist()]
-
-
-def test_sigkill_at_random_points_loses_and_repeats_nothing(tmp_path):
-    """SIGKILL the generating process (6 molecules, a part each) while it writes a part (a half temporary file
-    left), after a part before the manifest lists it, while it writes the manifest, after one more part, and at
-    random moments; resume after each kill. The final rows equal an uninterrupted run's, row for row and column for
-    column, and nothing half-written is left."""
-    assert _child(tmp_path / "reference", {}) == 0
-    reference = _table_rows(read_dataset(tmp_path / "reference", 1))
-    killed = tmp_path / "killed"
-    staged = [("part-mid", 1), ("part-done", 1), ("manifest-mid", 1), ("manifest-mid", 2)]  # the last: +1 part
-    plan = [({"KILL_STAGE": stage, "KILL_AT": str(at)}, None) for _ in range(3) for stage, at in staged]
-    plan += [({}, float(t)) for t in np.random.default_rng(26).uniform(0.0, 0.4, 6)]
-    codes = [_child(killed, env, delay) for env, delay in plan]
-    assert set(codes) <= {0, -signal.SIGKILL}
-    assert codes[:12] == [-signal.SIGKILL] * 12  # every staged kill fired (each cycle leaves work for the next)
-    while _child(killed, {}) != 0:
-        pass
-    assert _table_rows(read_dataset(killed, 1)) == reference
-    left = sorted(p.name for p in (killed / "shard_00000_of_00001").iterdir())
-    assert left == [".lock", "manifest.json", *(f"part_{i:05d}.parquet" for i in range(6))]
-    print(f"{codes.count(-signal.SIGKILL)} kills, rows equal the uninterrupted run's")
 
 
 def test_bad_selection_values_are_named():

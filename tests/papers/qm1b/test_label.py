@@ -3,6 +3,8 @@ DFT (naming the file and line or record), rows in the generator's columns with t
 failing input as a counted drop, the command line, and one real DFT label against PySCF."""
 
 import json
+import os
+import re
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -119,7 +121,7 @@ def test_several_files_in_order(tmp_path):
         ("empty.xyz", "", r"empty.xyz holds no molecules"),
         ("bad.smi", "CCO\nC1CC\n", r"bad.smi:2: RDKit cannot parse the SMILES 'C1CC'"),
         ("ion.smi", "C[NH3+] methylammonium\n", r"ion.smi:1 \(methylammonium\): net charge \+1"),
-        ("xenon.smi", "[Xe]\n", r"xenon.smi:1: Xe: basis 'sto-3g' has no functions for Xe"),
+        ("xenon.smi", "[Xe]\n", r"xenon.smi:1: Xe: basis='sto-3g' has no functions for Xe"),
         ("count.xyz", "three\nwater\nO 0 0 0\n", r"count.xyz:1 .*expected the atom count .*'three'"),
         ("short.xyz", "3\nwater\nO 0 0 0\nH 0 0 1\n", r"short.xyz:1 .*declares 3 atoms"),
         ("element.xyz", "2\nx\nQq 0 0 0\nH 0 0 1\n", r"element.xyz:3: 'Qq' is not an element"),
@@ -202,23 +204,114 @@ def test_a_failing_input_is_a_counted_drop(tmp_path):
     assert sorted(set(pq.read_table(out).column("molecule").to_pylist())) == [0, 2]
 
 
+def never(atoms, **dft):
+    raise AssertionError("the DFT ran")
+
+
 def test_label_refuses_bad_settings_before_any_dft(tmp_path):
     inputs = read_inputs(_write(tmp_path / "m.smi", "CCO\n"))
-
-    def never(atoms, **dft):
-        raise AssertionError("the DFT ran")
-
     for kwargs, message in [
-        ({"conformers": 0}, "conformers=0"),
+        ({"conformers": 0}, "conformers=0 must be an integer >= 1"),
+        ({"seed": -1}, "seed=-1 must be an integer >= 0"),
+        ({"workers": -1}, r"workers=-1 must be an integer >= 0"),
+        ({"molecules_per_part": 0}, "molecules_per_part=0 must be an integer >= 1"),
         ({"dft": {"dtype": "float16"}}, "dtype='float16'"),
+        ({"dft": {"iterations": 4}}, "iterations=4 must be an integer >= 5"),
         ({"dft": {"bassis": "sto-3g"}}, r"dft keys \['bassis'\] are unknown"),
-        ({"dft": {"basis": "no-such-basis"}}, "basis 'no-such-basis' has no functions for C"),
+        ({"dft": {"basis": "sto-3gg"}}, r"basis='sto-3gg' is not a basis PySCF knows .*did you mean 'sto-3g'"),
     ]:
         with pytest.raises(ValueError, match=message):
             label(inputs, tmp_path / "out.parquet", run_batch=never, show_progress=False, **kwargs)
+    with pytest.raises(ValueError, match=r"the output .*out\.csv must be a \.parquet file"):
+        label(inputs, tmp_path / "out.csv", run_batch=never, show_progress=False)
     with pytest.raises(ValueError, match="inputs are empty"):
         label([], tmp_path / "out.parquet", run_batch=never)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.smi"]  # no output, no parts
+
+
+def test_an_unwritable_output_fails_before_any_dft(tmp_path):
+    """The output's directory is tried (a file created and removed) before any work: /proc takes no new files, a
+    path under a regular file has no directory, and a read-only directory (for a user other than root, who may
+    write anywhere) refuses the file."""
+    inputs = read_inputs(_write(tmp_path / "m.smi", "CCO\n"))
+    (tmp_path / "file").write_text("")
+    for out in ["/proc/x.parquet", tmp_path / "file" / "x.parquet"]:
+        with pytest.raises(ValueError, match=rf"the output {re.escape(str(out))} cannot be written: "):
+            label(inputs, out, run_batch=never, show_progress=False)
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    if os.geteuid() != 0:
+        with pytest.raises(ValueError, match=r"locked/x\.parquet cannot be written: .*Permission denied"):
+            label(inputs, locked / "x.parquet", run_batch=never, show_progress=False)
+    assert list(locked.iterdir()) == []
+
+
+def test_an_input_too_large_for_exact_integrals_is_refused_before_any_dft(tmp_path, monkeypatch):
+    """Ethanol in STO-3G has 3 x 5 + 6 x 1 = 21 AOs (padded to 24: 1.3 MB of float32 ERIs), water 7."""
+    import papers.qm1b.dft as dft_module
+
+    (tmp_path / "w.xyz").write_text(xyz_block("water", WATER))
+    inputs = read_inputs([_write(tmp_path / "m.smi", "O\nCCO ethanol\n"), tmp_path / "w.xyz"])
+    monkeypatch.setattr(dft_module, "EXACT_ERI_BYTES", 1e6)
+    with pytest.raises(ValueError, match=r"m\.smi:2 \(ethanol\): exact ERIs of 21 AOs need 0\.0 GB"):
+        label(inputs, tmp_path / "out.parquet", run_batch=never, show_progress=False)
+    assert not (tmp_path / "out.parquet").exists() and not (tmp_path / "out.parquet.parts").exists()
+    summary = label(
+        inputs, tmp_path / "out.parquet", dft={"density_fit": True}, run_batch=stand_in, show_progress=False
+    )
+    assert summary["rows"] == 3
+
+
+class Crash(BaseException):  # a kill: not an error of one molecule
+    pass
+
+
+def test_a_crashed_labelling_resumes_and_equals_an_uninterrupted_one(tmp_path):
+    """7 inputs in parts of 2 (4 parts), 2 conformers each; the run crashes in its 3rd part. The rerun labels only
+    what no finished part holds, and the output equals an uninterrupted run's, row for row and column for column; a
+    rerun with other settings is refused while the parts exist; the parts folder is removed at the end."""
+    smiles = ["CCO", "CCN", "CC(=O)O", "OCCO", "CC#N", "NCC(=O)O", "COC"]
+    inputs = read_inputs(_write(tmp_path / "m.smi", "".join(f"{s}\n" for s in smiles)))
+    options = {"conformers": 2, "seed": 3, "molecules_per_part": 2, "batch_conformers": 3, "show_progress": False}
+    whole = label(inputs, tmp_path / "whole.parquet", run_batch=stand_in, **options)
+
+    conformers = []
+
+    def counting(atoms, **dft):
+        conformers.extend(atoms)
+        if len(conformers) > 9:  # parts 1 and 2 done (4 conformers each, batches of 3 and 1), part 3 begun
+            raise Crash
+        return stand_in(atoms)
+
+    out = tmp_path / "out.parquet"
+    with pytest.raises(Crash):
+        label(inputs, out, run_batch=counting, **options)
+    parts = tmp_path / "out.parquet.parts"
+    manifest = json.loads((parts / "manifest.json").read_text())
+    assert manifest["done"] == [0, 1, 2, 3] and not out.exists()
+    with pytest.raises(ValueError, match=r"out\.parquet\.parts holds the parts of an unfinished labelling of other"):
+        label(inputs, out, run_batch=never, **{**options, "seed": 4})
+    conformers.clear()
+    resumed = label(inputs, out, run_batch=counting, **options)
+    assert len(conformers) == 2 * 3 and resumed["resumed"] == 4  # inputs 4, 5, 6 only
+    assert pq.read_table(out).to_pylist() == pq.read_table(tmp_path / "whole.parquet").to_pylist()
+    assert {k: v for k, v in resumed.items() if k not in ("out", "seconds", "resumed")} == {
+        k: v for k, v in whole.items() if k not in ("out", "seconds", "resumed")
+    }
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.smi", "out.parquet", "whole.parquet"]
+
+
+def test_a_label_part_whose_inputs_all_fail_alike_stops_with_nothing_written(tmp_path):
+    inputs = read_inputs(_write(tmp_path / "m.smi", "CCO\nCCN\n"))
+
+    def broken(atoms, **dft):
+        raise KeyError("xc")
+
+    with pytest.raises(RuntimeError, match=r"all 2 molecules of a part failed with KeyError, the first \(molecule 0, "
+                                           r"CCO\) with \"KeyError: 'xc'\""):  # fmt: skip
+        label(inputs, tmp_path / "out.parquet", run_batch=broken, show_progress=False)
     assert not (tmp_path / "out.parquet").exists()
+    assert sorted(p.name for p in (tmp_path / "out.parquet.parts").iterdir()) == [".lock"]  # nothing marked done
 
 
 def _write(path, text):
@@ -230,7 +323,7 @@ def test_command_line(tmp_path, monkeypatch, capsys):
     import papers.qm1b.generate as generate
 
     real = generate.label_parts
-    monkeypatch.setattr("papers.qm1b.label.label_parts", lambda parts, dft, **kw: real(parts, dft, run_batch=stand_in))
+    monkeypatch.setattr(generate, "label_parts", lambda parts, dft, **kw: real(parts, dft, run_batch=stand_in))
     monkeypatch.setenv("TQDM_DISABLE", "1")
     smi = _write(tmp_path / "m.smi", "CCO ethanol\n")
     xyz = _write(tmp_path / "w.xyz", xyz_block("water", WATER))
@@ -239,8 +332,15 @@ def test_command_line(tmp_path, monkeypatch, capsys):
     assert "wrote 3 rows" in capsys.readouterr().out
     metadata = json.loads(pq.read_schema(out).metadata[b"dft"])
     assert metadata == {**DFT, "dtype": "float64"}
-    assert main([str(tmp_path / "m.pdb"), "-o", str(out)]) == 2
-    assert "unknown extension '.pdb'" in capsys.readouterr().err
+    for args, message in [
+        ([str(tmp_path / "m.pdb"), "-o", str(out)], "unknown extension '.pdb'"),
+        ([str(smi), "-o", str(out), "--basis", "sto-3gg"], "basis='sto-3gg' is not a basis PySCF knows"),
+        ([str(smi), "-o", str(out), "--workers", "-1"], "workers=-1 must be an integer >= 0"),
+        ([str(smi), "-o", "/proc/x.parquet"], "the output /proc/x.parquet cannot be written"),
+        ([str(smi), "-o", str(tmp_path / "x.csv")], "must be a .parquet file"),
+    ]:
+        assert main(args) == 2
+        assert message in capsys.readouterr().err
 
 
 def test_water_energy_equals_pyscf(tmp_path):
