@@ -28,10 +28,6 @@ SLOW_AT_TINY = {
     "gps": "compiling GPS++'s init and training step, for the packed and the padded shapes",
     # ~57 s in CI (2026-11-25): six jitted training steps; each arm's step is tested in tests/papers/unit_scaling
     "unit_scaling": "compiling the unit-scaled and regular training steps of the FP32, FP16 and FP8 arms",
-    # 232 s in CI (2026-11-25), the suite's longest test: spawned PySCF pools and labelling workers, exact and
-    # density fitted; the pieces run in the fast suite (tests/papers/qm1b/test_pipeline.py, test_label.py and
-    # test_bench.py's PySCF peer)
-    "qm1b": "starting PySCF process pools and labelling workers for the exact and the density-fitted path",
 }
 
 

@@ -35,7 +35,7 @@ def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _single_threaded() -> None:
+def single_threaded() -> None:
     """Worker initialiser: one thread each for libcint/numpy, so the workers and the SCF share the cores."""
     from pyscf import lib
 
@@ -88,7 +88,7 @@ class Labeller:
     def __enter__(self) -> Labeller:
         if self.workers:  # spawn: forking a process that runs JAX's threads can deadlock the child
             context = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_single_threaded)
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=single_threaded)
         return self
 
     def __exit__(self, *exc) -> None:
