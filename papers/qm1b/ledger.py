@@ -4,13 +4,25 @@ History (git log -p papers/qm1b/report.py README.md): the SchNet scaling claims 
 2026-11-24 (fae6d2c, issue 23), when "falls monotonically" became a slope with its interval over 3 seeds, relative
 to the mean predictor, and "the gap is smaller at the largest size" became a slope too (`beats-mean-predictor` was
 added then). Issue 41 (2026-11-25): `gap-accuracy` cannot fail (a 43 meV threshold where ~0.1 meV is measured) and
-becomes a fact; the accuracy is held by a slow test.
+becomes a fact; the accuracy is held by a slow test. Issue 46 (2026-11-26): the accuracy comes back as two claims
+at the labeller's own targets (0.1 meV gap, 1 meV energy); drop-share is measured in QM1B's regime; the SchNet
+claims are decided over independent replicates (one slope per seed), each size trained past its validation plateau.
 """
 
 from core.ledger import Change
 
 _ONE_SEED_RUN = "README row of commit 757875f (default run of 2026-11-23, 12.7 min, one seed: 4 of 4 claims hold)"
 _LAST_RUN = "README row of commit f1dfc0f (default run of 2026-11-25, 13.3 min: 5 of 5 claims hold)"
+_BEFORE_46 = "README row of commit 04448ef (default run of 2026-11-26, 7.7 min: 4 of 4 claims hold)"
+_ISSUE46_SCHNET = (
+    "Issue 46: (1) the sizes of one seed are nested subsets of one draw, and every seed shared the run's subsets, so "
+    "the 12 (size, seed) points of the old OLS interval were not independent; each seed is now an independent "
+    "replicate (its own subset order, initialisation and batch order) contributing one slope, the interval a t "
+    "interval over the seeds. (2) Every size trained a fixed 600 steps: the largest was still underfitted (training "
+    "MAE above validation); each size now trains max(600, 100 epochs) steps, the epoch count fixed from a pilot's "
+    "training curves (README) before the default run. Re-specified after results under the old rule had been seen "
+    "(it held)."
+)
 _ISSUE23 = (
     "Issue 23 (asked for): a trend decided on one seed; QM1B's SchNet scaling to run >= 3 seeds, report error bars "
     "and state the claim relative to the mean predictor. Re-specified after a result had been seen: the one-seed "
@@ -81,4 +93,87 @@ LEDGER: list[Change] = [
             ("gap-narrows", "4f413a810a8e"),
         )
     ],
+    Change(
+        "2026-11-26",
+        "gap-within-0.1mev",
+        "added",
+        old="-",
+        new="ours <= 0.1: max |gap error| (meV) of qm1b.validate.rows (48) random rows against converged PySCF",
+        reason="Issue 46: the labels' accuracy at the labeller's own target (REFERENCES.md [20]; issue 27's goal), "
+        "where chemical accuracy (the removed gap-accuracy's 43 meV) could not bind. Fixed before a run of 48 "
+        "rows; the bench's 64 nine-heavy-atom conformers had been seen (largest gap error 0.098 meV).",
+        fingerprint="e4ea3c08f01a",
+    ),
+    Change(
+        "2026-11-26",
+        "energy-within-1mev",
+        "added",
+        old="-",
+        new="ours <= 1: max |energy error| (meV) of the same rows against converged PySCF",
+        reason="Issue 46: the energy target beside the gap's (REFERENCES.md [20]). The bench's largest energy error, "
+        "0.022 meV, had been seen.",
+        fingerprint="566a59768563",
+    ),
+    Change(
+        "2026-11-26",
+        "drop-share",
+        "respecified",
+        old="ours <= 0.01: dropped / computed conformers of the generated dataset (QM9 molecules of 6-7 heavy atoms, "
+        "SCF stopped early once converged), a point with no interval",
+        new="interval high < 0.01: dropped / computed of a drop sample in QM1B's regime (120 QM9 molecules of 9 heavy "
+        "atoms x 4 conformers, 20 fixed SCF iterations), Clopper-Pearson 95% interval",
+        reason="Issue 46: the old share was measured on smaller molecules with early stopping, where QM1B labelled "
+        "9-11 heavy atoms in 20 fixed iterations: a different regime. Fixed before the sample was labelled.",
+        old_verdict="holds (0 of 720)",
+        commit="04448ef",
+        run=_BEFORE_46,
+        fingerprint="6c69eff1592c",
+    ),
+    Change(
+        "2026-11-26",
+        "valid-mae-falls",
+        "respecified",
+        old="interval high < 0: OLS slope of validation MAE / mean predictor's MAE against ln(conformers) over every "
+        "(size, seed) point, t interval with n - 2 degrees of freedom; 600 steps at every size",
+        new="interval high < 0: mean over seeds of each seed's slope of validation MAE / its mean predictor's MAE "
+        "against ln(conformers), t interval over the seeds; each size trained max(600 steps, 100 epochs)",
+        reason=_ISSUE46_SCHNET,
+        old_verdict="holds (-0.075 [-0.095, -0.055] per e-fold)",
+        commit="04448ef",
+        run=_BEFORE_46,
+        fingerprint="660a941df445",
+    ),
+    Change(
+        "2026-11-26",
+        "beats-mean-predictor",
+        "respecified",
+        old="interval high < 0: validation MAE - the mean predictor's MAE at the largest size, t interval over 3 "
+        "seeds sharing one subset; 600 steps",
+        new="interval high < 0: the same over independent replicates, each against its own subset's mean "
+        "predictor; trained max(600 steps, 100 epochs)",
+        reason=_ISSUE46_SCHNET,
+        old_verdict="holds (-1150 [-1214, -1087] meV)",
+        commit="04448ef",
+        run=_BEFORE_46,
+        fingerprint="9cc11e982d56",
+    ),
+    Change(
+        "2026-11-26",
+        "gap-narrows",
+        "respecified",
+        old="interval high < 0: OLS slope of validation - training MAE (meV) against ln(conformers) over every "
+        "(size, seed) point; paper column 'not reported'; 600 steps at every size",
+        new="interval high < 0: mean over seeds of each seed's slope of validation - training MAE (meV) against "
+        "ln(conformers), t interval over the seeds, each size trained past its validation plateau (max(600 steps, "
+        "100 epochs)); paper column: the paper's figure, training MAE rising to meet validation (~270 meV apart at "
+        "100k, ~0 from 100M)",
+        reason="Issue 46 called it not a statement of the paper and a consequence of underfitting (a fixed 600 steps: "
+        "at 500 conformers the training MAE was above the validation MAE). The paper's scaling figure does plot the "
+        "training MAE (REFERENCES.md [1], corrected: an earlier reading missed that curve), so the claim stays, with "
+        "that figure as its paper column and every size trained past its validation plateau. " + _ISSUE46_SCHNET,
+        old_verdict="holds (-363 [-385, -341] meV per e-fold)",
+        commit="04448ef",
+        run=_BEFORE_46,
+        fingerprint="4e6f45df6f86",
+    ),
 ]

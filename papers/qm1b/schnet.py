@@ -17,6 +17,7 @@ are standardised with the training set's mean and std; the loss is L1, as in QM1
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -150,7 +151,7 @@ def split_by_smiles(smiles: list[str], valid_fraction: float, seed: int) -> tupl
 class TrainConfig:
     """How SchNet trains (the training keys of the config's qm1b.schnet section)."""
 
-    steps: int = 600  # 1500 with one seed; 600 keeps three seeds at four sizes within the 20-minute default run
+    steps: int = 600  # the fewest at any size (the experiment's qm1b.schnet.epochs raises it with the size)
     batch_size: int = 32
     lr: float = 5e-4
     warmup: int = 60
@@ -183,7 +184,7 @@ class Shuffled:
 
 def train_schnet(
     model_cfg: SchNetConfig,
-    train: Molecules,
+    train: Molecules | Sequence[Molecules],
     valid: Molecules,
     tc: TrainConfig,
     *,
@@ -194,42 +195,57 @@ def train_schnet(
     name: str = "schnet",
 ):
     """Adam on the L1 loss of standardised gaps (cosine decay after a linear warm-up), one model per seed trained
-    together (core.train.fit_seeds, vmapped): seed s draws the initialisation and the batch order.
-    Returns (params stacked over the seeds, {"seeds", "train_mae": [meV per seed], "valid_mae": [meV per seed],
-    "curve": [(step, [train meV per seed], [valid meV per seed])]})."""
+    together (core.train.fit_seeds, vmapped): seed s draws the initialisation and the batch order. `train` is one
+    training set for every seed, or one per seed (equal sizes: independent replicates of a subset draw); each seed
+    standardises the gaps with its own training set's mean and std.
+    Returns (params stacked over the seeds, {"seeds", "train_mae": [meV per seed, on its own training set],
+    "valid_mae": [meV per seed], "curve": [(step, [train meV per seed], [valid meV per seed])]})."""
     seeds = [int(s) for s in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds={seeds}: give at least one seed, none repeated")
+    trains = [train] * len(seeds) if isinstance(train, Molecules) else list(train)
+    if len(trains) != len(seeds) or len({len(t) for t in trains}) != 1:
+        raise ValueError(
+            f"train: {len(trains)} training sets of sizes {sorted({len(t) for t in trains})} for {len(seeds)} "
+            "seeds: give one set, or one per seed, all of one size"
+        )
     model = SchNet(model_cfg)
-    mean, std = float(train.y.mean()), float(train.y.std() + 1e-6)
+    # per seed: (mean, std) of its training gaps, [S, 1] each, to undo the standardisation of its predictions
+    mean = np.array([[float(t.y.mean())] for t in trains], np.float32)
+    std = np.array([[float(t.y.std() + 1e-6)] for t in trains], np.float32)
+    standardised = [Molecules(t.z, t.pos, (t.y - m[0]) / d[0]) for t, m, d in zip(trains, mean, std, strict=True)]
     schedule = optax.warmup_cosine_decay_schedule(0.0, tc.lr, tc.warmup, max(tc.steps, tc.warmup + 1), tc.lr * 0.01)
     opt = optax.adam(schedule)
 
     def init(seed):
-        return init_state(model.init(jax.random.key(seed), train.z[:1], train.pos[:1], train.mask[:1]), opt)
+        return init_state(model.init(jax.random.key(seed), trains[0].z[:1], trains[0].pos[:1], trains[0].mask[:1]), opt)
 
-    def loss_fn(p, b: Molecules):
-        return jnp.mean(jnp.abs(model.apply(p, b.z, b.pos, b.mask) - (b.y - mean) / std))
+    def loss_fn(p, b: Molecules):  # b.y already standardised by its seed's training statistics
+        return jnp.mean(jnp.abs(model.apply(p, b.z, b.pos, b.mask) - b.y))
 
-    # every seed's prediction of the same molecules
-    predict = jax.jit(
-        jax.vmap(lambda p, z, pos, mask: model.apply(p, z, pos, mask) * std + mean, (0, None, None, None))
-    )
+    # every seed's standardised prediction of the same molecules
+    predict = jax.jit(jax.vmap(lambda p, z, pos, mask: model.apply(p, z, pos, mask), (0, None, None, None)))
 
-    def mae_mev(p, data: Molecules) -> list[float]:
+    def mae_mev(p, data: Molecules) -> np.ndarray:
+        """[S] MAE (meV) of every seed's model on `data`."""
         errors = []
         for i in range(0, len(data), 256):
             b = data.take(slice(i, i + 256))
-            errors.append(np.abs(np.asarray(predict(p, b.z, b.pos, b.mask)) - b.y))
-        return (np.concatenate(errors, axis=1).mean(1) * 1000).tolist()
+            errors.append(np.abs(np.asarray(predict(p, b.z, b.pos, b.mask)) * std + mean - b.y))
+        return np.concatenate(errors, axis=1).mean(1) * 1000
 
-    batches = {s: Shuffled(train, min(tc.batch_size, len(train)), s) for s in seeds}
+    def train_mae(p) -> list[float]:
+        if all(t is trains[0] for t in trains):
+            return mae_mev(p, trains[0]).tolist()
+        return [float(mae_mev(p, t)[k]) for k, t in enumerate(trains)]  # seed k on its own training set
+
+    batches = {s: Shuffled(t, min(tc.batch_size, len(t)), s) for s, t in zip(seeds, standardised, strict=True)}
     run = fit_seeds(
         seeds,
         init,
         optimizer_step(loss_fn, opt),
         lambda s, k: batches[s](k),
-        evaluate=lambda st: {"train/mae": mae_mev(st["params"], train), "valid/mae": mae_mev(st["params"], valid)},
+        evaluate=lambda st: {"train/mae": train_mae(st["params"]), "valid/mae": mae_mev(st["params"], valid).tolist()},
         steps=tc.steps,
         eval_every=tc.eval_every,
         checkpoint_dir=checkpoint_dir,
@@ -238,9 +254,9 @@ def train_schnet(
         name=name,
         bar=progress_bar,
     )
-    steps, train_mae = run.history.series("train/mae")
+    steps, train_curve = run.history.series("train/mae")
     curve = [
         (int(k), np.atleast_1d(t).tolist(), np.atleast_1d(v).tolist())
-        for k, t, v in zip(steps, train_mae, run.history.series("valid/mae")[1], strict=True)
+        for k, t, v in zip(steps, train_curve, run.history.series("valid/mae")[1], strict=True)
     ]
     return run.state["params"], {"seeds": seeds, "train_mae": curve[-1][1], "valid_mae": curve[-1][2], "curve": curve}

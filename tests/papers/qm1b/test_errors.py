@@ -82,9 +82,15 @@ def test_exact_eris_too_large_for_the_largest_admitted_molecule_are_refused():
         validate_section({"dft": {"basis": "cc-pvtz"}}, Config, "qm1b")
     with pytest.raises(ConfigError, match=r"has up to 126 AOs: exact ERIs of 126 AOs need 1\.1 GB .*density_fit=true"):
         validate_section({"dft": {"basis": "6-31g*"}}, Config, "qm1b")
-    validate_section({"dft": {"basis": "6-31g*"}, "data": {"max_heavy": 6}}, Config, "qm1b")
+    # the drop sample's molecules (QM1B's 9 heavy atoms, 154 AOs at 6-31G(d)) are checked too, unless it is off
+    with pytest.raises(ConfigError, match=r"has up to 154 AOs.*qm1b\.drops\.max_heavy=9"):
+        validate_section({"dft": {"basis": "6-31g*"}, "data": {"max_heavy": 6}}, Config, "qm1b")
+    off = {"molecules": 0}
+    validate_section({"dft": {"basis": "6-31g*"}, "data": {"max_heavy": 6}, "drops": off}, Config, "qm1b")
     validate_section(
-        {"dft": {"basis": "6-31g*", "dtype": "float64"}, "data": {"min_heavy": 5, "max_heavy": 5}}, Config, "qm1b"
+        {"dft": {"basis": "6-31g*", "dtype": "float64"}, "data": {"min_heavy": 5, "max_heavy": 5}, "drops": off},
+        Config,
+        "qm1b",
     )
     validate_section({"dft": {"basis": "cc-pvtz", "density_fit": True}}, Config, "qm1b")  # no n^4 matrix
     from pyscf import gto

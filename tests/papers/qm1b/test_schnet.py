@@ -122,6 +122,18 @@ def test_seeds_trained_together_equal_each_seed_trained_alone():
         np.testing.assert_allclose(np.asarray(a)[1], np.asarray(b)[0], rtol=1e-4, atol=1e-6)
     with pytest.raises(ValueError, match=r"seeds=\[1, 1\]: give at least one seed, none repeated"):
         train_schnet(cfg, train, valid, tc, seeds=[1, 1])
+    # one training set per seed (independent replicates): seed 5 on its own set, trained beside seed 3 on another,
+    # equals seed 5 trained alone on it, its training MAE on its own set and its own standardisation
+    other = data.take(slice(20, 60))
+    replicate_params, replicates = train_schnet(cfg, [other, train], valid, tc, seeds=[3, 5])
+    np.testing.assert_allclose(replicates["valid_mae"][1], alone["valid_mae"][0], rtol=1e-4)
+    np.testing.assert_allclose(replicates["train_mae"][1], alone["train_mae"][0], rtol=1e-4)
+    for a, b in zip(jax.tree.leaves(replicate_params), jax.tree.leaves(alone_params), strict=True):
+        np.testing.assert_allclose(np.asarray(a)[1], np.asarray(b)[0], rtol=1e-4, atol=1e-6)
+    _, other_alone = train_schnet(cfg, other, valid, tc, seeds=[3])
+    np.testing.assert_allclose(replicates["train_mae"][0], other_alone["train_mae"][0], rtol=1e-4)
+    with pytest.raises(ValueError, match=r"2 training sets of sizes \[20, 40\] for 2 seeds"):
+        train_schnet(cfg, [train, data.take(slice(0, 20))], valid, tc, seeds=[3, 5])
 
 
 def test_bad_settings_are_named():
