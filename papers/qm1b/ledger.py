@@ -176,4 +176,21 @@ LEDGER: list[Change] = [
         run=_BEFORE_46,
         fingerprint="4e6f45df6f86",
     ),
+    Change(
+        "2026-11-26",
+        "drop-share",
+        "code",
+        old="the share counted every drop reason of the drop sample, including molecules ETKDG could not embed, "
+        "which never reach the DFT",
+        new="the share counts QM1B's rules on a DFT result only (RULE_DROPS: std, zero_gap, not_finite) over the "
+        "conformers with a DFT result; other reasons are listed in the detail, not counted",
+        reason="Found in the first default run under the new rule: the declared statistic is the share QM1B's rules "
+        "(std > 0.01 eV, zero gap) drop, but the code also counted 12 conformers of 3 molecules ETKDG could not "
+        "embed 4 times (cages, as the bench skips), which have no DFT result. Fixed after that result had been "
+        "seen; the figure the faulty code gave is recorded here and in the closing note of issue 46.",
+        old_verdict="fails (12 of 480 = 0.025 [0.013, 0.043], all 12 embedding_failed; none by QM1B's rules)",
+        commit="aa086f4",
+        run="outputs/qm1b/2026-11-26_11-55-36 (a default run of aa086f4, not a README row)",
+        fingerprint="6042315f2fcb",
+    ),
 ]

@@ -145,6 +145,13 @@ def test_drop_share_is_the_clopper_pearson_interval_of_the_drop_sample():
         _assert_interval(ours.ours, (dropped / total, low, high))
         assert ours.verdict is verdict and f"{dropped} of {total} conformers dropped at 20 fixed" in ours.detail
     assert 1 - 0.025 ** (1 / 480) < 0.01  # the default design: no drop in 480 decides the claim
+    # molecules ETKDG could not embed (and labelling errors) never had a DFT result: not QM1B's rules, not counted
+    sample = {**_drops(0, 468), "dropped": {"embedding_failed": 12, "error:ValueError": 4}}
+    ours = _verdicts(_scaling([[1500] * 3] * 4, [[10] * 3] * 4), drops=sample)["drop-share"]
+    assert ours.ours.estimate == 0 and ours.ours.high == pytest.approx(1 - 0.025 ** (1 / 468))
+    assert ours.verdict is Verdict.HOLDS and "not counted (no DFT result): {'embedding_failed': 12" in ours.detail
+    sample = {**_drops(0, 468), "dropped": {"embedding_failed": 12, "not_finite": 1, "zero_gap": 1, "std": 3}}
+    assert _verdicts(_scaling([[1500] * 3] * 4, [[10] * 3] * 4), drops=sample)["drop-share"].ours.estimate == 5 / 473
 
 
 def test_one_bad_seed_at_the_largest_size_leaves_the_mean_predictor_claim_undecided():
