@@ -2,12 +2,11 @@
 
 Every function returns a `core.report.Interval`, so a claim can be decided on the interval (`interval_above(0)`)
 rather than on one number. The intervals come from scipy (`scipy.stats.bootstrap`, `ttest_1samp`, `ttest_ind`,
-`linregress`, `binomtest`): nothing here is a home-made estimator.
+`linregress`): nothing here is a home-made estimator.
 
     gain = paired_bootstrap(ensemble_rr, best_member_rr, seed=0)   # mean difference over the same test queries
     gap = seed_difference(mpnn_maes, full_maes)                   # mean over seeds, Welch t interval
     trend = slope(np.log(params), gaps)                           # OLS slope, t interval on its standard error
-    share = proportion(dropped, computed)                         # a binomial share, Clopper-Pearson interval
 """
 
 from __future__ import annotations
@@ -119,20 +118,6 @@ def slope(x: Sequence[float], y: Sequence[float], *, confidence: float = 0.95) -
     return Interval(
         fit.slope, fit.slope - half, fit.slope + half, confidence, f"OLS slope over {xs.size} points, t interval"
     )
-
-
-def proportion(count: int, total: int, *, confidence: float = 0.95) -> Interval:
-    """The share count / total with its exact (Clopper-Pearson) binomial interval: each bound is where the binomial
-    tail beyond the observed count has probability (1 - confidence) / 2 (scipy.stats.binomtest)."""
-    from scipy import stats
-
-    _check_confidence(confidence)
-    if not (isinstance(total, int | np.integer) and total >= 1):
-        raise ValueError(f"proportion: total must be a positive integer, got {total!r}")
-    if not (isinstance(count, int | np.integer) and 0 <= count <= total):
-        raise ValueError(f"proportion: count must be an integer in [0, {total}], got {count!r}")
-    ci = stats.binomtest(int(count), int(total)).proportion_ci(confidence, method="exact")
-    return Interval(count / total, ci.low, ci.high, confidence, f"Clopper-Pearson over {total} trials")
 
 
 def _half_widths(sd: float, n: np.ndarray, confidence: float) -> np.ndarray:

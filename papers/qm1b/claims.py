@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 
 from core.report import Claim, Interval, at_most, interval_below, mean_std
-from core.stats import proportion, seed_mean
+from core.stats import seed_mean
 
 PAPER_DROP_SHARE = 0.01  # [3] "rows with std > 0.01 eV or a zero gap dropped (<1%)"
 # the drop reasons of QM1B's rules on a DFT result (generate.conformer_rows): its std and zero-gap filters, and an
@@ -46,6 +46,20 @@ def _summary(manifests) -> dict:
         "per_hour": conformers / seconds * 3600 if seconds else float("nan"),
         "skipped_smiles": manifests[0]["skipped_smiles"] if manifests else {},
     }
+
+
+def proportion(count: int, total: int, *, confidence: float = 0.95) -> Interval:
+    """The share count / total with its exact (Clopper-Pearson) binomial interval: each bound is where the binomial
+    tail beyond the observed count has probability (1 - confidence) / 2 (scipy.stats.binomtest). Here rather than in
+    core.stats while QM1B is its only user."""
+    from scipy import stats
+
+    if not (isinstance(total, int | np.integer) and total >= 1):
+        raise ValueError(f"proportion: total must be a positive integer, got {total!r}")
+    if not (isinstance(count, int | np.integer) and 0 <= count <= total):
+        raise ValueError(f"proportion: count must be an integer in [0, {total}], got {count!r}")
+    ci = stats.binomtest(int(count), int(total)).proportion_ci(confidence, method="exact")
+    return Interval(count / total, ci.low, ci.high, confidence, f"Clopper-Pearson over {total} trials")
 
 
 def _train_valid_gaps(r: dict) -> list[float]:

@@ -5,15 +5,7 @@ import pytest
 from scipy import stats as sps
 
 from core.report import Claim, Interval, interval_above, interval_below
-from core.stats import (
-    paired_bootstrap,
-    proportion,
-    seed_difference,
-    seed_mean,
-    seeds_for_half_width,
-    slope,
-    t_half_width,
-)
+from core.stats import paired_bootstrap, seed_difference, seed_mean, seeds_for_half_width, slope, t_half_width
 
 
 def test_seed_mean_is_the_t_interval():
@@ -101,23 +93,3 @@ def test_the_half_width_is_scipys_t_interval_and_the_seeds_needed_the_fewest_bel
         seeds_for_half_width(-0.1, 0.01)
     with pytest.raises(ValueError, match="n >= 2"):
         t_half_width(0.1, 1)
-
-
-def test_proportion_is_the_clopper_pearson_interval():
-    for k, n in ((0, 480), (1, 480), (7, 50), (50, 50)):
-        ci = proportion(k, n)
-        assert ci.estimate == k / n
-        # brute force: the bounds solve the binomial tails at 2.5%
-        if k > 0:
-            assert sps.binom.sf(k - 1, n, ci.low) == pytest.approx(0.025, rel=1e-6)
-        else:
-            assert ci.low == 0
-        if k < n:
-            assert sps.binom.cdf(k, n, ci.high) == pytest.approx(0.025, rel=1e-6)
-        else:
-            assert ci.high == 1
-    # no drops in 480 trials bounds the share below 1 - 0.025^(1/480) = 0.77%
-    assert proportion(0, 480).high == pytest.approx(1 - 0.025 ** (1 / 480), rel=1e-9)
-    for bad in ((-1, 5), (6, 5), (1, 0), (1.5, 5)):
-        with pytest.raises(ValueError, match="proportion"):
-            proportion(*bad)
