@@ -219,6 +219,7 @@ def pyscf_density_fitted(atom, basis="sto-3g"):
     return energy, (mf.mo_energy[n] - mf.mo_energy[n - 1]) * HARTREE_EV
 
 
+@pytest.mark.slow  # ~70 s in the suite (2026-11-26): density fitting is not the default path; `make test-all`
 def test_density_fitting_equals_pyscfs_density_fit(small_molecules):
     """density_fit=True labels as PySCF's dft.RKS(...).density_fit() does (same auxiliary basis, its Cholesky
     factor): float64 at the exact path's tolerances, float32 at its stated accuracy (1 meV, 0.2 meV on the gap)."""
@@ -233,6 +234,7 @@ def test_density_fitting_equals_pyscfs_density_fit(small_molecules):
         assert abs(a["energy"] - exact) > 1e-6  # fitting approximates the ERIs: not the exact path's energy
 
 
+@pytest.mark.slow  # ~47 s in the suite (2026-11-26): 6-31G(d) with fitting, not the default path; `make test-all`
 def test_density_fitting_runs_a_polarised_basis():
     """6-31G(d) (the issue's target basis: ~150 AOs at QM1B's size, where the exact path's n^4 matrix needs ~2 GB
     per conformer) with density fitting, on ethanol (54 AOs), against PySCF's density_fit()."""
