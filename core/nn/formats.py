@@ -16,7 +16,8 @@ identity. The LM head follows `head` ("fp32": out of every cast and of FP8, the 
 and the FP8 LLM papers; "low": cast like every other layer, pure low-precision training), and the attention's
 matmuls follow `attention` (the u-muP paper's FP8 scheme casts the linear layers only). `fp8` instead runs every
 linear layer in simulated FP8 with per-tensor scale biases (core.numerics.fp8: "amax", "cscale", "delayed" or
-"none"), E4M3 activations and weights and E5M2 gradients, with the standard parametrization and no other casts.
+"none") or with MX block scales ("mx"), E4M3 activations and weights and E5M2 gradients (or `fp8_formats`: e.g.
+("mxfp8_e4m3", "mxfp4_e2m1", "mxfp8_e5m2") for MXFP4 weights), with the standard parametrization and no other casts.
 
 The casts are fields of the model rather than applied from outside (e.g. by intercepting flax methods) because some
 sit inside an op, not at a module's edge: unit-scaled attention scales its probabilities before casting them
@@ -49,6 +50,8 @@ class Formats:
     attention: bool = True
     fp8: str | None = None
     fp8_history: int = 16  # the delayed policy's amax window
+    # the formats of x, w, g by name (None: e4m3, e4m3, e5m2); MX formats (e.g. "mxfp4_e2m1") for fp8="mx"
+    fp8_formats: tuple[str, str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -70,6 +73,13 @@ class Formats:
                     f"Formats: fp8={self.fp8!r} scales each linear layer's tensors itself; it combines with no "
                     "fwd/bwd casts only"
                 )
+            if self.fp8_formats is not None:
+                from core.numerics.fp8 import FP8Formats
+
+                if len(self.fp8_formats) != 3:
+                    raise ValueError(f"Formats: fp8_formats names the formats of x, w, g; got {self.fp8_formats!r}")
+                FP8Formats.of(*self.fp8_formats)  # each must be a known format
+                object.__setattr__(self, "fp8_formats", tuple(self.fp8_formats))
             if self.fp8_history < 1:
                 raise ValueError(f"Formats: fp8_history must be >= 1, got {self.fp8_history}")
 

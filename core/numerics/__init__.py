@@ -4,7 +4,7 @@ FP8 codes, casts with a separate gradient format, simulated low-precision matmul
 Low precision is simulated: values stay float32 in memory but lie exactly on the format's grid, bit for bit what
 ml_dtypes (or gfloat, for formats ml_dtypes lacks) gives.
 
-    FORMATS, FloatFormat, get_format, make_format   the named formats (e4m3, e5m2, fp16, bf16, ...) and any ExMy
+    FORMATS, FloatFormat, get_format, make_format   the named formats (e4m3, e5m2, e2m1, fp16, bf16, ...), any ExMy
     cast_to_format          round to a format's grid: nearest-even or stochastic, overflow to Inf/NaN or saturate
     stochastic_rounding     a block that keys every stochastic cast inside it (cast_to_format and quantise)
     fast_random_bits        cheap counter-based random bits for stochastic rounding
@@ -18,7 +18,9 @@ ml_dtypes (or gfloat, for formats ml_dtypes lacks) gives.
     delayed_scaling_init/update, delayed_scaled_cast, DelayedScaling
                             scaling from a history of absolute maxima
     format_stats, log2_histogram   how much of a tensor a format keeps (underflow, overflow) and its exponents
-core.numerics.fp8 (not imported here) is FP8 training's per-tensor scale biases (`fp8_dot`, `update_meta`).
+core.numerics.fp8 (not imported here) is FP8 training's per-tensor scale biases (`fp8_dot`, `update_meta`);
+core.numerics.mx (not imported here) the OCP MX block-scaled formats (`mx_quantise`, `mx_encode`, `mx_decode`,
+`mx_dot`), also FP8 training's "mx" policy.
 """
 
 from core.numerics.cast import cast_to_format, code_values, decode, encode, fast_random_bits, stochastic_rounding

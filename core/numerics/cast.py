@@ -153,7 +153,7 @@ def _cast_bits(x: jax.Array, random_bits: jax.Array | None, fmt: FloatFormat, sa
 
     max_bits = _u32(_float32_bits(fmt.max))
     overflow = (a == _INF) | (~is_nan & (mag > max_bits))
-    if saturate:
+    if saturate or fmt.special == "finite":  # a format without Inf and NaN can only saturate
         big = max_bits
     else:
         big = _u32(_INF) if fmt.has_inf else _u32(_QNAN)
@@ -251,8 +251,8 @@ def cast_to_format(
       jax.random.bits, or core.random's xoroshiro128aox as the IPU does), else from `fast_random_bits` keyed by
       `key` (a JAX PRNG key), else by the next key of the enclosing `stochastic_rounding(key)` block.
     - Overflow (after rounding, or an input Inf): +-Inf where the format has Inf, else NaN; with `saturate`,
-      +-max instead. NaN stays NaN. Values below half the smallest subnormal go to zero, keeping the sign where
-      the format has -0.
+      +-max instead (always, for a "finite" format, which has neither). NaN stays NaN. Values below half the
+      smallest subnormal go to zero, keeping the sign where the format has -0.
 
     Inputs are converted to float32 first (float64 inputs are thus rounded twice; pass float32).
     """
@@ -307,7 +307,7 @@ def _code_values(fmt: FloatFormat) -> np.ndarray:
         values = np.where(top & (m != 0), np.nan, values)
     elif fmt.special == "fn":
         values = np.where(top & (m == 2**m_bits - 1), np.nan, values)
-    else:  # fnuz: the negative-zero code is the NaN
+    elif fmt.special == "fnuz":  # fnuz: the negative-zero code is the NaN
         values = np.where(codes == 1 << (e_bits + m_bits), np.nan, values)
     return values.astype(np.float32)
 
@@ -345,6 +345,8 @@ def _encode_bits(v: jax.Array, fmt: FloatFormat) -> jax.Array:
         inf_code, nan_code = _shl(top, jnp.int32(m)), _shl(top, jnp.int32(m)) | _shl(_u32(1), jnp.int32(m - 1))
     elif fmt.special == "fn":
         inf_code = nan_code = _shl(top, jnp.int32(m)) | _u32(2**m - 1)
+    elif fmt.special == "finite":  # the cast saturated Inf; NaN has no code: -0's, as ml_dtypes gives
+        inf_code, nan_code = _shl(top, jnp.int32(m)) | _u32(2**m - 1), sign_bit
     else:
         inf_code = nan_code = sign_bit
     mag = jnp.where(a == _INF, inf_code, mag)

@@ -1,9 +1,13 @@
-"""Floating-point number formats: FP8 (OCP and Graphcore/fnuz), FP16, BF16, FP32 and any custom (E, M, bias).
+"""Floating-point number formats: FP8 (OCP and Graphcore/fnuz), the OCP MX element types FP6 and FP4, FP16, BF16,
+FP32 and any custom (E, M, bias).
 
 A format is sign + `exponent_bits` + `mantissa_bits`, an exponent `bias`, and a convention for special values:
 
 - ``"ieee"``: the top exponent field holds Inf (mantissa 0) and NaNs; -0 exists. (FP16, BF16, FP32, OCP E5M2.)
 - ``"fn"``: finite: no Inf; only the all-ones exponent *and* mantissa code is NaN; -0 exists. (OCP E4M3.)
+- ``"finite"``: no Inf and no NaN: every code is a number, the top binade included; -0 exists; a cast saturates
+  (OCP MX v1.0's FP6 E2M3/E3M2 and FP4 E2M1 element types; ml_dtypes' float6_*fn and float4_e2m1fn). NaN has no
+  code: a cast leaves it NaN (ml_dtypes turns it into -0) and `encode` gives -0's code, as ml_dtypes does.
 - ``"fnuz"``: finite, unsigned zero: no Inf, no -0; the one NaN is the negative-zero code 0x80. (Graphcore 1.4.3 and
   1.5.2, "8-bit Numerical Formats for Deep Neural Networks"; ml_dtypes' float8_*fnuz.)
 
@@ -21,8 +25,8 @@ from typing import Literal
 import ml_dtypes
 import numpy as np
 
-Special = Literal["ieee", "fn", "fnuz"]
-SPECIALS: tuple[str, ...] = ("ieee", "fn", "fnuz")
+Special = Literal["ieee", "fn", "finite", "fnuz"]
+SPECIALS: tuple[str, ...] = ("ieee", "fn", "finite", "fnuz")
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ class FloatFormat:
 
     @property
     def has_nan(self) -> bool:
-        return True
+        return self.special != "finite"
 
     @property
     def has_negative_zero(self) -> bool:
@@ -171,6 +175,9 @@ FORMATS: dict[str, FloatFormat] = {
     "e5m2": FloatFormat("e5m2", 5, 2, 15, "ieee"),  # OCP E5M2: IEEE-like, max 57344, has Inf
     "e4m3fnuz": FloatFormat("e4m3fnuz", 4, 3, 8, "fnuz"),  # Graphcore 1.4.3 bias 8: max 240
     "e5m2fnuz": FloatFormat("e5m2fnuz", 5, 2, 16, "fnuz"),  # Graphcore 1.5.2 bias 16: max 57344
+    "e2m3": FloatFormat("e2m3", 2, 3, 1, "finite"),  # OCP MX FP6 E2M3: max 7.5, no Inf/NaN
+    "e3m2": FloatFormat("e3m2", 3, 2, 3, "finite"),  # OCP MX FP6 E3M2: max 28, no Inf/NaN
+    "e2m1": FloatFormat("e2m1", 2, 1, 1, "finite"),  # OCP MX FP4 E2M1: max 6, no Inf/NaN
     "fp16": FloatFormat("fp16", 5, 10, 15, "ieee"),
     "bf16": FloatFormat("bf16", 8, 7, 127, "ieee"),
     "fp32": FloatFormat("fp32", 8, 23, 127, "ieee"),
@@ -184,6 +191,9 @@ _ML_DTYPES: dict[tuple, np.dtype] = {
     (4, 3, 11, "fnuz", True): np.dtype(ml_dtypes.float8_e4m3b11fnuz),
     (4, 3, 7, "ieee", True): np.dtype(ml_dtypes.float8_e4m3),
     (3, 4, 3, "ieee", True): np.dtype(ml_dtypes.float8_e3m4),
+    (2, 3, 1, "finite", True): np.dtype(ml_dtypes.float6_e2m3fn),
+    (3, 2, 3, "finite", True): np.dtype(ml_dtypes.float6_e3m2fn),
+    (2, 1, 1, "finite", True): np.dtype(ml_dtypes.float4_e2m1fn),
     (5, 10, 15, "ieee", True): np.dtype(np.float16),
     (8, 7, 127, "ieee", True): np.dtype(ml_dtypes.bfloat16),
     (8, 23, 127, "ieee", True): np.dtype(np.float32),
@@ -191,7 +201,8 @@ _ML_DTYPES: dict[tuple, np.dtype] = {
 
 
 def get_format(fmt: str | FloatFormat) -> FloatFormat:
-    """A format from its config name (`e4m3`, `e5m2`, `e4m3fnuz`, `e5m2fnuz`, `fp16`, `bf16`, `fp32`) or itself."""
+    """A format from its config name (`e4m3`, `e5m2`, `e4m3fnuz`, `e5m2fnuz`, `e2m3`, `e3m2`, `e2m1`, `fp16`, `bf16`,
+    `fp32`) or itself."""
     if isinstance(fmt, FloatFormat):
         return fmt
     name = getattr(fmt, "value", fmt)  # a string enum carries the name as its value

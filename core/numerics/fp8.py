@@ -10,6 +10,9 @@ Policies (POLICIES), per tensor:
     delayed  b from the largest amax of the last L steps (Transformer Engine's delayed scaling, with power-of-two
              scales), so the scale is known before the tensor is
     none     b = 0: a plain cast, no scaling
+    mx       no per-tensor bias: OCP MX block scaling, a shared power-of-two scale per 32 elements along each
+             product's contraction axis (core.numerics.mx.mx_dot), with the formats' element types (E4M3, E4M3,
+             E5M2 by default: MXFP8; E2M1 weights: MXFP4)
 Casts saturate: a stale (cscale, delayed) or absent scale clamps overflow to +-max rather than making Inf/NaN.
 
 Statistics flow out through a probe: `fp8_dot(x, w, bias, probe)` takes a [3, 2] array of zeros whose *cotangent*
@@ -34,7 +37,7 @@ from core.numerics.cast import cast_to_format
 from core.numerics.formats import FloatFormat, get_format
 from core.numerics.scaling import amax, amax_scale_bias
 
-POLICIES = ("amax", "cscale", "delayed", "none")
+POLICIES = ("amax", "cscale", "delayed", "none", "mx")
 TENSORS = ("x", "w", "g")  # activations, weights, output gradients
 MAX_BIAS = 31
 
@@ -46,13 +49,24 @@ def check_policy(policy: str) -> str:
 
 
 class FP8Formats(NamedTuple):
+    """The formats of (x, w, g): element formats, or MX formats (core.numerics.mx, for the "mx" policy only)."""
+
     x: FloatFormat
     w: FloatFormat
     g: FloatFormat
 
     @classmethod
     def of(cls, x="e4m3", w="e4m3", g="e5m2") -> FP8Formats:
-        return cls(get_format(x), get_format(w), get_format(g))
+        """From names: a format's (`e4m3`, ...), or an MX format's (`mxfp4_e2m1`, `mxfp8_e4m3_ceil`, ...)."""
+        return cls(*(_format(f) for f in (x, w, g)))
+
+
+def _format(fmt):
+    if isinstance(fmt, str) and fmt.startswith("mx"):
+        from core.numerics.mx import get_mx_format
+
+        return get_mx_format(fmt)
+    return fmt if type(fmt).__name__ == "MXFormat" else get_format(fmt)
 
 
 def empty_probe() -> jax.Array:
@@ -110,10 +124,16 @@ _fp8_dot.defvjp(_fp8_dot_fwd, _fp8_dot_bwd)
 def fp8_dot(x, w, bias=None, probe=None, *, policy: str = "amax", formats: FP8Formats | None = None) -> jax.Array:
     """x [..., k] @ w [k, n] in simulated FP8 with per-tensor scale biases (see the module docstring).
 
-    `bias` [3] int32: the biases of (x, w, g) for the `cscale` and `delayed` policies (ignored by `amax`, zero for
-    `none`); `probe` [3, 2]: differentiate with respect to it to read the statistics."""
+    `bias` [3] int32: the biases of (x, w, g) for the `cscale` and `delayed` policies (ignored by `amax` and `mx`,
+    zero for `none`); `probe` [3, 2]: differentiate with respect to it to read the statistics."""
     check_policy(policy)
     formats = formats or FP8Formats.of()
+    if policy == "mx":
+        from core.numerics.mx import mx_dot
+
+        return mx_dot(x, w, probe, formats=formats)
+    if not all(isinstance(f, FloatFormat) for f in formats):
+        raise ValueError(f"fp8_dot: policy {policy!r} scales whole tensors; MX formats {formats} need policy 'mx'")
     bias = jnp.zeros((3,), jnp.int32) if bias is None or policy == "none" else jnp.asarray(bias, jnp.int32)
     probe = empty_probe() if probe is None else probe
     return _fp8_dot(jnp.asarray(x, jnp.float32), jnp.asarray(w, jnp.float32), bias, probe, policy == "amax", formats)

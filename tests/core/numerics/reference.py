@@ -14,6 +14,7 @@ def gfloat_info(fmt: FloatFormat) -> FormatInfo:
     domain, has_nz, high_nans = {
         "ieee": (Domain.Extended, True, 2**m - 1),
         "fn": (Domain.Finite, True, 1),
+        "finite": (Domain.Finite, True, 0),
         "fnuz": (Domain.Finite, False, 0),
     }[fmt.special]
     return FormatInfo(

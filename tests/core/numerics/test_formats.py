@@ -101,7 +101,7 @@ def test_unknown_name_lists_the_choices():
         ((4, -1, 7), {}, "mantissa_bits must be an integer >= 0"),
         ((1, 3, 0), {"special": "ieee"}, "has no normal range"),
         ((4, 0, 7), {"special": "fn"}, "needs mantissa_bits >= 1"),
-        ((4, 3, 7), {"special": "nope"}, "special must be one of ieee, fn, fnuz"),
+        ((4, 3, 7), {"special": "nope"}, "special must be one of ieee, fn, finite, fnuz"),
         ((4, 3, 200), {}, "below float32's range"),
         ((4, 3, -130), {}, "must fit in float32"),
         ((8, 24, 127), {}, "at most 32 allowed|must fit in float32"),
