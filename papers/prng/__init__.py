@@ -3,11 +3,13 @@
 Statistical findings of the paper on CPU scale: xoroshiro128+ fails binary-rank and linear-complexity tests on its
 low bits (they are linear), xoroshiro128aox passes them on every bit; plus a Hamming-weight dependency test (with
 the sample it would need to see the paper's gjrand z9 finding), the frequency tests, an optional dieharder subset,
-and the hardware-cost argument (cells of both whole generators from netlists, papers.prng.cost).
+and the hardware-cost argument (cells of both whole generators from netlists, papers.prng.cost). Beside the claims, a
+table: the battery on streams drawn through jax.random from split / folded-in xoroshiro128aox keys
+(core.random.jax_prng, papers.prng.jax_streams).
 
 Entry points: `reproduce(cfg, run)` and `claims(cfg)` (the runner's), `Config` (the `prng` config section),
-`raw_outputs` (a generator's stream), `run_dieharder` (the optional battery subset); papers.prng.battery holds the
-tests. The generators themselves are core.random.
+`raw_outputs` (a generator's stream), `battery_results` (the battery on one stream), `run_dieharder` (the optional
+battery subset); papers.prng.battery holds the tests. The generators themselves are core.random.
 """
 
 from __future__ import annotations
@@ -94,28 +96,40 @@ def _is_float(text: str) -> bool:
     return True
 
 
+def battery_results(words: np.ndarray, c: Config) -> dict:
+    """The battery on one stream of uint64 words (papers.prng.battery): p-values per bit or per stream."""
+    planes = battery.bit_planes(words)
+    rank_p, deficit = battery.matrix_rank_test(planes, int(c.rank_size))
+    lc_p, lc = battery.linear_complexity_test(planes, int(c.lc_bits))
+    return {
+        "rank_p": rank_p,
+        "rank_deficit": deficit,
+        "lc_p": lc_p,
+        "lc": lc,
+        "hw_p": battery.hamming_dependency_test(words),
+        "monobit_p": battery.monobit_test(planes),
+        "byte_p": battery.byte_frequency_test(words),
+    }
+
+
 def reproduce(cfg, run: RunContext) -> Report:  # the batteries are short: nothing is checkpointed
     c = cfg.prng
     per_gen = {}
     for gen in c.generators:
         for seed in progress(list(c.seeds), desc=f"battery {gen}"):
-            words = raw_outputs(gen, int(seed), int(c.outputs))
-            planes = battery.bit_planes(words)
-            rank_p, deficit = battery.matrix_rank_test(planes, int(c.rank_size))
-            lc_p, lc = battery.linear_complexity_test(planes, int(c.lc_bits))
-            per_gen.setdefault(gen, []).append(
-                {
-                    "rank_p": rank_p,
-                    "rank_deficit": deficit,
-                    "lc_p": lc_p,
-                    "lc": lc,
-                    "hw_p": battery.hamming_dependency_test(words),
-                    "monobit_p": battery.monobit_test(planes),
-                    "byte_p": battery.byte_frequency_test(words),
-                    "dieharder": run_dieharder(gen, int(seed)) if c.dieharder else None,
-                }
-            )
-    return build_report(cfg, per_gen)
+            results = battery_results(raw_outputs(gen, int(seed), int(c.outputs)), c)
+            results["dieharder"] = run_dieharder(gen, int(seed)) if c.dieharder else None
+            per_gen.setdefault(gen, []).append(results)
+    # the battery on streams drawn through jax.random from derived xoroshiro128aox keys (a table, not a claim): the
+    # first seed only, which keeps the default run's extra time under a minute
+    from papers.prng import jax_streams  # imports jax: only when a run needs it
+
+    per_construction = {}
+    if c.seeds:
+        for construction in progress(list(jax_streams.CONSTRUCTIONS), desc="battery on jax.random streams"):
+            words = jax_streams.construction_stream(construction, int(c.seeds[0]), int(c.outputs))
+            per_construction[construction] = battery_results(words, c)
+    return build_report(cfg, per_gen, per_construction)
 
 
-__all__ = ["GENERATORS", "Config", "claims", "raw_outputs", "reproduce", "run_dieharder"]
+__all__ = ["GENERATORS", "Config", "battery_results", "claims", "raw_outputs", "reproduce", "run_dieharder"]

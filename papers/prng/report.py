@@ -1,6 +1,6 @@
 """The PRNG report: the tables (failures per generator and seed, the cells of the two generators under each
-technology mapping, dieharder's p-values when it ran) around the claims of papers/prng/claims.py. No figures: the
-paper's findings are pass/fail counts and cell counts."""
+technology mapping, dieharder's p-values when it ran, the battery on jax.random streams from derived keys) around the
+claims of papers/prng/claims.py. No figures: the paper's findings are pass/fail counts and cell counts."""
 
 from __future__ import annotations
 
@@ -105,7 +105,46 @@ def tables(cfg, per_gen: dict[str, list[dict]]) -> list[Table]:
     return out
 
 
-def build_report(cfg, per_gen: dict[str, list[dict]]) -> Report:
+def jax_streams_table(cfg, per_construction: dict[str, dict]) -> Table:
+    """The battery on the jax.random streams of papers.prng.jax_streams: the smallest p-value of each test (over the
+    64 bits for the per-bit tests) and how many of the battery's 194 tests fail."""
+    from papers.prng.jax_streams import CONSTRUCTIONS
+
+    fail, rows = battery.FAIL_P, []
+    for construction, r in per_construction.items():
+        per_bit = np.concatenate([r["rank_p"], r["lc_p"], r["monobit_p"]])
+        failing = int((per_bit < fail).sum()) + int(r["hw_p"] < fail) + int(r["byte_p"] < fail)
+        rows.append(
+            [
+                CONSTRUCTIONS[construction],
+                float(r["rank_p"].min()),
+                float(r["lc_p"].min()),
+                float(r["hw_p"]),
+                float(r["monobit_p"].min()),
+                float(r["byte_p"]),
+                failing,
+            ]
+        )
+    return Table(
+        "jax_streams",
+        "The battery on streams drawn through jax.random.bits from derived xoroshiro128aox keys (core.random.jax_prng)",
+        [
+            "keys (values interleaved across keys)",
+            "rank: smallest p over bits",
+            "linear complexity: smallest p over bits",
+            "Hamming weight p",
+            "monobit: smallest p over bits",
+            "byte frequency p",
+            f"tests failing (p < {fail:g}) of {3 * 64 + 2}",
+        ],
+        rows,
+        caption=f"Seed {cfg.prng.seeds[0]}, {cfg.prng.outputs:,} 64-bit values per stream (jax.random.bits with "
+        "uint64; without x64 mode JAX draws their bits 32..63), value t of every key in turn. The smallest of 64 "
+        "uniform p-values is about 1/65 on average. A table, not a claim: the paper says nothing about JAX.",
+    )
+
+
+def build_report(cfg, per_gen: dict[str, list[dict]], per_construction: dict[str, dict] | None = None) -> Report:
     c = cfg.prng
     notes = [
         f"{c.outputs:,} outputs per generator and seed; rank test on {c.rank_size}x{c.rank_size} matrices of "
@@ -115,11 +154,12 @@ def build_report(cfg, per_gen: dict[str, list[dict]]) -> Report:
     if c.dieharder and not dieharder_ran:
         notes.append("dieharder is not installed (apt-get install dieharder): its subset was skipped.")
     metrics = {f"min_lc/{g}": int(min(r["lc"].min() for r in rs)) for g, rs in per_gen.items()}
+    extra_tables = [jax_streams_table(cfg, per_construction)] if per_construction else []
     return Report(
         "prng",
         "xoroshiro128aox: the IPU's hardware PRNG",
         measure(cfg, per_gen),
-        tables(cfg, per_gen),
+        tables(cfg, per_gen) + extra_tables,
         [],
         metrics,
         notes,
