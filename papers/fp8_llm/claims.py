@@ -44,6 +44,15 @@ def inference_gaps(inference: dict) -> dict[str, list[float]]:
     return {s: [_rel(q, f) for q, f in zip(v["losses"], v["fp32"], strict=True)] for s, v in inference.items()}
 
 
+def mx_gaps(inference: dict, variant: str) -> dict[str, list[float]]:
+    """MX / FP32 - 1 of each seed's FP32 model's validation loss, per size, for one MX variant."""
+    return {
+        s: [_rel(q, f) for q, f in zip(v["mx"][variant], v["fp32"], strict=True)]
+        for s, v in inference.items()
+        if variant in v.get("mx", {})
+    }
+
+
 def _scaling_stats(layers, column: int, layer_type: str | None) -> np.ndarray:
     """[samples, 3]: column 0 (amax) or 1 (bias) of (x, w, g) for every layer (of one type) of every {layer: stats}
     dict in `layers` (one per recorded step and seed)."""

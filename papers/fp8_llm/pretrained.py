@@ -4,7 +4,10 @@ by perplexity on held-out Shakespeare against the same model in float32, with th
 casts, bias 0) and the biases each layer type used. The embedding, norms, attention's matmuls and the tied LM head
 stay in float32, as in the training arms (the head policy of core.nn.formats).
 
-    result = pretrained_fp8_inference(windows=64, window=512, policies=("amax", "none"))
+    result = pretrained_fp8_inference(windows=64, window=512, policies=("amax", "none", "mxfp8", "mxfp4"))
+
+"mxfp8" and "mxfp4" run the same layers with OCP MX block scaling instead (core.numerics.mx: blocks of 32 along the
+contraction axis, E8M0 scales; MXFP8 E4M3 activations with E4M3 or E2M1 weights).
 """
 
 from __future__ import annotations
@@ -26,17 +29,21 @@ class PretrainedConfig:
     # 64 windows: the paired-bootstrap half-width ~0.09% (0.25% at 8); the test plays hold 337 windows of 512 tokens
     windows: int = 64
     window: int = 512  # tokens per window (~1,600 characters)
-    policies: list[str] = field(default_factory=lambda: ["amax", "none"])
+    # FP8 per-tensor policies (amax, none) and MX variants (mxfp8, mxfp4: papers.fp8_llm.train.MX_VARIANTS)
+    policies: list[str] = field(default_factory=lambda: ["amax", "none", "mxfp8", "mxfp4", "mxfp8_ceil"])
 
     def __post_init__(self) -> None:
         from core.config import ConfigError, check_choice, check_range
         from core.numerics.fp8 import POLICIES
+        from papers.fp8_llm.train import MX_VARIANTS
+
+        MX = list(MX_VARIANTS)
 
         if self.windows != 0:
             check_range("fp8_llm.pretrained.windows", self.windows, ge=2)  # a paired interval needs 2 or more
         check_range("fp8_llm.pretrained.window", self.window, ge=2)
         for p in self.policies:
-            check_choice("fp8_llm.pretrained.policies", p, [q for q in POLICIES if q in ("amax", "none")])
+            check_choice("fp8_llm.pretrained.policies", p, [q for q in POLICIES if q in ("amax", "none")] + MX)
         if "amax" not in self.policies:
             raise ConfigError("fp8_llm.pretrained.policies must include amax: the claim tests it")
 
@@ -107,6 +114,7 @@ def pretrained_fp8_inference(
     from core.nn.llama import Llama
     from core.numerics.fp8 import MAX_BIAS, FP8Meta
     from core.numerics.scaling import amax_scale_bias
+    from papers.fp8_llm.train import MX_VARIANTS
 
     t0 = time.perf_counter()
     model, params, tok = (loader or load_smollm2)()
@@ -120,7 +128,8 @@ def pretrained_fp8_inference(
     out = {"fp32": [float(fp32(params, ids[i], labels[i])) for i in range(windows)]}
     biases, values = {}, {}
     for policy in policies:
-        fp8 = Llama(model.config, formats=Formats(fp8=policy))
+        mx = MX_VARIANTS.get(policy)
+        fp8 = Llama(model.config, formats=Formats(fp8="mx", fp8_formats=mx) if mx else Formats(fp8=policy))
         variables = jax.eval_shape(fp8.init, jax.random.key(0), ids[:1, :4])
         _, meta_shape, probe_shape = split_fp8(variables)
         meta = jax.tree.map(

