@@ -23,7 +23,7 @@ PAPERS := $(sort $(basename $(notdir $(wildcard configs/paper/*.yaml))))
 PAPER_LIST := $(if $(PAPERS),$(PAPERS),(none yet))
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock test test-all reproduce results readme claims bench label lint format clean
+.PHONY: help install lock test test-all reproduce redecide reference compare results readme claims fixtures bench label lint format clean
 
 help: ## list the targets
 	@echo "usage: make <target> [PAPER=<name>] [ARGS=\"key=value ...\"]"
@@ -79,14 +79,39 @@ else
 	$(PY) scripts/reproduce.py paper=$(PAPER) $(ARGS)
 endif
 
-results: install ## print the README's table of papers from outputs/: make results [ARGS="--paper NAME --scale smoke"]
+# the paper named by PAPER, checked before anything is installed (the message lists the papers)
+define need_paper
+	@if [ -z "$(strip $(PAPER))" ]; then echo "error: no paper chosen: make $@ PAPER=<name>; papers: $(PAPER_LIST)" >&2; exit 2; fi
+	@if [ -z "$(filter $(PAPER),$(PAPERS))" ]; then echo "error: unknown paper '$(PAPER)': choose one of $(PAPER_LIST)" >&2; exit 2; fi
+endef
+RUN_ARG = $(if $(strip $(RUN)),--run $(RUN))
+
+redecide: ## decide and report a stored run again, no recomputing: make redecide PAPER=<name>|all [RUN=<dir>]
+	$(if $(filter all,$(PAPER)),,$(need_paper))
+	@$(MAKE) --no-print-directory install
+	@$(PY) scripts/record.py redecide $(PAPER) $(RUN_ARG)
+
+reference: ## make a finished default run the paper's reference in results/: make reference PAPER=<name> [RUN=<dir>]
+	$(need_paper)
+	@$(MAKE) --no-print-directory install
+	@$(PY) scripts/record.py reference $(PAPER) $(RUN_ARG)
+
+compare: ## does your run reproduce the reference? make compare PAPER=<name> [RUN=<dir>] (default outputs/<name>/latest)
+	$(need_paper)
+	@$(MAKE) --no-print-directory install
+	@$(PY) scripts/record.py compare $(PAPER) $(RUN_ARG) $(ARGS)
+
+results: install ## print the README's table from the reference runs in results/ (ARGS="--outputs outputs": your runs)
 	@$(PY) scripts/results.py $(ARGS)
 
-readme: install ## write the table of papers into README.md from the default-scale runs in outputs/
+readme: install ## write the table of papers into README.md (and each paper's README) from results/
 	@$(PY) scripts/results.py --write README.md $(ARGS)
 
 claims: install ## check every paper's claims against its lock and ledger; make claims ARGS="lock <paper>" rewrites one lock
 	@$(PY) scripts/claims.py $(if $(strip $(ARGS)),$(ARGS),check)
+
+fixtures: install ## remake the stored smoke Results the tests decide and render: make fixtures [PAPER=<name>]
+	$(PY) scripts/fixtures.py $(PAPER)
 
 bench: install ## run the benchmarks (ratios against peer libraries): make bench [ARGS="--section name"]
 	$(PY) scripts/bench.py $(ARGS)

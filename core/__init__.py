@@ -20,8 +20,10 @@ Numerics and models
                          conformers
 
 Experiments
-    core.claims, core.report   a claim declared before the run with its rule and three verdicts; the run record
-                               (claims, facts, tables, figures); re-exported here
+    core.claims, core.report   a claim declared before the run with its rule and three verdicts; the report
+                               (claims, facts, tables, figures); the claims API is re-exported here
+    core.paper, core.results, core.record   the paper contract (run -> Results -> decide -> render), Results as
+                               JSON, and a run's record re-decided from its stored Results
     core.ledger, core.provenance   claim locks and their change ledger; fingerprints of the code behind a result
     core.stats           the statistics that decide claims: seed spreads, paired bootstraps, trends with intervals
     core.train           the one training loop (`fit`, `fit_seeds`): evaluation, checkpoints, resumption, logging
@@ -33,26 +35,6 @@ Experiments
 
 README.md ("Use it as a library") has examples of the stable import paths.
 """
-
-from core.report import (
-    Claim,
-    Fact,
-    Figure,
-    Interval,
-    Report,
-    Rule,
-    Table,
-    Verdict,
-    at_least,
-    at_most,
-    equivalent,
-    interval_above,
-    interval_below,
-    is_true,
-    printed,
-    within_abs,
-    within_rel,
-)
 
 __all__ = [
     "Claim",
@@ -73,3 +55,13 @@ __all__ = [
     "within_abs",
     "within_rel",
 ]
+
+
+def __getattr__(name: str):
+    """The claims API (`from core import Claim`), loaded on first use: importing `core`, which every module of the
+    package does, stays free of the report code, so the fingerprint of a run's code does not cover it."""
+    if name in __all__:
+        import importlib
+
+        return getattr(importlib.import_module("core.report"), name)
+    raise AttributeError(f"module 'core' has no attribute {name!r}")

@@ -400,6 +400,20 @@ class Fact:
         }
 
 
+@dataclass
+class Decided:
+    """What `decide(cfg, results)` returns: the declared claims with our figures, the facts, and the estimates (key
+    figures of the tables, by name) that `render` shows and `make compare` compares."""
+
+    claims: list[Claim]
+    facts: list[Fact] = field(default_factory=list)
+    estimates: dict[str, Value] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in self.estimates:
+            check_id("estimate name", name.replace("/", "."))
+
+
 def shown_verdict(claim: Claim) -> str:
     """The verdict as a report shows it: 'unverified (rule: holds)' where the paper's figure is unverified."""
     if claim.verdict is Verdict.UNVERIFIED:

@@ -49,6 +49,25 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n")
 
 
+def json_text(obj: Any, indent: int = 1) -> str:
+    """`obj` as strict JSON (no NaN) for files people read and diff: objects indented, each list of plain numbers,
+    strings or nulls on one line (a curve of a thousand points is one line, not a thousand)."""
+
+    def scalar_list(x: Any) -> bool:
+        return isinstance(x, list) and all(v is None or isinstance(v, bool | int | float | str) for v in x)
+
+    def write(x: Any, depth: int) -> str:
+        pad, inner = " " * (indent * depth), " " * (indent * (depth + 1))
+        if isinstance(x, dict) and x:
+            items = [f"{inner}{json.dumps(str(k))}: {write(v, depth + 1)}" for k, v in x.items()]
+            return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+        if isinstance(x, list) and x and not scalar_list(x):
+            return "[\n" + ",\n".join(inner + write(v, depth + 1) for v in x) + "\n" + pad + "]"
+        return json.dumps(x, allow_nan=False, separators=(", ", ": "))
+
+    return write(obj, 0) + "\n"
+
+
 def atomic_savefig(path: str | os.PathLike, figure: Any, **kwargs: Any) -> Path:
     """Save a matplotlib figure atomically (the format follows the path's suffix)."""
     fmt = Path(path).suffix.lstrip(".") or "png"

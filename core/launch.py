@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -39,6 +38,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException, ValidationError
 
 from core.config import ConfigError
+from core.paper import find_paper
 from core.provenance import REPO_ROOT
 from core.runner import Validated, prepare, run
 
@@ -153,10 +153,9 @@ def register_schemas(overrides: Sequence[str], config_dir: Path = CONFIG_DIR) ->
         for name in _chosen_papers(parsed):
             try:
                 cfg = compose("config", overrides=[f"paper={name}", *searchpath])
-                module = importlib.import_module(OmegaConf.select(cfg, "paper.module") or f"papers.{name}")
-            except (HydraException, ImportError):
+                schema = find_paper(OmegaConf.select(cfg, "paper.module") or f"papers.{name}").Config
+            except (HydraException, ImportError, TypeError):
                 continue
-            schema = getattr(module, "Config", None)
             if dataclasses.is_dataclass(schema):
                 ConfigStore.instance().store(group=SCHEMA_GROUP, name=name, node={name: schema}, package="_global_")
                 registered.append(name)
@@ -164,9 +163,9 @@ def register_schemas(overrides: Sequence[str], config_dir: Path = CONFIG_DIR) ->
 
 
 def load_config(overrides: Sequence[str], config_dir: Path = CONFIG_DIR):
-    """The validated config of the run `overrides` describe, as the paper's `reproduce` gets it (`cfg.<paper>` an
+    """The validated config of the run `overrides` describe, as the paper's `run` gets it (`cfg.<paper>` an
     instance of its Config): for notebooks and tests,
-    `papers.bess.reproduce(load_config(["paper=bess", "scale=smoke"]), RunContext.detached())`."""
+    `papers.bess.PAPER.compute(load_config(["paper=bess", "scale=smoke"]), RunContext.detached())`."""
     validated = preflight(overrides, config_dir)
     if len(validated) != 1:
         raise ConfigError(f"load_config takes the overrides of one run, not a sweep: {' '.join(overrides)}")

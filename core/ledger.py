@@ -2,7 +2,8 @@
 change to them recorded with its date, old rule, new rule and reason.
 
 Each paper keeps
-- `papers/<name>/claims.py`: `claims(cfg)` (the declarations) and the functions that measure them;
+- `papers/<name>/claims.py`: `claims(cfg)` (the declarations) and the functions that measure them from the
+  stored Results (a claim's `measure`, else the paper's `decide`);
 - `papers/<name>/ledger.py`: `LEDGER`, a list of `Change`s, oldest first;
 - `papers/<name>/claims.lock.json`: per claim, the fingerprint of its declaration (at the default config) and of
   the source of the code that measures and decides it; `baseline` holds the fingerprints the ledger started from.
@@ -22,17 +23,17 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import hashlib
-import importlib
 import inspect
 import json
 import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from types import FunctionType, ModuleType
+from types import FunctionType
 from typing import Any
 
 from core.claims import Claim, Rule, Verdict
+from core.paper import find_paper
 from core.provenance import REPO_ROOT, strip_docstrings
 
 CHANGE_KINDS = ("added", "respecified", "code", "removed")
@@ -102,6 +103,15 @@ class Change:
             "moved_to": self.moved_to,
             "fingerprint": self.fingerprint,
         }
+
+
+def code_changes(date: str, reason: str, fingerprints: dict[str, str], *, commit: str = "") -> list[Change]:
+    """One 'code' entry per claim where the code that measures or decides it changed and its declaration did not
+    (the same statistic, rule and figure): `fingerprints` maps each claim to its new fingerprint."""
+    return [
+        Change(date, cid, "code", "unchanged", "unchanged", reason, commit=commit, fingerprint=fp)
+        for cid, fp in fingerprints.items()
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- fingerprints
@@ -200,30 +210,25 @@ class PaperClaims:
 
 
 def default_config(paper: str) -> Any:
-    """The run config `reproduce` gets at the default scale: `cfg.<paper>` is the paper's Config() (whose defaults
-    are the default scale's), `cfg.scale.name` is 'default'."""
+    """The run config `run` gets at the default scale: `cfg.<paper>` is the paper's Config() (whose defaults are
+    the default scale's), `cfg.scale.name` is 'default'."""
     from types import SimpleNamespace
 
-    module = importlib.import_module(f"papers.{paper}")
-    config_cls = getattr(module, "Config", None)
+    config_cls = find_paper(f"papers.{paper}").Config
     return SimpleNamespace(
-        **{paper: config_cls() if config_cls is not None else None},
+        **{paper: config_cls()},
         seed=0,
         scale=SimpleNamespace(name=SimpleNamespace(value="default")),
     )
 
 
 def load_paper_claims(paper: str, root: Path = REPO_ROOT) -> PaperClaims:
-    claims_module: ModuleType = importlib.import_module(f"papers.{paper}.claims")
-    try:
-        ledger_module = importlib.import_module(f"papers.{paper}.ledger")
-        ledger = list(ledger_module.LEDGER)
-    except ModuleNotFoundError:
-        ledger = []
-    claims = list(claims_module.claims(default_config(paper)))
-    return PaperClaims(
-        paper, claims, ledger, getattr(claims_module, "measure", None), root / "papers" / paper / "claims.lock.json"
-    )
+    """The paper's declarations at its default config, its ledger and its decide function (the code a claim
+    without a `measure` of its own is decided by); nothing here imports JAX."""
+    spec = find_paper(f"papers.{paper}")
+    claims = spec.declare(default_config(paper))
+    decide = spec.load("decide")
+    return PaperClaims(paper, claims, spec.load("ledger"), decide, root / "papers" / paper / "claims.lock.json")
 
 
 def latest_entries(ledger: Iterable[Change]) -> dict[str, Change]:
@@ -313,4 +318,5 @@ def write_lock(pc: PaperClaims) -> list[str]:
 
 
 def papers_with_claims(root: Path = REPO_ROOT) -> list[str]:
-    return sorted(p.parent.name for p in (root / "papers").glob("*/claims.py"))
+    """Every paper package with a protocol object (papers/<name>/__init__.py defining PAPER)."""
+    return sorted(p.parent.name for p in (root / "papers").glob("*/__init__.py") if "PAPER = Paper(" in p.read_text())

@@ -1,17 +1,24 @@
-"""Which code computed a result: a fingerprint of source trees, so stored work is reused only by the same code.
+"""Which code computed a result, and which code decided it: fingerprints of source files, so stored work is reused
+only by the same code and a record is stale only when the code that made it changed.
 
     code_fingerprint("papers/umup", "core", "ipu_model")   # 12 hex digits
+    compute_fingerprint(PAPER)                              # the code a paper's `run` executes
+    decision_fingerprint(PAPER)                             # the code its `claims`, `decide` and `render` execute
 
 The fingerprint hashes each file's path and content: Python files as their syntax trees without docstrings (so
 comments, formatting and docstrings do not count, a changed line of code does), other files (vendored data,
-JSON tables) byte for byte; Markdown, caches and compiled files are left out. The runner keys every checkpoint
-directory by the paper's fingerprint and records it in results.json; data-generation stages that depend on fewer
-modules hash a narrower set (`paper_fingerprint(paper, *paths)`).
+JSON tables) byte for byte; Markdown, caches and compiled files are left out.
 
-A paper's fingerprint covers its package, the modules of core and ipu_model that it imports (followed through
-their own imports, function-level imports included, with every enclosing package's `__init__`), the runner's, and
-every data file under core and ipu_model: a change to a core module that the paper never imports leaves its
-results current. Imports are read from the syntax tree; core and ipu_model load no module by a computed name.
+A paper has two (core.paper): the compute fingerprint covers the module of its `run` and everything that module
+imports of the paper's package, core and ipu_model (followed through their own imports, function-level imports
+included, with every enclosing package's `__init__`), the serialiser of its Results (core.results), the paper's
+data files and those under core and ipu_model; the decision fingerprint covers the modules of `claims`, `decide`,
+`render` and the ledger with what they import, and the code that assembles the record (core.record). The runner
+keys every checkpoint directory by the compute fingerprint; a change to decision or rendering code only leaves
+the computation current and is re-decided from the stored Results (`make redecide`). Data-generation stages that
+depend on fewer modules hash a narrower set (`paper_fingerprint(paper, *paths)`). Imports are read from the syntax
+tree; the packages load no module by a computed name except core.paper, which loads a paper's parts by the names
+its Paper object gives (the same names these fingerprints start from).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = ("core", "ipu_model")
+FOLLOWED = (*SHARED, "papers")  # top-level packages whose imports a fingerprint follows
 _SKIPPED_SUFFIXES = {".md", ".pyc", ".lock"}
 _SKIPPED_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 
@@ -101,7 +109,10 @@ def code_fingerprint(*paths: str | Path, root: Path = REPO_ROOT) -> str:
     return _cached(rels, str(root), _stamp(rels, root))
 
 
-MACHINERY = ("core/launch.py", "core/runner.py")  # the code that starts and records every run
+# the code every compute fingerprint covers beside the import closure: how Results are stored
+COMPUTE_MACHINERY = ("core/results.py",)
+# the code every decision fingerprint covers: how a record is decided and written
+DECISION_MACHINERY = ("core/record.py",)
 
 
 def _imported_names(path: Path) -> set[str]:
@@ -120,11 +131,12 @@ def _imported_names(path: Path) -> set[str]:
     return names
 
 
-def _module_files(name: str, root: Path) -> list[Path]:
-    """The files of a shared module and of each package enclosing it: core.nn.fp8 -> core/__init__.py,
-    core/nn/__init__.py, core/nn/fp8.py (a name that is not a file, such as a function, adds nothing)."""
+def _module_files(name: str, root: Path, follow: tuple[str, ...] = FOLLOWED) -> list[Path]:
+    """The files of a module of the followed packages and of each package enclosing it: core.nn.fp8 ->
+    core/__init__.py, core/nn/__init__.py, core/nn/fp8.py (a name that is not a file, such as a function, adds
+    nothing)."""
     parts = name.split(".")
-    if parts[0] not in SHARED:
+    if parts[0] not in follow:
         return []
     out = []
     for i in range(1, len(parts) + 1):
@@ -135,24 +147,148 @@ def _module_files(name: str, root: Path) -> list[Path]:
     return out
 
 
-def dependencies(*paths: str | Path, root: Path = REPO_ROOT) -> tuple[str, ...]:
-    """`paths` (relative to `root`), the runner, the core and ipu_model modules they import, transitively, and the
-    data files under core and ipu_model: the files a fingerprint of a paper's run must cover."""
-    start = [f for p in (*paths, *MACHINERY) if (root / p).exists() for f in _files(root / p)]
+def dependencies(
+    *paths: str | Path,
+    root: Path = REPO_ROOT,
+    machinery: tuple[str, ...] = COMPUTE_MACHINERY,
+    data: bool = True,
+    follow: tuple[str, ...] = FOLLOWED,
+) -> tuple[str, ...]:
+    """`paths` (relative to `root`), `machinery`, the modules of core, ipu_model and papers they import,
+    transitively, and (with `data`) the data files under core and ipu_model: the files a fingerprint of a paper's
+    run must cover."""
+    start = [f for p in (*paths, *machinery) if (root / p).exists() for f in _files(root / p)]
     seen = set(start)
     todo = [f for f in start if f.suffix == ".py"]
     while todo:
         for name in _imported_names(todo.pop()):
-            for f in _module_files(name, root):
+            for f in _module_files(name, root, follow):
                 if f not in seen:
                     seen.add(f)
                     todo.append(f)
-    data = [f for d in SHARED if (root / d).is_dir() for f in _files(root / d) if f.suffix != ".py"]
-    return tuple(sorted({str(f.relative_to(root)) for f in (*seen, *data)}))
+    files = [f for d in SHARED if data and (root / d).is_dir() for f in _files(root / d) if f.suffix != ".py"]
+    return tuple(sorted({str(f.relative_to(root)) for f in (*seen, *files)}))
+
+
+def _paper_data(package: Path, root: Path) -> list[str]:
+    """The paper's own data files (vendored tables, figure readings): every non-Python file of its package that
+    a fingerprint counts."""
+    if not package.is_dir():
+        return []
+    return [str(f.relative_to(root)) for f in _files(package) if f.suffix != ".py" and not _ledger_file(f)]
+
+
+def _part_paths(paper, parts: tuple[str, ...], root: Path) -> list[str]:
+    out = []
+    for part in parts:
+        path = paper.module_path(part, root)
+        if path is not None:
+            out.append(str(path.relative_to(root)))
+    return out
+
+
+def _package(paper, root: Path) -> tuple[Path, tuple[str, ...]]:
+    """The paper's package directory, and the top-level packages whose imports its fingerprints follow (core,
+    ipu_model, papers, and the paper's own top-level package where it lives elsewhere, as a test's toy paper)."""
+    path = paper.module_path("run", root)
+    package = path.parent if path is not None else root / "papers" / paper.name
+    top = paper.module("run").split(".")[0]
+    return package, tuple(dict.fromkeys((*FOLLOWED, top)))
+
+
+def compute_dependencies(paper, root: Path = REPO_ROOT) -> tuple[str, ...]:
+    """The files a paper's compute fingerprint covers (`paper` a core.paper.Paper)."""
+    package, follow = _package(paper, root)
+    starts = _part_paths(paper, ("run",), root)
+    return tuple(sorted({*dependencies(*starts, root=root, follow=follow), *_paper_data(package, root)}))
+
+
+def decision_dependencies(paper, root: Path = REPO_ROOT) -> tuple[str, ...]:
+    """The files a paper's decision fingerprint covers: claims, decide, render and the ledger, with what they
+    import, and the record's assembly (core.record)."""
+    package, follow = _package(paper, root)
+    starts = _part_paths(paper, ("claims", "decide", "render", "ledger"), root)
+    deps = dependencies(*starts, root=root, machinery=DECISION_MACHINERY, data=False, follow=follow)
+    return tuple(sorted({*deps, *_paper_data(package, root)}))
+
+
+def _outside(paper, root: Path) -> Path | None:
+    """The directory above a paper package that lives outside `root` (a test's toy paper), else None."""
+    path = paper.module_path("run", root)
+    if path is not None:
+        return None
+    import importlib.util
+
+    spec = importlib.util.find_spec(paper.module("run"))
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError(f"paper {paper.name!r}: module {paper.module('run')!r} not found")
+    return Path(spec.origin).resolve().parent.parent
+
+
+def _outside_fingerprint(paper, parts: tuple[str, ...], machinery: tuple[str, ...], home: Path, root: Path) -> str:
+    """For a paper package outside the repository (under `home`): the same closure as inside it, its own modules
+    hashed relative to `home` and the shared ones relative to `root`."""
+    top = paper.module("run").split(".")[0]
+    starts = [p for p in (paper.module_path(part, home) for part in parts) if p is not None]
+    starts += [f for m in machinery if (root / m).exists() for f in _files(root / m)]
+    seen = set(starts)
+    todo = [f for f in starts if f.suffix == ".py"]
+    while todo:
+        for name in _imported_names(todo.pop()):
+            for base, follow in ((home, (top,)), (root, FOLLOWED)):
+                for f in _module_files(name, base, follow):
+                    if f not in seen:
+                        seen.add(f)
+                        todo.append(f)
+    own = sorted(str(f.relative_to(home)) for f in seen if f.is_relative_to(home))
+    shared = sorted(str(f.relative_to(root)) for f in seen if not f.is_relative_to(home))
+    return code_fingerprint(*own, root=home)[:6] + code_fingerprint(*shared, root=root)[:6]
+
+
+def compute_fingerprint(paper, root: Path = REPO_ROOT) -> str:
+    """12 hex digits: the code a paper's `run` executes (`compute_dependencies`)."""
+    home = _outside(paper, root)
+    if home is not None:
+        return _outside_fingerprint(paper, ("run",), COMPUTE_MACHINERY, home, root)
+    return code_fingerprint(*compute_dependencies(paper, root), root=root)
+
+
+def decision_fingerprint(paper, root: Path = REPO_ROOT) -> str:
+    """12 hex digits: the code that decides and renders a paper's record (`decision_dependencies`)."""
+    home = _outside(paper, root)
+    if home is not None:
+        return _outside_fingerprint(paper, ("claims", "decide", "render", "ledger"), DECISION_MACHINERY, home, root)
+    return code_fingerprint(*decision_dependencies(paper, root), root=root)
 
 
 def paper_fingerprint(paper: str, *narrower: str | Path, root: Path = REPO_ROOT) -> str:
-    """The code a paper's run depends on: `papers/<paper>` and what it imports of core and ipu_model
-    (`dependencies`); or only `narrower` (paths relative to the repository root) for a stage that declares the
-    modules it depends on."""
-    return code_fingerprint(*(narrower or dependencies(f"papers/{paper}", root=root)), root=root)
+    """The compute fingerprint of paper `paper` (by name); or, with `narrower` (paths relative to the repository
+    root), the fingerprint of only those files, for a stage that declares the modules it depends on."""
+    if narrower:
+        return code_fingerprint(*narrower, root=root)
+    from core.paper import find_paper
+
+    return compute_fingerprint(find_paper(f"papers.{paper}"), root=root)
+
+
+def git_state(root: Path = REPO_ROOT) -> tuple[str, bool]:
+    """(the checkout's short commit, whether its code differs from that commit): tracked changes and untracked files
+    under the code and config directories count; outputs and the stored results do not. ("", False) outside git."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        code = [p for p in CODE_PATHS if (root / p).exists()]
+        dirty = git("status", "--porcelain", "--untracked-files=normal", "--", *code)
+    except (OSError, subprocess.SubprocessError):
+        return "", False
+    return commit, bool(dirty)
+
+
+# what a run's code is made of: a change here (committed or not) is a change of the code that made a run
+CODE_PATHS = ("core", "ipu_model", "papers", "configs", "scripts", "pyproject.toml", "Makefile")

@@ -1,18 +1,18 @@
-"""The paper contract's run record: claims (core.claims) with their verdicts, facts, tables, figures, the ledger.
+"""The report of a run: claims (core.claims) with their verdicts, facts, estimates, tables, figures, the ledger.
 
 A paper declares each claim *before* it runs, in `papers/<name>/claims.py`, with the paper's figure and the rule
-that decides our figure against it; running only supplies ``ours``. The verdict (holds, fails, undecided) is always
+that decides our figure against it; `decide` only supplies ``ours``. The verdict (holds, fails, undecided) is always
 derived from the rule, never typed in, so a report cannot say a claim holds when its own numbers say otherwise.
 
     CLAIM = Claim("fp16-matches-fp32", "Unit-scaled FP16 matches FP32 (test BPC)", paper=printed(1.54),
                   rule=within_rel(0.02), source="US-BPC", statistic="test BPC, mean of 3 seeds", unit="3 seeds")
-    report.claims.append(CLAIM.measured(Interval(1.551, 1.53, 1.57)))
+    CLAIM.measured(Interval(1.551, 1.53, 1.57))
 
-A paper's `claims(cfg) -> list[Claim]` (computed from the config alone) is its declaration: the runner calls it
-before `reproduce`, writes it to the run directory as `claims.json`, and afterwards `check_declared` refuses a report
-whose claims differ from it (a claim added, dropped, or its figure or rule changed once results were in). Across
-commits the paper's claims lock and ledger (core.ledger) do the same: the runner attaches the ledger, and the report
-shows a re-specified claim's original verdict beside the new one.
+A paper's `render(cfg, results, decided)` returns a `Report` with its tables, figures, metrics and notes; the record
+(core.record) puts in the decided claims, facts and estimates and the paper's ledger, and `check_declared` refuses a
+report whose claims differ from the declarations (a claim added, dropped, or its figure or rule changed once results
+were in). Across commits the paper's claims lock and ledger (core.ledger) do the same, and the report shows a
+re-specified claim's original verdict beside the new one.
 """
 
 from __future__ import annotations
@@ -136,7 +136,8 @@ class Figure:
 
 @dataclass
 class Report:
-    """What `papers.<name>.reproduce(cfg, run)` returns. The runner adds config, versions and wall time."""
+    """What a paper's `render` returns (tables, figures, metrics, notes); core.record adds the decided claims, facts,
+    estimates and the ledger, and writes it with the run's config, versions and fingerprints."""
 
     paper: str
     title: str
@@ -146,7 +147,8 @@ class Report:
     metrics: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
-    ledger: list[Any] = field(default_factory=list)  # core.ledger.Change, attached by the runner
+    ledger: list[Any] = field(default_factory=list)  # core.ledger.Change, attached by core.record
+    estimates: dict[str, Any] = field(default_factory=dict)  # the decision's named key figures (core.paper.Decided)
 
     def __post_init__(self) -> None:
         _check_id("paper", self.paper)
@@ -304,6 +306,17 @@ class Report:
             out += [f"## Figure: {f.name}", "", f"![{f.caption or f.name}]({f.filename})", ""]
             if f.caption:
                 out += [f.caption, ""]
+        if self.estimates:
+            out += [
+                "## Key figures",
+                "",
+                "The estimates the decision made beside the claims (what `make compare` holds against the reference).",
+                "",
+                "| figure | value |",
+                "|---|---|",
+            ]
+            out += [f"| {_cell(k)} | {_cell(format_value(v))} |" for k, v in self.estimates.items()]
+            out += [""]
         if self.metrics:
             out += ["## Metrics", "", "| metric | value |", "|---|---|"]
             out += [f"| {k} | {format_value(v)} |" for k, v in sorted(self.metrics.items())]
@@ -321,6 +334,7 @@ class Report:
             "verdicts": self.verdicts,
             "facts": [f.to_dict() for f in self.facts],
             "ledger": [e.to_dict({c.id: c for c in self.claims}.get(e.claim)) for e in self.ledger],
+            "estimates": {k: _jsonable(v) for k, v in self.estimates.items()},
             "metrics": {k: _jsonable(v) for k, v in self.metrics.items()},
             "tables": [t.to_dict() for t in self.tables],
             "figures": [{"name": f.name, "file": f.filename, "caption": f.caption} for f in self.figures],

@@ -1,4 +1,5 @@
-"""The packing claims, declared from the config alone before any run, and the functions that measure them.
+"""The packing claims, declared from the config alone before any run, and their decision: a pure function of the
+stored Results (`decide`), with the functions that measure each claim from them.
 
 Every figure: papers/packing/REFERENCES.md (the entry named in each claim's `source`). The history of these claims
 is papers/packing/ledger.py; their fingerprints, papers/packing/claims.lock.json.
@@ -11,9 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from core.claims import Decided
 from core.report import Claim, Interval, Rule, at_least, at_most, printed, within_abs
 from core.stats import seed_mean
-from papers.packing.tables import LABELS, PUBLISHED, PUBLISHED_BOUND, Cell, planned_cells
+from papers.packing.results import Results
+from papers.packing.tables import LABELS, PUBLISHED, PUBLISHED_BOUND, planned_cells, published
 
 CONTAMINATION_TOL = 1e-5  # float32: outputs of a 4-layer model differ from the unpacked ones only by rounding
 THROUGHPUT_FRACTION = 0.8  # packed tokens/s gain >= 80% of the packing speed-up (the issue's target)
@@ -33,19 +36,14 @@ def to_the_digits() -> Rule:
     )
 
 
-def _contamination(training: dict[str, Any]) -> tuple[float, str]:
+def _contamination(cfg, results: Results) -> tuple[float, str]:
     """The largest absolute difference between a packed sequence's outputs and its outputs alone."""
-    check = training["contamination"]
+    check = results.training.contamination
     return (
-        max(check["loss"], check["cls"], check["hidden"]),
-        f"{check['sequences']} validation sequences in {check['packs']} packs; loss "
-        f"{check['loss']:.1e}, [CLS] {check['cls']:.1e}, hidden {check['hidden']:.1e}",
+        max(check.loss, check.cls, check.hidden),
+        f"{check.sequences} validation sequences in {check.packs} packs; loss "
+        f"{check.loss:.1e}, [CLS] {check.cls:.1e}, hidden {check.hidden:.1e}",
     )
-
-
-def _gain(runs) -> float:
-    """Real tokens/s packed over padded, over the whole sequential training runs (context, not the claim's)."""
-    return runs["packed"].tokens_per_second / runs["padded"].tokens_per_second
 
 
 def round_ratios(rounds: dict[str, Any], speedup: float) -> np.ndarray:
@@ -55,25 +53,26 @@ def round_ratios(rounds: dict[str, Any], speedup: float) -> np.ndarray:
     return gain / speedup
 
 
-def _throughput(training: dict[str, Any]) -> tuple[Interval, str]:
+def _throughput(cfg, results: Results) -> tuple[Interval, str]:
     """The real-tokens/s gain of packed over padded steps as a fraction of the packing speed-up: a t interval over
     the interleaved timing rounds."""
-    rounds, probe = training["rounds"], training["corpus"].packing
-    ratios = round_ratios(rounds, probe.speedup)
+    rounds, speedup = results.training.rounds, results.training.speedup
+    ratios = round_ratios(rounds, speedup)
     spread = f"t interval over {ratios.size} interleaved timing rounds, std {ratios.std(ddof=1):.3g}"
     pad, pack = rounds["padded"], rounds["packed"]
     return (
         dataclasses.replace(seed_mean(ratios), method=spread),
-        f"gain {np.median(ratios) * probe.speedup:.3f}x (median of {ratios.size} rounds) against the packing "
-        f"speed-up {probe.speedup:.3f}x; {pack.rows} packed rows vs {pad.rows} padded per step",
+        f"gain {np.median(ratios) * speedup:.3f}x (median of {ratios.size} rounds) against the packing "
+        f"speed-up {speedup:.3f}x; {pack.rows} packed rows vs {pad.rows} padded per step",
     )
 
 
-def _table_figures(cells: list[Cell]) -> dict[str, tuple[Any, str]]:
+def _table_figures(cfg, results: Results) -> dict[str, tuple[Any, str]]:
     """Our figure, at full precision, for every published cell and bound the run packed."""
     ours: dict[str, tuple[Any, str]] = {}
+    cells = results.cells
     for cell in cells:
-        pub = cell.published
+        pub = published(cell)
         if pub is not None:
             eff, speed = pub
             tag = _tag(cell.histogram, cell.method, cell.limit)
@@ -200,10 +199,40 @@ def claims(cfg) -> list[Claim]:
     return out
 
 
-def measure(cfg, cells: list[Cell], training: dict[str, Any] | None) -> list[Claim]:
-    """Our figure for every declared claim (one the run did not measure stays unmeasured)."""
-    ours = _table_figures(cells)
-    if training is not None:
+def throughput_factors(results: Results) -> dict[str, Any]:
+    """The gain over the packing speed-up split into its factors, each per round with a t interval over the rounds:
+    how full the packed rows are (fill, from the plans: a point), what a row costs padded over packed, and of that,
+    the rows per step and the row content (the padded control at the packed run's rows)."""
+    rounds, speedup = results.training.rounds, results.training.speedup
+    pad, pack, control = rounds["padded"], rounds["packed"], rounds["padded, packed rows"]
+    t = {name: np.asarray(a.seconds) for name, a in rounds.items()}
+
+    def spread(values: np.ndarray, what: str) -> Interval:
+        return dataclasses.replace(seed_mean(values), method=f"t interval over {values.size} timing rounds ({what})")
+
+    return {
+        "fill": (pack.tokens_per_step / pack.rows) / (pad.tokens_per_step / pad.rows) / speedup,
+        "time-per-row": spread((t["padded"] / pad.rows) / (t["packed"] / pack.rows), "padded over packed"),
+        "rows-per-step": spread(
+            (t["padded"] / pad.rows) / (t["padded, packed rows"] / control.rows), "padded rows, two batch sizes"
+        ),
+        "row-content": spread(t["padded, packed rows"] / t["packed"], "padded over packed rows, same rows"),
+    }
+
+
+def decide(cfg, results: Results) -> Decided:
+    """Every declared claim decided from the Results (one the run did not measure stays unmeasured), and the
+    figures the tables show: every cell's speed-up and efficiency, and the throughput's factors."""
+    ours = _table_figures(cfg, results)
+    estimates: dict[str, Any] = {}
+    for cell in results.cells:
+        key = f"{cell.histogram}/{cell.method}{cell.limit}"
+        estimates[f"speedup/{key}"] = cell.speedup
+        estimates[f"efficiency/{key}"] = cell.efficiency
+    if results.training is not None:
         for cid, fn in (("no-cross-contamination", _contamination), ("packed-throughput", _throughput)):
-            ours[cid] = fn(training)
-    return [claim.measured(*ours[claim.id]) if claim.id in ours else claim for claim in claims(cfg)]
+            ours[cid] = fn(cfg, results)
+        estimates["packing-speedup/training"] = results.training.speedup
+        estimates.update({f"throughput/{k}": v for k, v in throughput_factors(results).items()})
+    claims_ = [claim.measured(*ours[claim.id]) if claim.id in ours else claim for claim in claims(cfg)]
+    return Decided(claims_, estimates=estimates)

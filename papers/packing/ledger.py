@@ -7,7 +7,7 @@ by construction and becomes a fact; the table claims compare with the paper's fi
 Issue 45 (2026-11-26): the fact becomes a test; `packed-throughput` is timed in interleaved rounds with an interval.
 """
 
-from core.ledger import Change
+from core.ledger import Change, code_changes
 from core.report import Rule, at_least
 
 _ISSUE23_RUN = "README row of commit 72d964c (default run of 2026-11-24, 8.8 min: 15 of 15 claims hold)"
@@ -130,5 +130,25 @@ LEDGER: list[Change] = [
         commit="cc441f2",
         run=_ISSUE45_RUN,
         moved_to="tests/papers/packing/test_train.py::test_packed_and_padded_steps_see_the_same_loss_and_gradients",
+    ),
+    *code_changes(
+        "2026-11-28",
+        "issue 57: decided from the stored Results (run -> Results -> decide -> render), so a change to how a claim "
+        "is decided or shown is re-decided without re-running; the statistic, rule and figure are unchanged, and the "
+        "smoke run's values are identical",
+        {
+            "wikipedia-512-lpfhp12-speedup": "f17a40584a4f",
+            "wikipedia-512-lpfhp12-efficiency": "fe2a445e413b",
+            "wikipedia-512-nnlshp3-speedup": "b5857902f77f",
+            "wikipedia-512-nnlshp3-efficiency": "5a5ca8c1a2c7",
+            "wikipedia-512-spfhp12-speedup": "720953e036c4",
+            "wikipedia-512-spfhp12-efficiency": "74b38c6e9bac",
+            "squad-1-1-384-spfhp3-speedup": "7196ea832608",
+            "squad-1-1-384-spfhp3-efficiency": "ca17898455be",
+            "bound-wikipedia-512": "5f98a085cce0",
+            "bound-squad-1-1-384": "0f4db3c70d9f",
+            "no-cross-contamination": "0139f7753d1c",
+            "packed-throughput": "8018e4f024f3",
+        },
     ),
 ]

@@ -1,25 +1,25 @@
 """The packing report: the tables (the paper's packing table beside ours, padded vs packed training) and the figures
-(training curves, the length histogram). The claims and what measures them: papers/packing/claims.py."""
+(training curves, the length histogram), made from the Results and the decision. It formats; the claims and every
+interval it shows are decided in papers/packing/claims.py."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 
 from core import plots
+from core.claims import Decided, Interval
 from core.report import Figure, Report, Table
-from core.stats import seed_mean
-from papers.packing.claims import _gain, claims, measure, round_ratios
-from papers.packing.tables import LABELS, PUBLISHED, PUBLISHED_SECONDS, Cell
+from papers.packing.results import Results, TrainRun
+from papers.packing.tables import LABELS, PUBLISHED_SECONDS, published
 
 # ---------------------------------------------------------------------------------------------- tables
 
 
-def tables(cfg, cells: list[Cell], training: dict[str, Any] | None) -> list[Table]:
+def tables(cfg, results: Results, decided: Decided) -> list[Table]:
     rows = []
-    for c in cells:
-        pub = c.published
+    training = results.training
+    for c in results.cells:
+        pub = published(c)
         paper_s = PUBLISHED_SECONDS.get((c.histogram, c.method, c.limit))
         rows.append(
             [
@@ -61,7 +61,7 @@ def tables(cfg, cells: list[Cell], training: dict[str, Any] | None) -> list[Tabl
         )
     ]
     if training is not None:
-        runs, corpus = training["runs"], training["corpus"]
+        runs = training.runs
         out.append(
             Table(
                 "training",
@@ -93,29 +93,29 @@ def tables(cfg, cells: list[Cell], training: dict[str, Any] | None) -> list[Tabl
                     ]
                     for r in (runs["padded"], runs["packed"])
                 ],
-                caption=f"{len(corpus.train):,} training speeches as [CLS] + text, at most "
-                f"{cfg.packing.train.max_len} characters ({corpus.truncated:.1%} truncated); SPFHP with at most "
+                caption=f"{len(training.train_lengths):,} training speeches as [CLS] + text, at most "
+                f"{cfg.packing.train.max_len} characters ({training.truncated:.1%} truncated); SPFHP with at most "
                 f"{cfg.packing.train.max_sequences_per_pack} per pack. Compilation is excluded from step times. "
                 "The two runs ran one after the other: their tokens/s are context; the throughput claim is timed "
                 "in interleaved rounds (next tables).",
             )
         )
-        out += throughput_tables(training)
+        out += throughput_tables(results, decided)
     return out
 
 
-def _spread(values) -> str:
-    """Mean with its 95% t interval over the timing rounds."""
-    iv = seed_mean(np.asarray(values, float))
+def _spread(iv: Interval) -> str:
+    """Mean with its 95% t interval over the timing rounds (decided in claims.py)."""
     return f"{iv.estimate:.3f} [{iv.low:.3f}, {iv.high:.3f}]"
 
 
-def throughput_tables(training: dict[str, Any]) -> list[Table]:
+def throughput_tables(results: Results, decided: Decided) -> list[Table]:
     """The interleaved timing rounds per arm, and the gain over the packing speed-up split into its factors: how
     full the packed rows are against the histogram's speed-up, and what a row costs in each arm."""
-    rounds, speedup = training["rounds"], training["corpus"].packing.speedup
+    rounds, speedup = results.training.rounds, results.training.speedup
     pad, pack, control = rounds["padded"], rounds["packed"], rounds["padded, packed rows"]
-    t = {name: np.asarray(a.seconds) for name, a in rounds.items()}
+    est = decided.estimates
+    gain = next(c for c in decided.claims if c.id == "packed-throughput").ours
     arms = Table(
         "timing_rounds",
         "Interleaved timing rounds: seconds per training step of each arm",
@@ -142,10 +142,6 @@ def throughput_tables(training: dict[str, Any]) -> list[Table]:
         "any, in one process. Real tokens per step: the average over every step of the arm's plan (a step's cost "
         "depends on its shape only, so one batch is timed).",
     )
-    fill = (pack.tokens_per_step / pack.rows) / (pad.tokens_per_step / pad.rows) / speedup
-    per_row = (t["padded"] / pad.rows) / (t["packed"] / pack.rows)
-    batch = (t["padded"] / pad.rows) / (t["padded, packed rows"] / control.rows)
-    content = t["padded, packed rows"] / t["packed"]
     factors = Table(
         "throughput_factors",
         "Gain over the packing speed-up, by factor (mean over rounds with 95% t interval)",
@@ -153,11 +149,27 @@ def throughput_tables(training: dict[str, Any]) -> list[Table]:
         [
             ["packing speed-up (histogram)", f"{speedup:.4f}", "sequences per pack of the training lengths (SPFHP)"],
             ["rows ratio", f"{pad.rows / pack.rows:.4f}", "padded rows over packed rows per step"],
-            ["fill", f"{fill:.4f}", "real tokens per packed row over per padded row, over the speed-up (plans)"],
-            ["time per row, padded over packed", _spread(per_row), "the cost of a row in each run's step"],
-            ["  of which rows per step", _spread(batch), f"padded at {pad.rows} rows vs at {control.rows} rows"],
-            ["  of which row content", _spread(content), f"padded vs packed rows at {control.rows} rows"],
-            ["gain over speed-up", _spread(round_ratios(rounds, speedup)), "= fill x time per row (the claim)"],
+            [
+                "fill",
+                f"{est['throughput/fill']:.4f}",
+                "real tokens per packed row over per padded row, over the speed-up (plans)",
+            ],
+            [
+                "time per row, padded over packed",
+                _spread(est["throughput/time-per-row"]),
+                "the cost of a row in each run's step",
+            ],
+            [
+                "  of which rows per step",
+                _spread(est["throughput/rows-per-step"]),
+                f"padded at {pad.rows} rows vs at {control.rows} rows",
+            ],
+            [
+                "  of which row content",
+                _spread(est["throughput/row-content"]),
+                f"padded vs packed rows at {control.rows} rows",
+            ],
+            ["gain over speed-up", _spread(gain), "= fill x time per row (the claim)"],
         ],
         caption="Real tokens/s gain = (real tokens per packed step / per padded step) x (padded step time / packed "
         "step time), so gain / speed-up = fill x (time per padded row / time per packed row).",
@@ -168,11 +180,12 @@ def throughput_tables(training: dict[str, Any]) -> list[Table]:
 # ---------------------------------------------------------------------------------------------- figures
 
 
-def figures(cfg, training: dict[str, Any] | None) -> list[Figure]:
+def figures(cfg, results: Results) -> list[Figure]:
+    training = results.training
     if training is None:
         return []
-    runs, corpus = training["runs"], training["corpus"]
-    lengths = np.array([s.size for s in corpus.train])
+    runs = training.runs
+    lengths = np.asarray(training.train_lengths)
     return [
         Figure(
             "training_curves",
@@ -187,19 +200,24 @@ def figures(cfg, training: dict[str, Any] | None) -> list[Figure]:
     ]
 
 
-def build_report(cfg, cells: list[Cell], training: dict[str, Any] | None) -> Report:
+def _gain(runs: dict[str, TrainRun]) -> float:
+    """Real tokens/s packed over padded, over the whole sequential training runs (context, not the claim's)."""
+    return runs["packed"].tokens_per_second / runs["padded"].tokens_per_second
+
+
+def render(cfg, results: Results, decided: Decided) -> Report:
     metrics, notes = {}, []
+    training = results.training
     if training is not None:
-        runs, check = training["runs"], training["contamination"]
+        runs = training.runs
         metrics.update(
             {
                 "tokens_per_second/padded": runs["padded"].tokens_per_second,
                 "tokens_per_second/packed": runs["packed"].tokens_per_second,
                 "throughput_gain": _gain(runs),
-                "packing_speedup": training["corpus"].packing.speedup,
+                "packing_speedup": training.speedup,
                 "valid_loss/padded": runs["padded"].curve[-1][1],
                 "valid_loss/packed": runs["packed"].curve[-1][1],
-                "contamination_max_diff": max(check["loss"], check["cls"], check["hidden"]),
             }
         )
         notes.append(
@@ -207,15 +225,13 @@ def build_report(cfg, cells: list[Cell], training: dict[str, Any] | None) -> Rep
             "run puts about as many sequences in a step as the padded run (fewer rows), so the optimiser sees the "
             "same number of sequences per step and the curves compare per sequence seen."
         )
-    metrics.update({f"speedup/{c.histogram}/{c.method}{c.limit}": c.speedup for c in cells})
     return Report(
         "packing",
         "Efficient sequence packing without cross-contamination",
-        measure(cfg, cells, training),
-        tables(cfg, cells, training),
-        figures(cfg, training),
-        metrics,
-        notes,
+        tables=tables(cfg, results, decided),
+        figures=figures(cfg, results),
+        metrics=metrics,
+        notes=notes,
     )
 
 
@@ -237,4 +253,4 @@ def _lengths(lengths: np.ndarray, max_len: int):
     return fig
 
 
-__all__ = ["PUBLISHED", "build_report", "claims", "measure"]
+__all__ = ["render"]

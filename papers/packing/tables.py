@@ -3,9 +3,8 @@ histograms, next to the paper's figures."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from core.packing import pack_histogram, published_histogram, speedup_bound
+from papers.packing.results import Cell
 
 # Krell et al. 2021 (papers/packing/REFERENCES.md): (histogram, method, max sequences per pack) -> (efficiency %,
 # speed-up), as printed in the paper, so that ours can be compared to the published digits.
@@ -21,20 +20,9 @@ PUBLISHED_SECONDS = {("wikipedia_512", "spfhp", 12): 0.02, ("wikipedia_512", "nn
 LABELS = {"wikipedia_512": "Wikipedia, L=512", "squad_1_1_384": "SQuAD 1.1, L=384"}
 
 
-@dataclass
-class Cell:
-    histogram: str
-    method: str
-    limit: int
-    packs: int
-    efficiency: float
-    speedup: float
-    bound: float
-    seconds: float
-
-    @property
-    def published(self) -> tuple[str, str] | None:
-        return PUBLISHED.get((self.histogram, self.method, self.limit))
+def published(cell: Cell) -> tuple[str, str] | None:
+    """The paper's (efficiency %, speed-up) of this cell as printed, or None where the paper has none."""
+    return PUBLISHED.get((cell.histogram, cell.method, cell.limit))
 
 
 def planned_cells(histograms, methods, limits, nnlshp_max_depth: int) -> list[tuple[str, str, int]]:

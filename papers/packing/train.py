@@ -9,7 +9,7 @@ sequences), so a step sees about as many sequences either way and the comparison
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from core.data.shakespeare import load_shakespeare, speeches
 from core.nn.encoder import TransformerEncoder
 from core.packing import PackingResult, lengths_histogram, pack_histogram, pack_sequences, packed_arrays
 from core.train import fit, init_state, optimizer_step
+from papers.packing.results import Arm, Contamination, TrainRun
 
 
 @dataclass
@@ -89,26 +90,6 @@ def _pad_columns(x: np.ndarray, width: int) -> np.ndarray:
     out = np.full((x.shape[0], width), -1, np.int32)
     out[:, : x.shape[1]] = x
     return out
-
-
-@dataclass
-class RunResult:
-    mode: str
-    curve: list[tuple[int, float]] = field(default_factory=list)  # (sequences seen, validation loss)
-    train_curve: list[tuple[int, float]] = field(default_factory=list)
-    step_seconds: float = 0.0  # time in training steps (compilation excluded)
-    real_tokens: int = 0
-    slot_tokens: int = 0  # rows x max_len processed
-    sequences: int = 0
-    steps: int = 0
-    rows_per_step: int = 0
-
-    @property
-    def tokens_per_second(self) -> float:
-        return self.real_tokens / self.step_seconds if self.step_seconds else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "tokens_per_second": self.tokens_per_second}
 
 
 def build_model(cfg, corpus: Corpus) -> TransformerEncoder:
@@ -196,9 +177,7 @@ def packed_rows(cfg, corpus: Corpus) -> int:
     return max(1, round(cfg.batch_size / corpus.packing.speedup))
 
 
-def train(
-    cfg, corpus: Corpus, mode: str, seed: int, checkpoint_dir: Path | None, resume: bool
-) -> tuple[Any, RunResult]:
+def train(cfg, corpus: Corpus, mode: str, seed: int, checkpoint_dir: Path | None, resume: bool) -> tuple[Any, TrainRun]:
     """Train in `mode` ('padded' or 'packed') until cfg.sequences sequences have been seen."""
     model = build_model(cfg, corpus)
     L = cfg.max_len
@@ -227,7 +206,7 @@ def train(
         steps, values = run.history.series(key)
         return [(int(plan.seen[s - 1]) if s else 0, float(v)) for s, v in zip(steps, values, strict=True)]
 
-    result = RunResult(
+    result = TrainRun(
         mode,
         curve=by_sequences("valid/loss"),
         train_curve=by_sequences("train/loss"),
@@ -239,17 +218,6 @@ def train(
         rows_per_step=rows,
     )
     return run.state["params"], result
-
-
-@dataclass
-class Arm:
-    """One timed arm: a training step on `rows` rows of the `mode` plan."""
-
-    name: str
-    mode: str
-    rows: int
-    tokens_per_step: float  # real tokens of an average step of the whole plan
-    seconds: list[float] = field(default_factory=list)  # seconds per step, one entry per round
 
 
 def throughput_rounds(cfg, corpus: Corpus, seed: int) -> dict[str, Arm]:
@@ -296,7 +264,7 @@ def _validation_batches(cfg, corpus: Corpus, seed: int) -> list[dict[str, jax.Ar
     return out
 
 
-def contamination_check(cfg, corpus: Corpus, params, seed: int, count: int) -> dict[str, float]:
+def contamination_check(cfg, corpus: Corpus, params, seed: int, count: int) -> Contamination:
     """Run `count` validation sequences packed (SPFHP) and one per row through the same model: the largest
     differences of per-sequence MLM losses, [CLS] outputs and per-token hidden states, and how many packs."""
     model = build_model(cfg, corpus)
@@ -329,4 +297,4 @@ def contamination_check(cfg, corpus: Corpus, params, seed: int, count: int) -> d
         diff["loss"] = max(diff["loss"], abs(packed[i][0] - single[i][0]))
         diff["cls"] = max(diff["cls"], float(np.abs(packed[i][1] - single[i][1]).max()))
         diff["hidden"] = max(diff["hidden"], float(np.abs(packed[i][2] - single[i][2]).max()))
-    return {**diff, "sequences": len(seqs), "packs": result.num_packs}
+    return Contamination(**diff, sequences=len(seqs), packs=result.num_packs)

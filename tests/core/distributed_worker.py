@@ -15,7 +15,7 @@ CASES = (("rotate", "log_sigmoid"), ("complex", "softmax"))  # a distance scorer
 
 
 def relative_error(a, b) -> float:
-    """As papers.bess.experiment.check_equivalence measures it."""
+    """As papers.bess.run.check_equivalence measures it."""
     import numpy as np
 
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)

@@ -1,11 +1,13 @@
-"""Results tied to code: core.provenance's fingerprints, and a resumed run that recomputes after a code change."""
+"""Results tied to code: core.provenance's fingerprints, and a resumed run that recomputes after a change to its
+computing code and reuses its work after a change to its decision code."""
 
 from __future__ import annotations
 
 import json
 import shutil
 
-from core.provenance import code_fingerprint, dependencies, paper_fingerprint
+from core.paper import find_paper
+from core.provenance import code_fingerprint, compute_dependencies, dependencies, paper_fingerprint
 from tests.conftest import REPO_ROOT
 
 
@@ -39,11 +41,13 @@ def test_a_changed_line_of_code_changes_the_fingerprint_and_prose_does_not(tmp_p
     assert code_fingerprint("papers/demo", root=tmp_path) not in (base, changed)
 
 
-def test_a_paper_fingerprint_covers_its_package_and_what_it_imports_of_core():
+def test_a_paper_fingerprint_covers_what_its_run_imports_of_the_paper_and_of_core():
     full = paper_fingerprint("prng")
-    deps = dependencies("papers/prng")
+    deps = compute_dependencies(find_paper("papers.prng"))
     assert full == code_fingerprint(*deps)
-    assert {"core/random/xoroshiro.py", "core/random/__init__.py", "core/__init__.py", "core/runner.py"} <= set(deps)
+    assert {"core/random/xoroshiro.py", "core/random/__init__.py", "core/__init__.py", "core/context.py"} <= set(deps)
+    assert {"papers/prng/run.py", "papers/prng/battery.py", "core/results.py"} <= set(deps)
+    assert not {"papers/prng/claims.py", "papers/prng/report.py", "core/runner.py", "core/record.py"} & set(deps)
     assert "core/packing/data/histograms.json" in deps  # every data file of core, conservatively
     assert "core/numerics/formats.py" not in deps  # the PRNG paper never imports the number formats
     assert paper_fingerprint("prng", "papers/prng/battery.py") != full  # a stage may declare a narrower set
@@ -78,43 +82,45 @@ def test_the_import_closure_follows_function_level_and_nested_imports(tmp_path):
         "core/sub/table.json",
         "papers/demo/__init__.py",
     )
-    base = paper_fingerprint("demo", root=root)
+
+    def fingerprint():
+        return code_fingerprint(*dependencies("papers/demo", root=root), root=root)
+
+    base = fingerprint()
     (root / "core/c.py").write_text("X = 2\n")  # not imported: the paper's results stay current
-    assert paper_fingerprint("demo", root=root) == base
+    assert fingerprint() == base
     (root / "core/sub/b.py").write_text("def g():\n    return 2\n")  # imported through core.a
-    assert paper_fingerprint("demo", root=root) != base
+    assert fingerprint() != base
 
 
-def test_a_resumed_run_recomputes_after_a_code_change(cli, tmp_path):
-    """The demonstration the issue asks for: a run crashes after checkpointing 2 of 4 chunks; resumed with the same
-    code it continues from chunk 2; with one line of the paper's code changed it starts again from 0."""
+def test_a_resumed_run_recomputes_after_a_compute_change_and_not_after_a_decision_change(cli, tmp_path):
+    """A run crashes after checkpointing 2 of 4 chunks; resumed with the same code it continues from chunk 2; with
+    one line of the decision code changed it still continues from chunk 2 (the computation is the same); with one
+    line of the computing code changed it starts again from 0."""
     pkg_root = tmp_path / "pkg"
-    shutil.copytree(REPO_ROOT / "tests" / "fixtures" / "toy_paper", pkg_root / "toy_copy")
-    init = pkg_root / "toy_copy" / "__init__.py"
-    # the config schema registered for paper=toy is the fixture's class: the copy uses the same one
-    init.write_text(init.read_text() + "\nfrom tests.fixtures.toy_paper import Config  # noqa: E402, F811\n")
+    copy = pkg_root / "toy_copy"
+    shutil.copytree(REPO_ROOT / "tests" / "fixtures" / "toy_paper", copy)
+    for py in copy.glob("*.py"):  # the copy names its own parts
+        py.write_text(py.read_text().replace("tests.fixtures.toy_paper", "toy_copy"))
     env = {"PYTHONPATH": str(pkg_root)}
     common = ["paper=toy", "paper.module=toy_copy", "toy.chunks=4", "toy.samples_per_chunk=2000", "logger=none"]
 
     def result(root):
         return json.loads((root / "toy" / "latest" / "results.json").read_text())
 
-    for name, edit in (("same", None), ("changed", "x")):
+    estimates = []
+    for name, edit, resumed_from in (("same", None, 2), ("decision", "claims.py", 2), ("compute", "run.py", 0)):
         out = tmp_path / name
         crashed = cli([*common, f"output_root={out}"], env={**env, "TOY_CRASH_AFTER_CHUNK": "2"})
         assert crashed.returncode != 0 and "simulated crash after chunk 2" in crashed.stderr
         if edit:
-            init.write_text(init.read_text() + "\nCHANGED = 1\n")
+            (copy / edit).write_text((copy / edit).read_text() + "\nCHANGED = 1\n")
         resumed = cli([*common, f"output_root={out}"], env=env)
         assert resumed.returncode == 0, resumed.stderr
         record = result(out)
-        if edit:
-            assert record["metrics"]["resumed_from_chunk"] == 0
-            assert "computed by other code" in resumed.stdout + resumed.stderr
-        else:
-            assert record["metrics"]["resumed_from_chunk"] == 2
+        assert record["results"]["resumed_from_chunk"] == resumed_from, name
+        assert ("computed by other code" in resumed.stdout + resumed.stderr) == (edit == "run.py"), name
         checkpoints = sorted(p.name for p in (out / "toy" / "checkpoints").iterdir())
-        assert record["code_fingerprint"] in checkpoints[-1] or any(
-            record["code_fingerprint"] in c for c in checkpoints
-        )
-    assert result(tmp_path / "same")["metrics"]["pi_estimate"] == result(tmp_path / "changed")["metrics"]["pi_estimate"]
+        assert any(record["compute_fingerprint"] in c for c in checkpoints)
+        estimates.append(json.loads((out / "toy" / "latest" / "claims.json").read_text())["estimates"]["pi"])
+    assert estimates[0] == estimates[1] == estimates[2]

@@ -33,22 +33,26 @@ def test_run_writes_the_record_and_points_latest_at_it(cli, tmp_path):
     latest = tmp_path / "toy" / "latest"
     assert latest.is_symlink() and latest.resolve() == run_dir.resolve()
     assert not os.path.isabs(os.readlink(latest))  # relative: outputs/ can be moved or copied
-    assert {"report.md", "results.json", "running_estimate.png", "reproduce.log"} <= {p.name for p in run_dir.iterdir()}
+    files = {p.name for p in run_dir.iterdir()}
+    assert {"report.md", "results.json", "claims.json", "running_estimate.png", "reproduce.log"} <= files
     assert not (run_dir / "wandb").exists()  # logger=none leaves no wandb directory
     assert (run_dir / "running_estimate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    results = json.loads((run_dir / "results.json").read_text())
+    record = json.loads((run_dir / "results.json").read_text())  # what `run` computed, and the code that did
+    assert record["results"]["hits"]["__ndarray__"]["shape"] == [3] and len(record["compute_fingerprint"]) == 12
+    assert record["config"]["toy"] == {"samples_per_chunk": 20000, "chunks": 3}  # scale=smoke specialisation
+    assert record["scale"] == "smoke" and record["seed"] == 0 and record["wall_seconds"] > 0
+    assert {"python", "jax", "numpy", "hydra-core"} <= set(record["versions"])
+    results = json.loads((run_dir / "claims.json").read_text())  # what decide and render made of it
     assert [c["id"] for c in results["claims"]] == ["pi-estimate", "pi-exact"]
     assert [c["holds"] for c in results["claims"]] == [True, False]
     assert [c["verdict"] for c in results["claims"]] == ["holds", "fails"]
     assert results["verdicts"] == {"holds": 1, "fails": 1, "undecided": 0, "not measured": 0, "unverified": 0}
-    assert len(results["code_fingerprint"]) == 12
+    assert len(results["decision"]["fingerprint"]) == 12
     for c in results["claims"]:
         assert {"id", "statement", "paper", "ours", "tolerance", "decision", "unit", "verdict", "holds"} <= set(c)
-    assert results["config"]["toy"] == {"samples_per_chunk": 20000, "chunks": 3}  # scale=smoke specialisation
-    assert results["scale"] == "smoke" and results["seed"] == 0 and results["wall_seconds"] > 0
-    assert {"python", "jax", "numpy", "hydra-core"} <= set(results["versions"])
-    assert results["metrics"]["samples"] == 60000
+    assert results["metrics"]["samples"] == 60000 and results["facts"][0]["value"] == 60000
+    assert results["estimates"]["pi"] == results["claims"][0]["ours"]
 
     report = (run_dir / "report.md").read_text()
     sections = [line for line in report.splitlines() if line.startswith("## ")]
@@ -71,9 +75,9 @@ def test_overrides_reach_the_paper_and_beat_the_scale_preset(cli, tmp_path):
         ]
     )
     assert r.returncode == 0, r.stderr
-    results = json.loads((only_run_dir(tmp_path) / "results.json").read_text())
+    results = json.loads((only_run_dir(tmp_path) / "claims.json").read_text())
     assert results["metrics"]["samples"] == 1000
-    assert results["config"]["seed"] == 7
+    assert json.loads((only_run_dir(tmp_path) / "results.json").read_text())["config"]["seed"] == 7
     assert len(results["tables"][0]["rows"]) == 2
 
 
@@ -168,7 +172,7 @@ def test_a_crashed_run_resumes_from_its_checkpoint(cli, tmp_path):
     assert fresh.returncode == 0, fresh.stderr
 
     def result(root):
-        return json.loads((root / "toy" / "latest" / "results.json").read_text())["metrics"]
+        return json.loads((root / "toy" / "latest" / "claims.json").read_text())["metrics"]
 
     assert result(tmp_path / "a")["resumed_from_chunk"] == 2
     assert result(tmp_path / "b")["resumed_from_chunk"] == 0
@@ -188,17 +192,21 @@ def test_the_command_line_is_split_into_hydra_flags_and_overrides():
         assert not parse_command_line(["paper=toy", *flags]).runs, flags
 
 
-def test_reproduce_runs_outside_the_runner_with_a_detached_context(tmp_path):
-    from tests.fixtures.toy_paper import reproduce
+def test_a_paper_runs_outside_the_runner_with_a_detached_context(tmp_path):
+    from tests.fixtures.toy_paper import PAPER
 
     cfg = load_config(["paper=toy", "scale=smoke", "toy.chunks=2", f"hydra.searchpath=[file://{FIXTURE_CONFIGS}]"])
-    report = reproduce(cfg, RunContext.detached())
-    assert report.metrics["samples"] == 40000 and not list(tmp_path.iterdir())
+    results = PAPER.compute(cfg, RunContext.detached())
+    assert results.hits.size == 2 and not list(tmp_path.iterdir())
     kept = RunContext.detached(tmp_path)
     assert kept.checkpoint_path("a", "b") == tmp_path / "a" / "b"
-    assert reproduce(cfg, kept).metrics == report.metrics and list(tmp_path.iterdir())  # checkpoints kept there
-    resumed = reproduce(cfg, RunContext.detached(tmp_path, resume=True)).metrics
-    assert resumed["resumed_from_chunk"] == 2 and resumed["pi_estimate"] == report.metrics["pi_estimate"]
+    again = PAPER.compute(cfg, kept)
+    assert (again.hits == results.hits).all() and list(tmp_path.iterdir())  # checkpoints kept there
+    resumed = PAPER.compute(cfg, RunContext.detached(tmp_path, resume=True))
+    assert resumed.resumed_from_chunk == 2 and (resumed.hits == results.hits).all()
+    decided = PAPER.decide_results(cfg, results)  # and decided and rendered in the notebook too
+    report = PAPER.render_report(cfg, results, decided)
+    assert [c.verdict.value for c in decided.claims] == ["holds", "fails"] and report.metrics["samples"] == 40000
     assert RunContext.detached().checkpoint_path("a") is None
     with pytest.raises(ValueError, match="needs a checkpoint_dir"):
         RunContext.detached(resume=True)
@@ -256,3 +264,5 @@ def test_claims_are_declared_before_the_run_and_a_report_cannot_change_them(cli,
     assert r.returncode != 0
     assert "its claims differ from those declared before the run" in r.stderr and "added ['pi-roughly']" in r.stderr
     assert not (tmp_path / "b" / "toy" / "latest").exists()
+    refused = only_run_dir(tmp_path / "b")  # the computation was kept: re-deciding it without the extra claim works
+    assert (refused / "results.json").is_file() and "decision" not in json.loads((refused / "claims.json").read_text())

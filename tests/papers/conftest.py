@@ -1,5 +1,7 @@
 """Each paper's smoke run, made once per test session and read by the contract test (tests/papers/test_contract.py)
-and by the paper's own tests (tests/papers/<paper>/test_reproduce.py).
+and by the paper's own tests (tests/papers/<paper>/test_reproduce.py). Tests of a paper's decision and report read
+its stored smoke Results instead (tests/fixtures/results/, tests/papers/test_decisions.py): no smoke run executes
+more than once in a session.
 
 A smoke run is the slowest thing the suite does (GPS++ takes minutes), so `smoke_run(paper)` launches it at most once
 per session, even across pytest-xdist's worker processes: the runs live under the session's shared temporary
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from core.provenance import paper_fingerprint
+from core.record import read_record
 from tests.conftest import run_cli
 
 
@@ -57,12 +60,29 @@ class SmokeRun:
     fingerprint: str
 
     @property
-    def results(self) -> dict:
+    def record(self) -> dict:
+        """results.json: the run (config, fingerprints, versions, wall time) and its Results as stored."""
         return json.loads((self.run_dir / "results.json").read_text())
 
     @property
+    def decision(self) -> dict:
+        """claims.json: the declarations, then the decision (claims, verdicts, facts, estimates, ledger) and what
+        the report showed (tables, metrics, figures, notes)."""
+        return json.loads((self.run_dir / "claims.json").read_text())
+
+    @property
     def declared(self) -> list[dict]:
-        return json.loads((self.run_dir / "claims.json").read_text())["declared"]
+        return self.decision["declared"]
+
+    @property
+    def claims(self) -> dict[str, dict]:
+        """The decided claims by id."""
+        return {c["id"]: c for c in self.decision["claims"]}
+
+    @property
+    def results(self):
+        """The Results the run stored, rebuilt as the paper's Results type (core.results)."""
+        return read_record(self.run_dir).results()
 
     def args(self, *extra: str) -> list[str]:
         """The arguments that made this run, with `extra` added (to run it again, or a variant of it)."""

@@ -9,13 +9,15 @@ from types import SimpleNamespace
 
 import pytest
 
+from core.claims import Decided
 from core.config import ConfigError, validate_section
 from core.report import Interval, Verdict
 from papers import packing
-from papers.packing import Config, TableConfig, TrainConfig
-from papers.packing.claims import to_the_digits
+from papers.packing.claims import decide, to_the_digits
+from papers.packing.config import Config, TableConfig, TrainConfig
 from papers.packing.ledger import LEDGER
-from papers.packing.report import measure, tables
+from papers.packing.report import render, tables
+from papers.packing.results import Results
 from papers.packing.tables import PUBLISHED, PUBLISHED_BOUND, matches_published, packing_table
 
 
@@ -36,8 +38,8 @@ def published_figures() -> dict[str, str]:
 
 def test_smoke_run_writes_claims_tables_and_figures(smoke_run):
     run = smoke_run("packing")  # what every run record holds: tests/papers/test_contract.py
-    results = run.results
-    claims = {c["id"]: c for c in results["claims"]}
+    results = run.decision
+    claims = run.claims
     assert set(claims) == {
         "squad-1-1-384-spfhp3-speedup",
         "squad-1-1-384-spfhp3-efficiency",
@@ -51,9 +53,10 @@ def test_smoke_run_writes_claims_tables_and_figures(smoke_run):
         assert rounds_to(claims[cid]["ours"], figures[cid]), claims[cid]
         assert claims[cid]["verdict"] == "holds", claims[cid]
         assert claims[cid]["paper"]["low"] < claims[cid]["ours"] < claims[cid]["paper"]["high"]
-    # the packed model must not leak across sequences: ours is the largest of the three differences the metrics
-    # record, and float32 rounding of a 2-layer model stays far below 1e-5
-    worst = results["metrics"]["contamination_max_diff"]
+    # the packed model must not leak across sequences: ours is the largest of the three differences the run
+    # stored, and float32 rounding of a 2-layer model stays far below 1e-5
+    check = run.results.training.contamination
+    worst = max(check.loss, check.cls, check.hidden)
     assert claims["no-cross-contamination"]["ours"] == worst and worst < 1e-5
     assert claims["no-cross-contamination"]["verdict"] == "holds"
     # packed-throughput: the mean over 5 interleaved rounds of (packed tokens/s / padded tokens/s) / speed-up, with
@@ -74,7 +77,7 @@ def test_smoke_run_writes_claims_tables_and_figures(smoke_run):
     (tok_pad, pad_fast, pad_slow), (tok_pack, pack_fast, pack_slow) = map(
         tokens_and_extremes, (arms["padded"], arms["packed"])
     )
-    speedup = results["metrics"]["packing_speedup"]
+    speedup = run.results.training.speedup
     bounds = (tok_pack / tok_pad * pad_fast / pack_slow / speedup, tok_pack / tok_pad * pad_slow / pack_fast / speedup)
     assert bounds[0] * 0.999 <= mean <= bounds[1] * 1.001, (bounds, mean)
     factors = next(t for t in results["tables"] if t["name"] == "throughput_factors")
@@ -105,7 +108,7 @@ def test_declared_claims_follow_the_cells_the_config_packs():
     cells = packing_table(["wikipedia_512", "squad_1_1_384"], ["spfhp", "nnlshp"], [1], nnlshp_max_depth=1)
     # NNLSHP (3) is beyond the depth: its published cell is not claimed; the paper's run times never are (they
     # come from other hardware: a column of context in the table)
-    assert [c.id for c in packing.claims(cfg)] == [
+    assert [c.id for c in packing.PAPER.declare(cfg)] == [
         "wikipedia-512-spfhp12-speedup",
         "wikipedia-512-spfhp12-efficiency",
         "squad-1-1-384-spfhp3-speedup",
@@ -113,13 +116,19 @@ def test_declared_claims_follow_the_cells_the_config_packs():
         "bound-wikipedia-512",
         "bound-squad-1-1-384",
     ]
-    measured = measure(cfg, cells, None)
-    assert [c.declaration() for c in measured] == [c.declaration() for c in packing.claims(cfg)]
+    decided = decide(cfg, Results(cells))
+    assert isinstance(decided, Decided) and decided.facts == []
+    measured = decided.claims
+    assert [c.declaration() for c in measured] == [c.declaration() for c in packing.PAPER.declare(cfg)]
+    assert decided.estimates["speedup/wikipedia_512/spfhp12"] == next(
+        c.speedup for c in cells if (c.histogram, c.method, c.limit) == ("wikipedia_512", "spfhp", 12)
+    )
     figures = published_figures()
     for c in measured:  # exact reproductions of the published digits (checked with Decimal, not the rule)
         assert rounds_to(c.ours, figures[c.id]), (c.id, c.ours)
         assert c.verdict is Verdict.HOLDS, c.id
-    table = tables(cfg, cells, None)[0]
+    table = tables(cfg, Results(cells), decided)[0]
+    assert render(cfg, Results(cells), decided).figures == []  # no training, no figures
     context = table.columns.index("paper seconds (its hardware; context)")
     spfhp12 = next(row for row in table.rows if row[:3] == ["Wikipedia, L=512", "SPFHP", 12])
     assert spfhp12[context] == 0.02
@@ -128,7 +137,7 @@ def test_declared_claims_follow_the_cells_the_config_packs():
 
 def test_the_table_rule_decides_on_the_printed_rounding_interval():
     # printed("1.99340") is [1.993395, 1.993405]: hand-made values inside, outside and at the trailing zero
-    claim = next(c for c in packing.claims(_default()) if c.id == "wikipedia-512-spfhp12-speedup")
+    claim = next(c for c in packing.PAPER.declare(_default()) if c.id == "wikipedia-512-spfhp12-speedup")
     assert isinstance(claim.paper, Interval)
     assert (claim.paper.low, claim.paper.high) == pytest.approx((1.993395, 1.993405), abs=1e-12)
     for ours, expected in [(1.9934044, Verdict.HOLDS), (1.993396, Verdict.HOLDS), (1.9934, Verdict.HOLDS)]:
@@ -141,7 +150,7 @@ def test_the_table_rule_decides_on_the_printed_rounding_interval():
 def test_the_old_table_rule_gives_the_same_verdicts_on_the_new_statistic():
     entries = {e.claim: e for e in LEDGER if e.kind == "respecified"}
     assert set(entries) == set(published_figures()) | {"packed-throughput"}  # issue 41's table claims; issue 45's
-    claim = next(c for c in packing.claims(_default()) if c.id == "squad-1-1-384-spfhp3-efficiency")  # "97.55"
+    claim = next(c for c in packing.PAPER.declare(_default()) if c.id == "squad-1-1-384-spfhp3-efficiency")  # "97.55"
     for ours, old in [(97.5466, "holds"), (97.5449, "fails"), (97.554, "holds"), (97.556, "fails")]:
         measured = claim.measured(ours)
         assert entries[claim.id].original_verdict(measured) == f"{old} on this run", ours
@@ -154,7 +163,7 @@ def test_removed_and_history_entries_say_where_the_claims_went():
         "tests/papers/packing/test_train.py::test_packed_and_padded_steps_see_the_same_loss_and_gradients"
     )
     assert {"spfhp-wikipedia-512-time", "nnlshp-wikipedia-512-time"} <= set(removed)
-    declared = {c.id for c in packing.claims(_default())}
+    declared = {c.id for c in packing.PAPER.declare(_default())}
     assert not declared & set(removed)
 
 

@@ -1,0 +1,37 @@
+"""The context a paper's `run(cfg, ctx)` computes in: where it keeps its work and whether it may reuse it.
+
+Kept apart from the runner (core.runner) so that the code a run executes, which the compute fingerprint covers,
+does not include the code that records and decides runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """The run a paper's `run(cfg, ctx)` is part of: where it keeps its work and whether it may reuse what an
+    earlier run of the same config and code left there. The seed and the scale are the config's (`cfg.seed`,
+    `cfg.scale.name`)."""
+
+    paper: str
+    run_dir: Path | None  # where the run record is written; None outside the runner
+    checkpoint_dir: Path | None  # keyed by config and compute code; None: keep nothing
+    resume: bool  # continue from what checkpoint_dir holds (never without one)
+    code: str = ""  # core.provenance.compute_fingerprint of the code computing this run
+
+    @classmethod
+    def detached(cls, checkpoint_dir: Path | str | None = None, *, resume: bool = False) -> RunContext:
+        """A context for calling a paper's `run` outside the runner (a test, a notebook): no run directory, and
+        checkpoints only under `checkpoint_dir` when one is given (by default nothing is kept or resumed)."""
+        if resume and checkpoint_dir is None:
+            raise ValueError("RunContext.detached: resume=True needs a checkpoint_dir to resume from")
+        path = None if checkpoint_dir is None else Path(checkpoint_dir)
+        return cls(paper="", run_dir=None, checkpoint_dir=path, resume=resume)
+
+    def checkpoint_path(self, *parts: str) -> Path | None:
+        """`checkpoint_dir/<parts...>`, where one piece of the run keeps its checkpoints; None when nothing is kept
+        (the training loops take None as 'do not checkpoint')."""
+        return None if self.checkpoint_dir is None else self.checkpoint_dir.joinpath(*parts)

@@ -1,0 +1,92 @@
+"""The committed reference runs (results/<paper>/), checked on every change without running any paper: each is a
+plain default-scale record made from a clean tree, small, with nothing but its record in it; and each re-decides
+with the current decision code to exactly its stored values and verdicts, except claims whose lock fingerprint
+changed since the stored decision (every such change has a ledger entry: tests/core/test_ledger.py). A record
+whose computation is stale is still re-decided when its Results fit the current type."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from core.record import REFERENCE_MAX_BYTES, read_record
+from tests.conftest import REPO_ROOT
+
+RESULTS = REPO_ROOT / "results"
+REFERENCES = sorted(p.name for p in RESULTS.iterdir() if p.is_dir()) if RESULTS.is_dir() else []
+KEPT = {"results.json", "claims.json", "report.md"}
+
+# re-decide one stored record in memory (nothing written) in a fresh process, as `make redecide` would
+REDECIDE = """
+import json, sys
+from core.record import decided_values, read_record, status
+record = read_record(sys.argv[1])
+try:
+    results = record.results()
+except Exception as e:  # a Results type changed since the run: the row is stale, and says so
+    print(json.dumps({"unloadable": f"{type(e).__name__}: {e}", "status": status(record)}))
+    raise SystemExit(0)
+decided = record.paper.decide_results(record.config(), results)
+print(json.dumps({"values": decided_values(decided), "status": status(record)}))
+"""
+
+
+def test_every_configured_paper_may_have_a_reference_and_nothing_else_is_there():
+    papers = {p.stem for p in (REPO_ROOT / "configs" / "paper").glob("*.yaml")}
+    assert set(REFERENCES) <= papers, set(REFERENCES) - papers
+
+
+@pytest.mark.parametrize("paper", REFERENCES)
+def test_a_reference_is_a_small_plain_default_run_from_a_clean_tree(paper):
+    folder = RESULTS / paper
+    files = {p.name for p in folder.iterdir()}
+    assert KEPT <= files and files - KEPT <= {p.name for p in folder.glob("*.png")}, files
+    assert sum(p.stat().st_size for p in folder.iterdir()) <= REFERENCE_MAX_BYTES
+    record = read_record(folder)
+    assert record.name == paper and record.run["scale"] == "default"
+    assert record.run["commit"] and not record.run["modified"], "a reference is made from a clean tree"
+    from core.record import changed_settings
+
+    assert changed_settings(record.run) == []
+    decided = record.claims
+    assert decided["decision"]["claims"].keys() == {c["id"] for c in decided["claims"]}
+    assert (folder / "report.md").read_text().startswith(f"# {decided['title']}")
+
+
+@pytest.mark.parametrize("paper", REFERENCES)
+def test_a_reference_re_decides_to_its_stored_values_or_the_ledger_says_why(paper):
+    folder = RESULTS / paper
+    r = subprocess.run(
+        [sys.executable, "-c", REDECIDE, str(folder)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    if "unloadable" in out:
+        assert out["status"]["compute"].startswith("stale"), (
+            f"{paper}: its Results no longer load ({out['unloadable']}) though its computation is current"
+        )
+        pytest.skip(f"{paper}: stale reference whose Results no longer fit the current type: re-run it")
+    stored = json.loads((folder / "claims.json").read_text())
+    now = out["values"]
+    from core.ledger import load_paper_claims
+
+    fingerprints = load_paper_claims(paper).fingerprints()
+    before = stored["decision"]["claims"]
+    keys = ("id", "ours", "verdict", "holds", "detail", "rule_verdict")
+    stored_claims = {c["id"]: {k: c.get(k) for k in keys} for c in stored["claims"]}
+    for c in now["claims"]:
+        current = {k: c.get(k) for k in keys}
+        if stored_claims.get(c["id"]) == current:
+            continue
+        assert c["id"] in before and before[c["id"]] != fingerprints[c["id"]]["fingerprint"], (
+            f"{paper}: claim {c['id']!r} re-decides to {current} but the reference holds {stored_claims.get(c['id'])}, "
+            "and its declaration and decision code are unchanged: the decision is not a function of the stored "
+            f"Results, or changed without a ledger entry (then `make redecide PAPER={paper} RUN=results/{paper}`)"
+        )
+    if out["status"]["decision"] == "current":
+        assert now["facts"] == stored["facts"] and now["estimates"] == stored["estimates"], (
+            f"{paper}: facts or estimates re-decide differently with the decision code that made them"
+        )
