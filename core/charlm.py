@@ -30,9 +30,9 @@ import jax
 import numpy as np
 import optax
 
-from core.config import check_choice
 from core.data.shakespeare import sample_windows
-from core.nn import Formats, TransformerLM
+from core.fp8casts import PLAIN_FP8, SIMULATE_FP8, FP8Casts  # noqa: F401  (re-exported)
+from core.nn import TransformerLM
 
 
 @dataclass(frozen=True)
@@ -79,40 +79,3 @@ def window_loss(model: TransformerLM) -> Callable[[dict, jax.Array], jax.Array]:
         return model.apply(variables, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss)
 
     return loss
-
-
-@dataclass
-class FP8Casts:
-    """An FP8 cast recipe: E4M3 weights and activations, E5M2 gradients, at matmul operands (FP32 accumulation,
-    everything else FP32). A config section as well (the unit-scaling paper's `fp8`)."""
-
-    rounding: str = "stochastic"
-    saturate: bool = True
-    head: str = "fp32"  # "fp32": the LM head and the logits' gradient out of FP8; "low": cast like every layer
-
-    def __post_init__(self) -> None:
-        check_choice("fp8.rounding", self.rounding, ["nearest", "stochastic"])
-        check_choice("fp8.head", self.head, ["fp32", "low"])
-
-    def formats(self, attention: bool = True) -> Formats:
-        """The model's formats; `attention` False leaves the attention's matmuls in FP32 (the u-muP paper's scheme
-        casts the linear layers only)."""
-        return Formats(
-            fwd="e4m3",
-            bwd="e5m2",
-            scope="matmul",
-            rounding=self.rounding,
-            saturate=self.saturate,
-            head=self.head,
-            attention=attention,
-        )
-
-    @property
-    def label(self) -> str:
-        sat = "saturating" if self.saturate else "overflowing to Inf/NaN"
-        head = "LM head in FP32" if self.head == "fp32" else "LM head in FP8"
-        return f"{self.rounding} rounding, {sat}, {head}"
-
-
-SIMULATE_FP8 = FP8Casts("stochastic", True, "fp32")
-PLAIN_FP8 = FP8Casts("nearest", False, "low")

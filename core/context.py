@@ -6,8 +6,29 @@ does not include the code that records and decides runs.
 
 from __future__ import annotations
 
+import platform
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
+
+# the packages whose versions a run records (results.json "versions")
+VERSIONED = (
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "numpy",
+    "scipy",
+    "ml_dtypes",
+    "hydra-core",
+    "omegaconf",
+    "wandb",
+    "pyscf",
+    "rdkit",
+    "pyarrow",
+)
 
 
 @dataclass(frozen=True)
@@ -35,3 +56,19 @@ class RunContext:
         """`checkpoint_dir/<parts...>`, where one piece of the run keeps its checkpoints; None when nothing is kept
         (the training loops take None as 'do not checkpoint')."""
         return None if self.checkpoint_dir is None else self.checkpoint_dir.joinpath(*parts)
+
+
+def versions(packages: Iterable[str] = VERSIONED) -> dict[str, str]:
+    """Python, the platform and the installed versions of `packages` (and JAX's devices where JAX is loaded): what a
+    run, or a stage that keeps its own work, records of the environment that computed it."""
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for name in packages:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    if "jax" in sys.modules and "jax" in packages:
+        import jax
+
+        out["jax devices"] = ", ".join(sorted({d.platform for d in jax.devices()}))
+    return out

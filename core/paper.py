@@ -36,6 +36,8 @@ class Paper:
     claims: `claims(cfg) -> list[Claim]`, the declarations from the config alone (imports without JAX);
     results: the Results dataclass `run` returns (core.results rebuilds it from JSON; imports without JAX);
     run, decide, render: the three functions; ledger: the module holding LEDGER (its history of claims).
+    decision_data: data files or folders of the package (relative to it) that only the decision reads (readings of
+    the paper's figures): the decision fingerprint covers them, the compute fingerprint does not.
     """
 
     name: str
@@ -47,6 +49,7 @@ class Paper:
     decide: str
     render: str
     ledger: str = ""
+    decision_data: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name.replace("_", "").isalnum() or not self.name[0].isalpha():

@@ -12,13 +12,16 @@ JSON tables) byte for byte; Markdown, caches and compiled files are left out.
 A paper has two (core.paper): the compute fingerprint covers the module of its `run` and everything that module
 imports of the paper's package, core and ipu_model (followed through their own imports, function-level imports
 included, with every enclosing package's `__init__`), the serialiser of its Results (core.results), the paper's
-data files and those under core and ipu_model; the decision fingerprint covers the modules of `claims`, `decide`,
-`render` and the ledger with what they import, and the code that assembles the record (core.record). The runner
-keys every checkpoint directory by the compute fingerprint; a change to decision or rendering code only leaves
-the computation current and is re-decided from the stored Results (`make redecide`). Data-generation stages that
-depend on fewer modules hash a narrower set (`paper_fingerprint(paper, *paths)`). Imports are read from the syntax
-tree; the packages load no module by a computed name except core.paper, which loads a paper's parts by the names
-its Paper object gives (the same names these fingerprints start from).
+data files and those under core and ipu_model; the decision fingerprint covers the modules of `config`, `claims`,
+`decide`, `render` and the ledger with what they import, and the code that assembles the record (core.record). The
+runner keys every checkpoint directory by the compute fingerprint; a change to decision or rendering code only
+leaves the computation current and is re-decided from the stored Results (`make redecide`). Data-generation stages
+that depend on fewer modules hash a narrower set (`paper_fingerprint(paper, *paths)`). Imports are read from the
+syntax tree; the packages load no module by a computed name except core.paper, which loads a paper's parts by the
+names its Paper object gives (the same names these fingerprints start from), and core.claims' Decided, which it
+loads by name so that a run's fingerprint does not cover the decision. Package `__init__`s that load their heavy
+modules on first use (core, core.sparsity) write those imports out inside `__getattr__`, or name modules that no
+run needs (core's claims API), so the follower still sees what a run can reach.
 """
 
 from __future__ import annotations
@@ -170,12 +173,17 @@ def dependencies(
     return tuple(sorted({str(f.relative_to(root)) for f in (*seen, *files)}))
 
 
-def _paper_data(package: Path, root: Path) -> list[str]:
+def _paper_data(package: Path, root: Path, leave_out: tuple[str, ...] = ()) -> list[str]:
     """The paper's own data files (vendored tables, figure readings): every non-Python file of its package that
-    a fingerprint counts."""
+    a fingerprint counts, but those under `leave_out` (paths relative to the package)."""
     if not package.is_dir():
         return []
-    return [str(f.relative_to(root)) for f in _files(package) if f.suffix != ".py" and not _ledger_file(f)]
+    skipped = [package / p for p in leave_out]
+    return [
+        str(f.relative_to(root))
+        for f in _files(package)
+        if f.suffix != ".py" and not _ledger_file(f) and not any(f == s or f.is_relative_to(s) for s in skipped)
+    ]
 
 
 def _part_paths(paper, parts: tuple[str, ...], root: Path) -> list[str]:
@@ -200,14 +208,16 @@ def compute_dependencies(paper, root: Path = REPO_ROOT) -> tuple[str, ...]:
     """The files a paper's compute fingerprint covers (`paper` a core.paper.Paper)."""
     package, follow = _package(paper, root)
     starts = _part_paths(paper, ("run",), root)
-    return tuple(sorted({*dependencies(*starts, root=root, follow=follow), *_paper_data(package, root)}))
+    data = _paper_data(package, root, tuple(getattr(paper, "decision_data", ())))
+    return tuple(sorted({*dependencies(*starts, root=root, follow=follow), *data}))
 
 
 def decision_dependencies(paper, root: Path = REPO_ROOT) -> tuple[str, ...]:
-    """The files a paper's decision fingerprint covers: claims, decide, render and the ledger, with what they
-    import, and the record's assembly (core.record)."""
+    """The files a paper's decision fingerprint covers: the config (the stored config is validated by it before
+    deciding), claims, decide, render and the ledger, with what they import, and the record's assembly
+    (core.record)."""
     package, follow = _package(paper, root)
-    starts = _part_paths(paper, ("claims", "decide", "render", "ledger"), root)
+    starts = _part_paths(paper, ("config", "claims", "decide", "render", "ledger"), root)
     deps = dependencies(*starts, root=root, machinery=DECISION_MACHINERY, data=False, follow=follow)
     return tuple(sorted({*deps, *_paper_data(package, root)}))
 
@@ -257,7 +267,8 @@ def decision_fingerprint(paper, root: Path = REPO_ROOT) -> str:
     """12 hex digits: the code that decides and renders a paper's record (`decision_dependencies`)."""
     home = _outside(paper, root)
     if home is not None:
-        return _outside_fingerprint(paper, ("claims", "decide", "render", "ledger"), DECISION_MACHINERY, home, root)
+        parts = ("config", "claims", "decide", "render", "ledger")
+        return _outside_fingerprint(paper, parts, DECISION_MACHINERY, home, root)
     return code_fingerprint(*decision_dependencies(paper, root), root=root)
 
 

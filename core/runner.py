@@ -24,17 +24,14 @@ import datetime as dt
 import hashlib
 import json
 import logging
-import platform
-import sys
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
 from core.config import ConfigError, RunConfig, validate_run_config
-from core.context import RunContext
+from core.context import RunContext, versions
 from core.io import atomic_symlink
 from core.paper import Paper, find_paper
 from core.provenance import compute_fingerprint
@@ -48,22 +45,6 @@ log = logging.getLogger(__name__)
 # Keys that change where or how a run is recorded but not what it computes: left out of the checkpoint key, so
 # re-running with another logger or output root still resumes the same work.
 _RECORD_ONLY_KEYS = ("logger", "output_root", "resume", "hydra")
-
-_VERSIONED = (
-    "jax",
-    "jaxlib",
-    "flax",
-    "optax",
-    "numpy",
-    "scipy",
-    "ml_dtypes",
-    "hydra-core",
-    "omegaconf",
-    "wandb",
-    "pyscf",
-    "rdkit",
-    "pyarrow",
-)
 
 
 def load_paper(module_name: str, paper: str) -> Paper:
@@ -101,21 +82,6 @@ def config_key(cfg: DictConfig) -> str:
     assert isinstance(plain, dict)
     content = {k: v for k, v in plain.items() if k not in _RECORD_ONLY_KEYS}
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
-def versions() -> dict[str, str]:
-    """Python, platform and the numerical packages (the commit is results.json's own field)."""
-    out = {"python": platform.python_version(), "platform": platform.platform()}
-    for name in _VERSIONED:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    if "jax" in sys.modules:
-        import jax
-
-        out["jax devices"] = ", ".join(sorted({d.platform for d in jax.devices()}))
-    return out
 
 
 def run(cfg: DictConfig, *, paper: str, run_dir: Path, validated: Validated | None = None) -> Report | None:

@@ -96,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         print("no benchmark sections are registered yet")
         return 0
+    from core.context import versions
     from core.io import atomic_write_json, atomic_write_text
-    from core.runner import versions
 
     rows: list[Comparison] = []
     for name in chosen:

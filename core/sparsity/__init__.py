@@ -8,9 +8,10 @@ DynamicBlockSparse, dynamic_from_pattern, dynamic_matmul, capacity_for
                                                 recompiling (a fixed capacity of blocks)
 """
 
-from core.sparsity.dynamic import DynamicBlockSparse, capacity_for, dynamic_from_pattern, dynamic_matmul
-from core.sparsity.formats import BLOCK_SIZES, BlockPattern, BlockSparseMatrix
-from core.sparsity.static import StaticPlan, block_sparse_matmul, plan_static, static_matmul
+from core.sparsity.formats import BLOCK_SIZES, BlockPattern, BlockSparseMatrix  # numpy only
+
+_DYNAMIC = ("DynamicBlockSparse", "capacity_for", "dynamic_from_pattern", "dynamic_matmul")
+_STATIC = ("StaticPlan", "block_sparse_matmul", "plan_static", "static_matmul")
 
 __all__ = [
     "BLOCK_SIZES",
@@ -25,3 +26,17 @@ __all__ = [
     "plan_static",
     "static_matmul",
 ]
+
+
+def __getattr__(name: str):
+    """The matmuls (JAX) load on first use, so the formats import without JAX (a paper's config validates block
+    sizes against BLOCK_SIZES). The imports are written out, so core.provenance still follows them."""
+    if name in _DYNAMIC:
+        from core.sparsity import dynamic
+
+        return getattr(dynamic, name)
+    if name in _STATIC:
+        from core.sparsity import static
+
+        return getattr(static, name)
+    raise AttributeError(f"module 'core.sparsity' has no attribute {name!r}")

@@ -9,7 +9,6 @@ the loss with respect to the probes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import flax.linen as nn
@@ -17,13 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-
-@dataclass(frozen=True)
-class TensorScale:
-    name: str  # module path, e.g. "block_0/attention/qkv"
-    kind: str  # "weight", "weight grad", "activation", "activation grad"
-    std: float
-    shape: tuple[int, ...]
+from core.scales import TensorScale, plot_scales, scales_table  # the data and its figures: no JAX
 
 
 def _path(context) -> str:
@@ -92,37 +85,4 @@ def tensor_scales(
     ]
 
 
-def scales_table(rows: list[TensorScale]) -> str:
-    """A plain-text table: name, kind, std, log2 std."""
-    width = max(len(r.name) for r in rows)
-    lines = [f"{'tensor'.ljust(width)}  {'kind':<15} {'std':>10} {'log2':>7}"]
-    for r in rows:
-        log2 = np.log2(r.std) if r.std > 0 else -np.inf
-        lines.append(f"{r.name.ljust(width)}  {r.kind:<15} {r.std:>10.3g} {log2:>7.2f}")
-    return "\n".join(lines)
-
-
-def plot_scales(models: dict[str, list[TensorScale]], title: str = "Tensor scales at initialisation"):
-    """The paper's style of plot: log2(std) of every tensor, one panel per kind, one marker per model."""
-    from core.plots import figure
-
-    kinds = ["weight", "activation", "weight grad", "activation grad"]
-    names = {k: list(dict.fromkeys(r.name for rows in models.values() for r in rows if r.kind == k)) for k in kinds}
-    heights = [max(len(names[k]), 1) for k in kinds]
-    fig, axes = figure(4, panel=(4, 0.22 * max(heights) + 2))
-    markers = ["o", "s", "^", "D"]
-    for ax, kind in zip(axes, kinds, strict=True):
-        ys = {n: i for i, n in enumerate(names[kind])}
-        for (label, rows), marker in zip(models.items(), markers, strict=False):
-            pts = [(np.log2(r.std), ys[r.name]) for r in rows if r.kind == kind and r.std > 0]
-            if pts:
-                xs, yy = zip(*pts, strict=True)
-                ax.scatter(xs, yy, marker=marker, s=14, label=label, alpha=0.8)
-        ax.axvline(0, color="k", lw=0.8)
-        ax.set_yticks(range(len(names[kind])), names[kind], fontsize=6)
-        ax.invert_yaxis()
-        ax.set_title(kind)
-        ax.set_xlabel("log2(std)")
-    axes[0].legend(fontsize=8)
-    fig.suptitle(title)
-    return fig
+__all__ = ["TensorScale", "collect_tensors", "plot_scales", "scales_table", "tensor_scales"]

@@ -20,17 +20,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
+from core.unit_scaling.hparams import PARAMETRIZATIONS, Mults  # noqa: F401  (re-exported: no JAX there)
 from core.unit_scaling.ops import apply_constraint, matmul, scale_bwd, scale_fwd
 from core.unit_scaling.ops import cross_entropy as unit_cross_entropy
-
-PARAMETRIZATIONS = ("sp", "mup", "umup")  # the three the u-muP paper compares (core.nn.parametrization.by_name)
 
 # The constraint each u-muP layer ties its forward and input-gradient scales with (unit_scaling/_modules.py): hidden
 # linear layers and the elementwise ops give the input gradient the output's scale (the true gradient); the readout
@@ -38,23 +36,6 @@ PARAMETRIZATIONS = ("sp", "mup", "umup")  # the three the u-muP paper compares (
 # but the readout feeds the loss)
 HIDDEN_CONSTRAINT = "to_output_scale"
 READOUT_CONSTRAINT = None
-
-
-@dataclass(frozen=True)
-class Mults:
-    """u-muP's hyperparameters besides the learning rate, each 1 by default (the paper's Table of HPs; the library's
-    `mult` arguments and transformer_residual_scaling_rule)."""
-
-    residual: float = 1.0  # alpha_res: the residual branches' contribution relative to the embedding's
-    residual_attn_ratio: float = 1.0  # alpha_res_attn_ratio: the attention branches' relative to the MLP branches'
-    attn_softmax: float = 1.0  # alpha_attn: attention logits are alpha q.k / d_head
-    ffn_act: float = 1.0  # alpha_ffn-act: the MLP computes gelu(alpha x) / alpha
-    loss_softmax: float = 1.0  # alpha_loss-softmax: the loss sees alpha * logits
-
-    def __post_init__(self) -> None:
-        for name, value in self.__dict__.items():
-            if not (isinstance(value, int | float) and value > 0 and math.isfinite(value)):
-                raise ValueError(f"Mults.{name} must be a positive finite number, got {value!r}")
 
 
 class ScaleByTreeState(NamedTuple):
@@ -81,7 +62,7 @@ def scale_by_tree(scales: Any) -> optax.GradientTransformation:
 # ---------------------------------------------------------------------------------------------- residual rule
 
 
-def residual_tau(index: int, branches: int, mults: Mults = Mults()) -> float:
+def residual_tau(index: int, branches: int, mults: Mults = Mults()) -> float:  # noqa: B008  (frozen)
     """tau of residual branch `index` (0-based; attention and MLP branches alternate, attention first) of
     `branches` in all: the branch enters the stream as (tau b + skip) / sqrt(1 + tau^2).
 

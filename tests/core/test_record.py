@@ -98,7 +98,7 @@ def test_a_record_that_cannot_be_decided_says_why(tmp_path):
 def test_the_two_fingerprints_follow_the_code_each_side_runs(tmp_path):
     """In a tree of our own: a change to decision or report code changes only the decision fingerprint; a change
     to computing code, or to what both import, changes the compute fingerprint."""
-    for sub in ("core", "papers/x"):
+    for sub in ("core", "papers/x/data"):
         (tmp_path / sub).mkdir(parents=True)
     files = {
         "core/__init__.py": "",
@@ -113,12 +113,14 @@ def test_the_two_fingerprints_follow_the_code_each_side_runs(tmp_path):
         "papers/x/claims.py": "from core.stats import mean\nfrom papers.x.results import dataclass\nLIMIT = 1\n",
         "papers/x/report.py": "from papers.x.results import dataclass\nWIDTH = 3\n",
         "papers/x/ledger.py": "LEDGER = []\n",
+        "papers/x/data/reading.json": "[1]\n",  # a reading of a paper's figure: decision data
+        "papers/x/table.json": "[1]\n",  # vendored data the run reads
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     paper = Paper(
         "x", "X", "papers.x.config:Config", "papers.x.claims:claims", "papers.x.results:Results", "papers.x.run:run",
-        "papers.x.claims:decide", "papers.x.report:render", "papers.x.ledger",
+        "papers.x.claims:decide", "papers.x.report:render", "papers.x.ledger", decision_data=("data",),
     )  # fmt: skip
 
     def fingerprints():
@@ -129,6 +131,7 @@ def test_the_two_fingerprints_follow_the_code_each_side_runs(tmp_path):
         ("papers/x/claims.py", "LIMIT = 2\n"),  # a decision changed
         ("papers/x/report.py", "WIDTH = 4\n"),  # a table's width changed
         ("core/stats.py", "def mean(x):\n    return sum(x) / max(len(x), 1)\n"),  # a statistic changed
+        ("papers/x/data/reading.json", "[2]\n"),  # a figure read again
     ]:
         (tmp_path / name).write_text((tmp_path / name).read_text() + new)
         now = fingerprints()
@@ -137,6 +140,9 @@ def test_the_two_fingerprints_follow_the_code_each_side_runs(tmp_path):
     (tmp_path / "papers/x/train.py").write_text("def train():\n    return 2\n")
     now = fingerprints()
     assert now[0] != compute and now[1] == decision
+    (tmp_path / "papers/x/table.json").write_text("[2]\n")  # other data of the package counts for both
+    assert fingerprints()[0] != now[0]
+    now = fingerprints()
     (tmp_path / "papers/x/results.py").write_text("from dataclasses import dataclass, field\n")
     after = fingerprints()
     assert after[0] != now[0] and after[1] != now[1]  # the Results type: both sides read it

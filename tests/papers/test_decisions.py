@@ -31,9 +31,9 @@ cfg = again.config()
 second = again.paper.decide_results(cfg, again.results())
 print(json.dumps({
     "same": decided_values(first) == decided_values(second),
-    "heavy": sorted(m for m in sys.modules if m.split(".")[0] in %r),
+    "heavy": sorted(m for m in sys.modules if m.split(".")[0] in HEAVY),
 }))
-""" % (HEAVY,)
+""".replace("HEAVY", repr(HEAVY))
 
 
 @pytest.fixture(scope="module", params=PAPERS)
