@@ -2,7 +2,7 @@
 they carry no fingerprint, and say when and why a rule moved and the verdict last recorded under the old one."""
 
 from core.claims import at_least, at_most, printed
-from core.ledger import Change
+from core.ledger import Change, code_changes
 
 # Literal values, not read from claims.py: the history must not move when the claims do
 SLACK = 0.05  # "within 0.05 of the literature MRR, or better" (issue 12)
@@ -228,4 +228,29 @@ SHARED_POWER_CHANGES = [
     for claim, fingerprint in SHARED_POWER.items()
 ]
 
-LEDGER: list[Change] = [*HISTORY, *NOW, *REVIEW, *ISSUE_45_CHANGES, *SHARED_POWER_CHANGES]
+# Issue 57 (2026-11-28): the claims are decided from the stored Results (run -> Results -> decide -> render); the
+# measuring functions read the typed Results instead of the run's dicts. New fingerprint per claim.
+STORED_RESULTS_CHANGES = code_changes(
+    "2026-11-28",
+    "issue 57: decided from the stored Results (run -> Results -> decide -> render), so a change to how a claim is "
+    "decided or shown is re-decided without re-running; the statistic, rule and figure are unchanged, and the smoke "
+    "run's values are identical (the ensemble's paired bootstrap too, on a two-member ensemble)",
+    {
+        "beats-random-floor-as-literature": "b55540bf68c1",
+        "mrr-nations-transe": "f465744536ef",
+        "mrr-nations-distmult": "739f91fce2a8",
+        "mrr-nations-complex": "e9f7b5bc1354",
+        "mrr-nations-rotate": "71c1b7f41222",
+        "mrr-kinships-distmult": "d5c77c201312",
+        "mrr-kinships-complex": "ec8a4d185a4e",
+        "mrr-umls-distmult": "c3943c8a2eb4",
+        "mrr-umls-complex": "70595b548143",
+        "ensemble-nations": "09dd0edbe503",
+        "ensemble-kinships": "7509414bba73",
+        "ensemble-umls": "98b9ab1645c1",
+        "bess-equals-single-device": "ac75eb377617",
+        "bess-moves-less": "83114a02f976",
+    },
+)
+
+LEDGER: list[Change] = [*HISTORY, *NOW, *REVIEW, *ISSUE_45_CHANGES, *SHARED_POWER_CHANGES, *STORED_RESULTS_CHANGES]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-LOSSES = ("log_sigmoid", "margin", "softmax")
+from papers.bess.config import LOSSES
 
 
 @dataclass(frozen=True)

@@ -1,26 +1,18 @@
-"""The BESS report (the claims are papers/bess/claims.py): the tables (filtered MRR and hits@k
-of every scoring function on Nations, Kinships and UMLS, mean over training seeds, beside the literature and a peer
-library's results on the same splits, each seed's MRR, the random floor and the ensembles; scaling over simulated
-devices, read from the compiled programs) and the figures (MRR per graph, steps/s and memory per device)."""
+"""The BESS report, made from the Results and the decision: the tables (filtered MRR and hits@k of every scoring
+function on Nations, Kinships and UMLS, mean over training seeds, beside the literature and a peer library's results
+on the same splits, each seed's MRR, the random floor and the ensembles; scaling over simulated devices, read from
+the compiled programs) and the figures (MRR per graph, steps/s and memory per device). It formats; the claims and
+every interval it shows are decided in papers/bess/claims.py."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from core import plots
-from core.report import Figure, Interval, Report, Table
-from papers.bess.claims import (
-    LITERATURE_MRR,
-    NAMES,
-    UNVERIFIED,
-    claims,
-    ensemble_gain,
-    facts,
-    measure,
-    per_triple_rr,
-    seed_interval,
-    split_se,
-)
+from core.claims import Decided, Interval
+from core.report import Figure, Report, Table
+from papers.bess.literature import LITERATURE_MRR, NAMES, UNVERIFIED
+from papers.bess.results import Results, ScalingRow, SeedRun
 
 # A peer library on the same splits (the pykeen wheel's files, which are ours too), filtered, both directions, ties
 # at their expected rank as ours: PyKEEN's test MRR (REFERENCES.md K1: one configuration per model, one run) and
@@ -43,8 +35,8 @@ PEER_HITS10 = {
 # ---------------------------------------------------------------------------------------------- tables
 
 
-def _mean(infos: list[dict], split: str, key: str) -> float:
-    return float(np.mean([info[split][key] for info in infos]))
+def _mean(runs: list[SeedRun], split: str, key: str) -> float:
+    return float(np.mean([getattr(r, split)[key] for r in runs]))
 
 
 def _literature_cell(key: tuple[str, str]) -> str:
@@ -53,16 +45,15 @@ def _literature_cell(key: tuple[str, str]) -> str:
     return f"{LITERATURE_MRR[key]:.3f}" + (" (unverified)" if key in UNVERIFIED else "")
 
 
-def _table_link_prediction(cfg, graphs, results, ensembles, floors, untrained) -> Table:
+def _table_link_prediction(cfg, results: Results, decided: Decided) -> Table:
     """Filtered MRR and hits@k of every trained model (mean over seeds, with the MRR's t interval) beside the
     literature and the peer library, then the ensembles, the random floors and the untrained embeddings of each
     graph."""
-    from papers.bess.scoring import random_floor
-
     c = cfg.bess
+    est = decided.estimates
     rows = []
-    for (name, model), infos in results.items():
-        mrr = seed_interval(infos)
+    for (name, model), runs in results.runs.items():
+        mrr = est[f"mrr/{name}/{model}"]
         peer_hits = PEER_HITS10.get((name, model))
         rows.append(
             [
@@ -72,22 +63,22 @@ def _table_link_prediction(cfg, graphs, results, ensembles, floors, untrained) -
                 f"[{mrr.low:.3f}, {mrr.high:.3f}]",
                 _literature_cell((name, model)),
                 f"{PEER_MRR[(name, model)]:.3f}" if (name, model) in PEER_MRR else "-",
-                f"{_mean(infos, 'test', 'hits@1'):.3f}",
-                f"{_mean(infos, 'test', 'hits@3'):.3f}",
-                f"{_mean(infos, 'test', 'hits@10'):.3f}",
+                f"{_mean(runs, 'test', 'hits@1'):.3f}",
+                f"{_mean(runs, 'test', 'hits@3'):.3f}",
+                f"{_mean(runs, 'test', 'hits@10'):.3f}",
                 f"{peer_hits:.3f}" if peer_hits is not None else "-",
-                f"{_mean(infos, 'valid', 'mrr'):.3f}",
-                f"{np.mean([info['triples_per_second'] for info in infos]):.0f}",
-                f"{sum(info['search_seconds'] for info in infos):.0f}",
+                f"{_mean(runs, 'valid', 'mrr'):.3f}",
+                f"{np.mean([r.triples_per_second for r in runs]):.0f}",
+                f"{sum(r.search_seconds for r in runs):.0f}",
             ]
         )
-    for name, ens in ensembles.items():
-        hits = [f"{ens[k]:.3f}" for k in ("hits@1", "hits@3", "hits@10")]
-        rows.append([name, "ensemble (first seed's models)", f"{ens['mrr']:.3f}", *["-"] * 3, *hits, *["-"] * 4])
-    for name, kg in graphs.items():
-        rows.append([name, "random ranking, filtered (exact)", f"{floors[name]:.3f}", *["-"] * 10])
-        rows.append([name, "random ranking, unfiltered (H_N/N)", f"{random_floor(kg.num_entities):.3f}", *["-"] * 10])
-        u = untrained[name]
+    for name, ens in results.ensembles.items():
+        hits = [f"{ens.test[k]:.3f}" for k in ("hits@1", "hits@3", "hits@10")]
+        rows.append([name, "ensemble (first seed's models)", f"{ens.test['mrr']:.3f}", *["-"] * 3, *hits, *["-"] * 4])
+    for name, graph in results.graphs.items():
+        rows.append([name, "random ranking, filtered (exact)", f"{est[f'floor/{name}/filtered']:.3f}", *["-"] * 10])
+        rows.append([name, "random ranking, unfiltered (H_N/N)", f"{est[f'floor/{name}/unfiltered']:.3f}", *["-"] * 10])
+        u = graph.untrained
         hits = [f"{u[k]:.3f}" for k in ("hits@1", "hits@3", "hits@10")]
         rows.append([name, "untrained (random embeddings)", f"{u['mrr']:.3f}", *["-"] * 3, *hits, *["-"] * 4])
     return Table(
@@ -121,20 +112,20 @@ def _table_link_prediction(cfg, graphs, results, ensembles, floors, untrained) -
     )
 
 
-def _table_seeds(results) -> Table:
+def _table_seeds(results: Results, decided: Decided) -> Table:
     """Every seed's test MRR, best step and margin, with the spread and the test split's standard error."""
     rows = []
-    for (name, model), infos in results.items():
-        values = [info["test"]["mrr"] for info in infos]
+    for (name, model), runs in results.runs.items():
+        values = [r.test["mrr"] for r in runs]
         rows.append(
             [
                 name,
                 NAMES[model],
                 ", ".join(f"{v:.3f}" for v in values),
                 f"{np.std(values, ddof=1):.4f}",
-                f"{split_se(infos):.4f}",
-                ", ".join(str(info["best_step"]) for info in infos),
-                ", ".join(f"{info['gamma']:g}" for info in infos) if model in ("transe", "rotate") else "-",
+                f"{decided.estimates[f'split_se/{name}/{model}'].estimate:.4f}",
+                ", ".join(str(r.best_step) for r in runs),
+                ", ".join(f"{r.gamma:g}" for r in runs) if model in ("transe", "rotate") else "-",
             ]
         )
     return Table(
@@ -149,35 +140,36 @@ def _table_seeds(results) -> Table:
     )
 
 
-def _table_margins(results) -> Table | None:
+def _table_margins(results: Results) -> Table | None:
     """Validation MRR per margin gamma for the models whose gamma was searched (None where none was), per seed."""
-    grids = [(name, model, info) for (name, model), infos in results.items() for info in infos if len(info["grid"]) > 1]
+    grids = [(name, model, r) for (name, model), runs in results.runs.items() for r in runs if len(r.grid) > 1]
     if not grids:
         return None
     return Table(
         "margins",
         "Margin gamma chosen on the validation split (best validation MRR over each run's evaluations)",
-        ["graph", "model", "seed", *[f"gamma = {g:g}" for g in grids[0][2]["grid"]], "chosen"],
+        ["graph", "model", "seed", *[f"gamma = {g:g}" for g in grids[0][2].grid], "chosen"],
         [
-            [name, NAMES[model], info["seed"], *[f"{v:.3f}" for v in info["grid"].values()], f"{info['gamma']:g}"]
-            for name, model, info in grids
+            [name, NAMES[model], r.seed, *[f"{v:.3f}" for v in r.grid.values()], f"{r.gamma:g}"]
+            for name, model, r in grids
         ],
     )
 
 
-def _table_ensembles(cfg, results, ensembles) -> Table:
+def _table_ensembles(results: Results, decided: Decided) -> Table:
     """Each graph's ensemble of the first seed's models against its best single member: the MRR gain and its
-    paired-bootstrap interval."""
-    first = {key: infos[0] for key, infos in results.items()}
+    paired-bootstrap interval (the claims `ensemble-<graph>`)."""
+    decided_claims = {c.id: c for c in decided.claims}
     rows = []
-    for name, ens in ensembles.items():
-        gain, detail = ensemble_gain(ens, first, name, int(cfg.seed))
+    for name in results.ensembles:
+        claim = decided_claims[f"ensemble-{name}"]
+        gain = claim.ours
         cells = (
             [f"{gain.estimate:+.4f}", f"[{gain.low:+.4f}, {gain.high:+.4f}]"]
             if isinstance(gain, Interval)
             else [gain, "-"]
         )
-        rows.append([name, detail, *cells])
+        rows.append([name, claim.detail, *cells])
     return Table(
         "ensembles",
         "Ensembles against their best single member on the test split",
@@ -189,7 +181,7 @@ def _table_ensembles(cfg, results, ensembles) -> Table:
     )
 
 
-def _table_scaling(cfg, scaling_rows) -> Table:
+def _table_scaling(cfg, scaling_rows: list[ScalingRow]) -> Table:
     """Speed, memory and collective traffic of BESS on 1..n simulated devices, read from the compiled programs."""
     c = cfg.bess
     return Table(
@@ -211,17 +203,17 @@ def _table_scaling(cfg, scaling_rows) -> Table:
         ],
         [
             [
-                r["devices"],
-                f"{r['steps_per_second']:.1f}",
-                f"{r['triples_per_second']:.0f}",
-                f"{r['step_bytes_per_device'] / 2**20:.2f}",
-                f"{r['entity_bytes_per_device'] / 2**20:.2f}",
-                f"{r['temp_bytes_per_device'] / 2**20:.2f}",
-                f"{r['bess_bytes_per_step']:,}",
-                f"{r['bess_all_to_all_bytes_per_step']:,}",
-                f"{r['analytic_all_to_all_bytes_per_step']:,}",
-                f"{r['all_gather_bytes_per_step']:,}",
-                f"{r['all_gather_temp_bytes_per_device'] / 2**20:.2f}",
+                r.devices,
+                f"{r.steps_per_second:.1f}",
+                f"{r.triples_per_second:.0f}",
+                f"{r.step_bytes_per_device / 2**20:.2f}",
+                f"{r.entity_bytes_per_device / 2**20:.2f}",
+                f"{r.temp_bytes_per_device / 2**20:.2f}",
+                f"{r.bess_bytes_per_step:,}",
+                f"{r.bess_all_to_all_bytes_per_step:,}",
+                f"{r.analytic_all_to_all_bytes_per_step:,}",
+                f"{r.all_gather_bytes_per_step:,}",
+                f"{r.all_gather_temp_bytes_per_device / 2**20:.2f}",
             ]
             for r in scaling_rows
         ],
@@ -237,38 +229,38 @@ def _table_scaling(cfg, scaling_rows) -> Table:
     )
 
 
-def tables(cfg, graphs, results, ensembles, floors, untrained, scaling_rows) -> list[Table]:
+def tables(cfg, results: Results, decided: Decided) -> list[Table]:
     """The report's tables in order: link prediction, each seed's MRR, the margin search (where gamma was searched),
     the ensembles and the scaling sweep (where they ran)."""
     out = [
-        _table_link_prediction(cfg, graphs, results, ensembles, floors, untrained),
-        _table_seeds(results),
+        _table_link_prediction(cfg, results, decided),
+        _table_seeds(results, decided),
         _table_margins(results),
     ]
-    if ensembles:
-        out.append(_table_ensembles(cfg, results, ensembles))
-    if scaling_rows:
-        out.append(_table_scaling(cfg, scaling_rows))
+    if results.ensembles:
+        out.append(_table_ensembles(results, decided))
+    if results.scaling:
+        out.append(_table_scaling(cfg, results.scaling))
     return [t for t in out if t is not None]
 
 
 # ---------------------------------------------------------------------------------------------- figures
 
 
-def figures(graphs, results, ensembles, floors, scaling_rows) -> list[Figure]:
+def figures(results: Results, decided: Decided) -> list[Figure]:
     out = [
         Figure(
             "mrr",
-            _mrr_figure(graphs, results, ensembles, floors),
+            _mrr_figure(results, decided),
             "Filtered test MRR: ours (mean over seeds, 95% t interval) beside the literature, PyKEEN on the same "
             "splits and the expected MRR of a random ranking (filtered).",
         )
     ]
-    if scaling_rows:
+    if results.scaling:
         out.append(
             Figure(
                 "scaling",
-                _scaling_figure(scaling_rows),
+                _scaling_figure(results.scaling),
                 "Steps/s and per-device memory (XLA's analysis of the compiled step) against the number of "
                 "simulated devices.",
             )
@@ -276,53 +268,54 @@ def figures(graphs, results, ensembles, floors, scaling_rows) -> list[Figure]:
     return out
 
 
-def build_report(cfg, graphs, results, ensembles, floors, untrained, equivalence, scaling_rows) -> Report:
-    notes = [
-        "The paper's experiment (WikiKG90Mv2: 91M entities, an 85-model ensemble, 16 IPUs) cannot run on a CPU "
-        "without the data; Nations, Kinships and UMLS run the same method (sharding, balanced blocks, shared "
-        "negatives, one all_to_all per step) end to end. Head prediction uses reciprocal relations (a common "
-        "protocol; the literature figures come from varied protocols and tuning).",
-        "The random floor is the exact expected filtered MRR of a uniformly random ranking: a test query with C "
-        "candidates left after filtering has E[1/rank] = H_C / C, averaged over the test split's tail and head "
-        "queries. It lies well above the unfiltered H_N/N, most on Nations, whose 14 entities leave few candidates.",
-        "Hyperparameters are per scoring function and shared by the three graphs (bess.hyper.*), except RotatE's "
-        "margin gamma, chosen per graph and seed on the validation split (the 'margins' table). TransE's gamma is "
-        "inert under the sampled softmax (shift-invariant).",
-        "The MRR claims are decided on the t interval over training seeds: the test split is fixed and is the one "
-        "the literature measured on, so its sampling error (the 'seeds' table's test-split SE) is common to both "
-        "sides. A literature figure without a primary table (REFERENCES.md L5-L8) gives the verdict 'unverified', "
-        "its rule's own outcome shown beside.",
-    ]
-    metrics = {f"{name}/{model}/test_mrr": seed_interval(infos).estimate for (name, model), infos in results.items()}
+NOTES = [
+    "The paper's experiment (WikiKG90Mv2: 91M entities, an 85-model ensemble, 16 IPUs) cannot run on a CPU "
+    "without the data; Nations, Kinships and UMLS run the same method (sharding, balanced blocks, shared "
+    "negatives, one all_to_all per step) end to end. Head prediction uses reciprocal relations (a common "
+    "protocol; the literature figures come from varied protocols and tuning).",
+    "The random floor is the exact expected filtered MRR of a uniformly random ranking: a test query with C "
+    "candidates left after filtering has E[1/rank] = H_C / C, averaged over the test split's tail and head "
+    "queries. It lies well above the unfiltered H_N/N, most on Nations, whose 14 entities leave few candidates.",
+    "Hyperparameters are per scoring function and shared by the three graphs (bess.hyper.*), except RotatE's "
+    "margin gamma, chosen per graph and seed on the validation split (the 'margins' table). TransE's gamma is "
+    "inert under the sampled softmax (shift-invariant).",
+    "The MRR claims are decided on the t interval over training seeds: the test split is fixed and is the one "
+    "the literature measured on, so its sampling error (the 'seeds' table's test-split SE) is common to both "
+    "sides. A literature figure without a primary table (REFERENCES.md L5-L8) gives the verdict 'unverified', "
+    "its rule's own outcome shown beside.",
+]
+
+
+def render(cfg, results: Results, decided: Decided) -> Report:
+    est = decided.estimates
+    metrics = {f"{name}/{model}/test_mrr": est[f"mrr/{name}/{model}"].estimate for name, model in results.runs}
     metrics |= {
-        f"{name}/{model}/seed_{info['seed']}/test_mrr": info["test"]["mrr"]
-        for (name, model), infos in results.items()
-        for info in infos
+        f"{name}/{model}/seed_{r.seed}/test_mrr": r.test["mrr"]
+        for (name, model), runs in results.runs.items()
+        for r in runs
     }
-    metrics |= {f"{name}/ensemble/test_mrr": e["mrr"] for name, e in ensembles.items()}
-    metrics |= {f"{name}/random_filtered_mrr": f for name, f in floors.items()}
-    metrics |= {f"scaling/{r['devices']}/steps_per_second": r["steps_per_second"] for r in scaling_rows}
+    metrics |= {f"{name}/ensemble/test_mrr": e.test["mrr"] for name, e in results.ensembles.items()}
+    metrics |= {f"{name}/random_filtered_mrr": est[f"floor/{name}/filtered"] for name in results.graphs}
+    metrics |= {f"scaling/{r.devices}/steps_per_second": r.steps_per_second for r in results.scaling}
     return Report(
         "bess",
         "BESS: balanced entity sampling and sharing for knowledge-graph completion",
-        measure(cfg, results, ensembles, floors, equivalence, scaling_rows, graphs),
-        tables(cfg, graphs, results, ensembles, floors, untrained, scaling_rows),
-        figures(graphs, results, ensembles, floors, scaling_rows),
-        metrics,
-        notes,
-        facts=facts(scaling_rows),
+        tables=tables(cfg, results, decided),
+        figures=figures(results, decided),
+        metrics=metrics,
+        notes=list(NOTES),
     )
 
 
-def _mrr_figure(graphs, results, ensembles, floors):
-    names = list(graphs)
-    models = sorted({m for _, m in results}, key=list(NAMES).index)
+def _mrr_figure(results: Results, decided: Decided):
+    names = list(results.graphs)
+    models = sorted({m for _, m in results.runs}, key=list(NAMES).index)
     fig, axes = plots.figure(len(names), panel=(4, 3.6), squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
-        trained = [m for m in models if (name, m) in results]
-        ensemble = name in ensembles
-        intervals = [seed_interval(results[(name, m)]) for m in trained]
-        ours = [i.estimate for i in intervals] + ([ensembles[name]["mrr"]] if ensemble else [])
+        trained = [m for m in models if (name, m) in results.runs]
+        ensemble = name in results.ensembles
+        intervals = [decided.estimates[f"mrr/{name}/{m}"] for m in trained]
+        ours = [i.estimate for i in intervals] + ([results.ensembles[name].test["mrr"]] if ensemble else [])
         half = [(i.high - i.low) / 2 for i in intervals] + ([0.0] if ensemble else [])
         lit = [LITERATURE_MRR.get((name, m), np.nan) for m in trained] + ([np.nan] if ensemble else [])
         peer = [PEER_MRR.get((name, m), np.nan) for m in trained] + ([np.nan] if ensemble else [])
@@ -336,31 +329,33 @@ def _mrr_figure(graphs, results, ensembles, floors):
             rotation=30,
             legend=False,
         )
-        ax.axhline(floors[name], color="k", ls="--", lw=1, label="random ranking (filtered)")
+        ax.axhline(
+            decided.estimates[f"floor/{name}/filtered"], color="k", ls="--", lw=1, label="random ranking (filtered)"
+        )
         ax.set_ylim(0, 1)
         ax.set_title(name)
     axes[0][0].legend(fontsize=8)
     return fig
 
 
-def _scaling_figure(rows):
-    n = [r["devices"] for r in rows]
+def _scaling_figure(rows: list[ScalingRow]):
+    n = [r.devices for r in rows]
     fig, (speed, memory) = plots.figure(2, panel=(4.5, 3.6))
     plots.curves(
         speed,
-        {"steps/s": (n, [r["steps_per_second"] for r in rows])},
+        {"steps/s": (n, [r.steps_per_second for r in rows])},
         xlabel="devices (simulated on one CPU)",
         ylabel="training steps/s (fixed global batch)",
         legend=False,
     )
     speed.set_xscale("log", base=2)
-    whole = rows[0]["step_bytes_per_device"] * rows[0]["devices"]
+    whole = rows[0].step_bytes_per_device * rows[0].devices
     plots.curves(
         memory,
         {
-            "compiled step (XLA)": (n, [r["step_bytes_per_device"] / 2**20 for r in rows]),
-            "its entity-table part": (n, [r["entity_bytes_per_device"] / 2**20 for r in rows]),
-            "all-gather step's temporaries": (n, [r["all_gather_temp_bytes_per_device"] / 2**20 for r in rows]),
+            "compiled step (XLA)": (n, [r.step_bytes_per_device / 2**20 for r in rows]),
+            "its entity-table part": (n, [r.entity_bytes_per_device / 2**20 for r in rows]),
+            "all-gather step's temporaries": (n, [r.all_gather_temp_bytes_per_device / 2**20 for r in rows]),
             "1/n": (n, [whole / k / 2**20 for k in n]),
         },
         xlabel="devices",
@@ -372,4 +367,4 @@ def _scaling_figure(rows):
     return fig
 
 
-__all__ = ["LITERATURE_MRR", "build_report", "claims", "ensemble_gain", "measure", "per_triple_rr"]
+__all__ = ["PEER_HITS10", "PEER_MRR", "render"]

@@ -4,7 +4,7 @@ Training uses reciprocal relations (Lacroix et al. 2018): every training triple 
 (t, r + R, h), so that predicting a head is predicting the tail of the inverse relation and BESS's tail-only
 negatives train both directions. Evaluation ranks, for every valid or test triple, the true tail of (h, r, ?) and
 the true head of (?, r, t) -- the latter scored as (t, r + R, ?) -- among all N entities, with the other known
-answers (from every split) filtered out and ties averaged (papers.bess.scoring).
+answers (from every split) filtered out and ties averaged (papers.bess.ranking).
 
 `train_kge` runs the BESS step (papers.bess.bess) on a 1-D mesh of n devices with optax's AdamW; the entity table
 stays sharded over the mesh for the whole run, relations are replicated. It evaluates the validation MRR every
@@ -21,7 +21,7 @@ validation split from a small grid (`gammas`), entities initialised uniformly in
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,68 +33,14 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from core.checkpoint import Checkpointer
-from core.config import ConfigError, check_choice, check_range
 from core.devices import is_main_process, require_devices, to_host
 from core.train import fit, init_state, optimizer_step
 from papers.bess.bess import AXIS, BalancedSampler, bess_loss_fn, shard_entities
+from papers.bess.config import ModelConfig, TrainRunConfig
 from papers.bess.kg import KGDataset
-from papers.bess.losses import LOSSES, Loss
-from papers.bess.scoring import (
-    check_model,
-    filtered_ranks,
-    known_answers,
-    ranking_metrics,
-    relation_width,
-    score_candidates,
-)
-
-
-@dataclass
-class ModelConfig:
-    """One scoring function's hyperparameters. `gammas`: margins tried on each graph's validation split (the best
-    is kept); empty: `gamma` alone."""
-
-    dim: int = 200
-    gamma: float = 12.0
-    gammas: list[float] = field(default_factory=list)
-    loss: str = "softmax"
-    adversarial: float = 0.0
-    margin: float = 1.0
-    lr: float = 0.01
-    weight_decay: float = 0.0
-    init_scale: float = 0.1
-
-    def _check(self, key: str) -> None:
-        check_range(f"{key}.dim", self.dim, ge=2)
-        check_range(f"{key}.gamma", self.gamma, gt=0)
-        for g in self.gammas:
-            check_range(f"{key}.gammas", g, gt=0)
-        if len(set(self.gammas)) != len(self.gammas):
-            raise ConfigError(f"{key}.gammas={list(self.gammas)} repeats a margin")
-        check_choice(f"{key}.loss", self.loss, LOSSES)
-        check_range(f"{key}.adversarial", self.adversarial, ge=0)
-        check_range(f"{key}.margin", self.margin, gt=0)
-        check_range(f"{key}.lr", self.lr, gt=0)
-        check_range(f"{key}.weight_decay", self.weight_decay, ge=0)
-        check_range(f"{key}.init_scale", self.init_scale, gt=0)
-
-
-@dataclass
-class TrainRunConfig:
-    """How every scoring function trains (the config's bess.train section)."""
-
-    steps: int = 1000
-    batch: int = 512  # triples per step over all devices
-    negatives: int = 32  # per (head shard, tail shard) block: each triple sees devices * negatives
-    eval_every: int = 100  # validation MRR cadence: the best evaluation's parameters are kept
-    checkpoint_every: int = 500
-
-    def __post_init__(self) -> None:
-        check_range("bess.train.steps", self.steps, ge=1)
-        check_range("bess.train.batch", self.batch, ge=1)
-        check_range("bess.train.negatives", self.negatives, ge=1)
-        check_range("bess.train.eval_every", self.eval_every, ge=0)
-        check_range("bess.train.checkpoint_every", self.checkpoint_every, ge=1)
+from papers.bess.losses import Loss
+from papers.bess.ranking import known_answers, rank_scores, ranking_metrics
+from papers.bess.scoring import check_model, relation_width, score_candidates
 
 
 @dataclass
@@ -307,19 +253,6 @@ def candidate_scores(
     return np.concatenate(out)
 
 
-def query_answers(triples: np.ndarray, known) -> tuple[np.ndarray, list[set]]:
-    """The true answer and the known answers (for filtering) of each tail query, then each head query."""
-    tails, heads = known
-    answers = np.concatenate([triples[:, 2], triples[:, 0]])
-    sets = [tails[(h, r)] for h, r, _ in triples.tolist()] + [heads[(r, t)] for _, r, t in triples.tolist()]
-    return answers, sets
-
-
-def rank_scores(scores: np.ndarray, triples: np.ndarray, known) -> np.ndarray:
-    answers, sets = query_answers(triples, known)
-    return filtered_ranks(scores, answers, sets)
-
-
 def evaluate(kg: KGDataset, entities, relations, cfg: KGEConfig, split: str = "test", known=None) -> dict:
     """Filtered MRR and hits@1/3/10 over both directions of kg.<split>."""
     triples = getattr(kg, split)
@@ -363,15 +296,12 @@ def select_ensemble(valid_scores: dict[str, np.ndarray], triples: np.ndarray, kn
 
 __all__ = [
     "KGEConfig",
-    "ModelConfig",
-    "TrainRunConfig",
     "candidate_scores",
     "ensemble_scores",
     "evaluate",
     "init_tables",
     "make_mesh",
     "place_tables",
-    "rank_scores",
     "select_ensemble",
     "train_kge",
     "with_reciprocals",

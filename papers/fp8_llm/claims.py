@@ -1,8 +1,10 @@
-"""The FP8 LLM claims, declared from the config alone before any run, and the functions that measure them.
+"""The FP8 LLM claims, declared from the config alone before any run, and their decision: a pure function of the
+stored Results (`decide`), with the functions that measure each claim from them.
 
 Each claim names the paper's statement (papers/fp8_llm/REFERENCES.md, ref. n = entry n), the statistic we measure,
 the rule that decides it, and the design (confidence, unit of replication, the smallest effect the default design
-resolves). The report module (papers/fp8_llm/report.py) builds the tables and figures.
+resolves). `decide` also makes the facts and the estimates the tables show (every interval the report prints); the
+report module (papers/fp8_llm/report.py) formats them into tables and figures.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ import math
 
 import numpy as np
 
+from core.claims import Decided
 from core.report import Claim, Fact, Interval, equivalent, interval_above, interval_below
 from core.stats import paired_bootstrap, seed_mean, slope
+from papers.fp8_llm.config import arm_seeds
+from papers.fp8_llm.results import Results
 
 # The paper states that FP8-AMAX matches the 16-bit baseline without a number; 1% of the validation loss is this
 # project's tolerance for "matches" (papers/fp8_llm/REFERENCES.md, entries 1 and 3).
@@ -34,22 +39,26 @@ def _rel(a: float, b: float) -> float:
     return a / b - 1 if math.isfinite(a) else float("inf")
 
 
-def paired_gaps(results: dict, size: str, arm: str, reference: str) -> list[float]:
+def paired_gaps(results: Results, size: str, arm: str, reference: str) -> list[float]:
     """arm / reference - 1 of the final validation loss for every seed both arms trained from."""
-    a, b = results[(size, arm)], results[(size, reference)]
+    a, b = results.arm(size, arm), results.arm(size, reference)
     return [_rel(a.loss(s), b.loss(s)) for s in a.seeds if s in b.seeds]
 
 
-def inference_gaps(inference: dict) -> dict[str, list[float]]:
-    return {s: [_rel(q, f) for q, f in zip(v["losses"], v["fp32"], strict=True)] for s, v in inference.items()}
+def inference_gaps(results: Results) -> dict[str, list[float]]:
+    """FP8 / FP32 - 1 of each seed's FP32 model's validation loss, per size (the FP32 arm's own final loss)."""
+    return {
+        s: [_rel(q, f) for q, f in zip(v.fp8, results.arm(s, "fp32").valid_losses, strict=True)]
+        for s, v in results.inference.items()
+    }
 
 
-def mx_gaps(inference: dict, variant: str) -> dict[str, list[float]]:
+def mx_gaps(results: Results, variant: str) -> dict[str, list[float]]:
     """MX / FP32 - 1 of each seed's FP32 model's validation loss, per size, for one MX variant."""
     return {
-        s: [_rel(q, f) for q, f in zip(v["mx"][variant], v["fp32"], strict=True)]
-        for s, v in inference.items()
-        if variant in v.get("mx", {})
+        s: [_rel(q, f) for q, f in zip(v.mx[variant], results.arm(s, "fp32").valid_losses, strict=True)]
+        for s, v in results.inference.items()
+        if variant in v.mx
     }
 
 
@@ -97,8 +106,8 @@ def _sizes(cfg) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- measuring
-# One function per claim: (cfg, results, inference, pretrained) -> (ours, detail); each is fingerprinted into the
-# claims lock (core.ledger) with its claim.
+# One function per claim: (cfg, results) -> (ours, detail), or None where the run did not measure it; each is
+# fingerprinted into the claims lock (core.ledger) with its claim.
 
 
 def _farthest(gaps: dict[str, list[float]], fmt: str) -> tuple[Interval, str]:
@@ -117,11 +126,11 @@ def _farthest(gaps: dict[str, list[float]], fmt: str) -> tuple[Interval, str]:
     )
 
 
-def measure_amax_matches(cfg, results: dict, inference: dict, pretrained=None) -> tuple:
+def measure_amax_matches(cfg, results: Results) -> tuple:
     return _farthest({s: paired_gaps(results, s, "amax", "fp32") for s in _sizes(cfg)}, "+.2%")
 
 
-def measure_cscale_worse(cfg, results: dict, inference: dict, pretrained=None) -> tuple:
+def measure_cscale_worse(cfg, results: Results) -> tuple:
     per_size = {s: _finite_interval(paired_gaps(results, s, "cscale", "amax")) for s in _sizes(cfg)}
     worst = min(per_size, key=lambda s: per_size[s].low)
     return (
@@ -131,28 +140,29 @@ def measure_cscale_worse(cfg, results: dict, inference: dict, pretrained=None) -
     )
 
 
-def measure_cscale_gap_grows(cfg, results: dict, inference: dict, pretrained=None) -> tuple:
+def measure_cscale_gap_grows(cfg, results: Results) -> tuple:
     sizes = _sizes(cfg)
     x, y = [], []
     for s in sizes:
         gaps = paired_gaps(results, s, "cscale", "fp32")
-        x += [math.log(results[(s, "fp32")].parameters)] * len(gaps)
+        x += [math.log(results.arm(s, "fp32").parameters)] * len(gaps)
         y += gaps
     trend = slope(x, y) if all(math.isfinite(v) for v in y) else Interval(-math.inf, -math.inf, -math.inf)
     means = {s: np.mean(paired_gaps(results, s, "cscale", "fp32")) for s in sizes}
     return (
         trend,
         "gap per size (mean over seeds): "
-        + ", ".join(f"{s} ({results[(s, 'fp32')].parameters:,} parameters): {v:+.2%}" for s, v in means.items())
+        + ", ".join(f"{s} ({results.arm(s, 'fp32').parameters:,} parameters): {v:+.2%}" for s, v in means.items())
         + f"; slope per e-fold of parameters {trend.estimate:+.4f}",
     )
 
 
-def measure_fp8_inference(cfg, results: dict, inference: dict, pretrained=None) -> tuple:
-    return _farthest(inference_gaps(inference), "+.3%")
+def measure_fp8_inference(cfg, results: Results) -> tuple:
+    return _farthest(inference_gaps(results), "+.3%")
 
 
-def measure_pretrained_inference(cfg, results: dict, inference: dict, pretrained=None) -> tuple | None:
+def measure_pretrained_inference(cfg, results: Results) -> tuple | None:
+    pretrained = results.pretrained
     if pretrained is None:
         return None
     gap = pretrained_gap(pretrained)
@@ -176,10 +186,10 @@ def measure_pretrained_inference(cfg, results: dict, inference: dict, pretrained
     )
 
 
-def measure_gradients_smallest(cfg, results: dict, inference: dict, pretrained=None) -> tuple:
+def measure_gradients_smallest(cfg, results: Results) -> tuple:
     """Per seed: the median log2 amax of the gradients minus the larger of the activations' and the weights' medians,
     pooled over every layer, recorded step and size of the amax arm; a t interval over seeds."""
-    runs = [results[(s, "amax")] for s in _sizes(cfg)]
+    runs = [results.arm(s, "amax") for s in _sizes(cfg)]
     medians = {
         seed: log2_amax_medians([layers for r in runs for _, s, layers in r.stats if s == seed])
         for seed in runs[0].seeds
@@ -196,14 +206,14 @@ def measure_gradients_smallest(cfg, results: dict, inference: dict, pretrained=N
     )
 
 
-def facts(cfg, results: dict) -> list[Fact]:
+def facts(cfg, results: Results) -> list[Fact]:
     """Rows that are not claims. `gradient-biases-largest` (construction): the bias is floor(log2(max / amax)) and
     E5M2's largest value (57344) is 128x E4M3's (448), so gradients get ~7 more octaves of bias by their format alone;
     that their median bias is the largest is how the code is built, not a finding (it left the claims, ledger.py;
     the claim gradients-smallest-amax compares the amaxes themselves)."""
     if "amax" not in cfg.fp8_llm.arms:
         return []
-    layers = [per_layer for s in _sizes(cfg) for _, _, per_layer in results[(s, "amax")].stats]
+    layers = [per_layer for s in _sizes(cfg) for _, _, per_layer in results.arm(s, "amax").stats]
     med = np.median(biases(layers), 0)
     return [
         Fact(
@@ -343,7 +353,7 @@ PAIRED_SEEDS = {  # claim -> the arms whose seeds its t interval over seeds pair
 
 
 def _seeds_of(cfg, arms: set[str]) -> int:
-    """How many seeds every arm of `arms` trains from (papers.fp8_llm.arm_seeds)."""
+    """How many seeds every arm of `arms` trains from (papers.fp8_llm.config.arm_seeds)."""
     c = cfg.fp8_llm
     return c.seeds if arms <= set(c.seed_arms) else 1
 
@@ -367,10 +377,41 @@ def claims(cfg) -> list[Claim]:
     return out
 
 
-def measure(cfg, results: dict, inference: dict, pretrained=None) -> list[Claim]:
-    """Our figure for every declared claim (`pretrained`: papers.fp8_llm.pretrained.PretrainedResult or None)."""
+def estimates(cfg, results: Results) -> dict[str, Interval]:
+    """The intervals the tables show, by name: per size, each seeded arm's final validation loss and its paired gap
+    to FP32 (cscale's to amax too), the post-training FP8 and MX gaps of the FP32 models (t intervals over seeds,
+    where an arm has 2 or more), and SmolLM2's gap per policy (paired bootstrap over windows). Single-seed values
+    are not estimates: the report shows them as they are."""
+    out: dict[str, Interval] = {}
+    c = cfg.fp8_llm
+    for size in _sizes(cfg):
+        for arm in c.arms:
+            if len(arm_seeds(cfg, arm)) < 2:
+                continue
+            out[f"valid-loss/{size}/{arm}"] = _finite_interval(results.arm(size, arm).valid_losses)
+            gaps = paired_gaps(results, size, arm, "fp32") if arm != "fp32" else []
+            if len(gaps) > 1:
+                out[f"gap/{size}/{arm}"] = _finite_interval(gaps)
+        if {"cscale", "amax"} <= set(c.arms) and len(paired_gaps(results, size, "cscale", "amax")) > 1:
+            out[f"gap/{size}/cscale-vs-amax"] = _finite_interval(paired_gaps(results, size, "cscale", "amax"))
+    for size, gaps in inference_gaps(results).items():
+        if len(gaps) > 1:
+            out[f"inference/{size}/fp8"] = _finite_interval(gaps)
+    for variant in c.mx:
+        for size, gaps in mx_gaps(results, variant).items():
+            if len(gaps) > 1:
+                out[f"inference/{size}/{variant}"] = _finite_interval(gaps)
+    if results.pretrained is not None:
+        for policy in (p for p in results.pretrained.nats if p != "fp32"):
+            out[f"smollm2/{policy}"] = pretrained_gap(results.pretrained, policy)
+    return out
+
+
+def decide(cfg, results: Results) -> Decided:
+    """Every declared claim decided from the Results (one the run did not measure stays unmeasured), the facts, and
+    the estimates the tables show."""
     out = []
     for claim in claims(cfg):
-        found = claim.measure(cfg, results, inference, pretrained)
+        found = claim.measure(cfg, results)
         out.append(claim.measured(*found) if found is not None else claim)
-    return out
+    return Decided(out, facts(cfg, results), estimates(cfg, results))

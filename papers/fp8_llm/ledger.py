@@ -2,7 +2,7 @@
 lock and carry no fingerprint: they were found in `git log -p -- papers/fp8_llm/report.py` and the README's history,
 with the verdict last recorded under the old rule."""
 
-from core.ledger import Change
+from core.ledger import Change, code_changes
 from core.report import interval_below
 
 # the claims' fingerprints after issue 44 (claims.lock.json)
@@ -19,6 +19,11 @@ _SEEDS_44 = (
     "The seeds rose from 3 to 8 for issue 44 so that the 'matches' claims' t intervals (0.84 x the per-seed sd at "
     "8 seeds, 2.48 x at 3) can be narrower than their 1% margin; the count was computed from the per-seed sds of "
     "that run, whose results had been seen."
+)
+
+_ISSUE_57 = (
+    "issue 57: decided from the stored Results (run -> Results -> decide -> render), so a change to how a claim is "
+    "decided or shown is re-decided without re-running; the statistic, rule and figure are unchanged"
 )
 
 LEDGER: list[Change] = [
@@ -169,5 +174,23 @@ LEDGER: list[Change] = [
         "was foreseeable; about 10 of those octaves are the 1 / (batch x sequence) of the mean loss (the claim's "
         "detail states it). The fact stays beside it.",
         fingerprint=_ISSUE_44["gradients-smallest-amax"],
+    ),
+    *code_changes(
+        "2026-11-28",
+        _ISSUE_57 + ", and the smoke run's values are identical",
+        {
+            "amax-matches-fp32": "4ba33bf2476e",
+            "cscale-worse-than-amax": "11457780b365",
+            "cscale-gap-grows": "10fa58ff1765",
+            "fp8-inference": "ab0736735070",
+            "gradients-smallest-amax": "6ebdbc2b40a6",
+        },
+    ),
+    *code_changes(
+        "2026-11-28",
+        _ISSUE_57 + "; SmolLM2 is off in the smoke run: the old and the new code gave identical values (interval, "
+        "verdict and detail, the power text included) on the smoke run's Results with a hand-made 64-window SmolLM2 "
+        "result",
+        {"pretrained-fp8-inference": "9f666f4f64bd"},
     ),
 ]

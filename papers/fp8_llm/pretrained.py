@@ -7,69 +7,29 @@ stay in float32, as in the training arms (the head policy of core.nn.formats).
     result = pretrained_fp8_inference(windows=64, window=512, policies=("amax", "none", "mxfp8", "mxfp4"))
 
 "mxfp8" and "mxfp4" run the same layers with OCP MX block scaling instead (core.numerics.mx: blocks of 32 along the
-contraction axis, E8M0 scales; MXFP8 E4M3 activations with E4M3 or E2M1 weights).
+contraction axis, E8M0 scales; MXFP8 E4M3 activations with E4M3 or E2M1 weights). Its settings
+(PretrainedConfig) are papers/fp8_llm/config.py's, the PretrainedResult it returns papers/fp8_llm/results.py's (both
+re-exported here).
 """
 
 from __future__ import annotations
-
-import math
-from dataclasses import asdict, dataclass, field
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from papers.fp8_llm.config import PretrainedConfig
+from papers.fp8_llm.results import PretrainedResult
+
 LAYER_TYPES = ("q", "k", "v", "o", "gate", "up", "down")
 
-
-@dataclass
-class PretrainedConfig:
-    """The config's fp8_llm.pretrained section: how much held-out text SmolLM2 is scored on (windows 0: skip)."""
-
-    # 64 windows: the paired-bootstrap half-width ~0.09% (0.25% at 8); the test plays hold 337 windows of 512 tokens
-    windows: int = 64
-    window: int = 512  # tokens per window (~1,600 characters)
-    # FP8 per-tensor policies (amax, none) and MX variants (mxfp8, mxfp4: papers.fp8_llm.train.MX_VARIANTS)
-    policies: list[str] = field(default_factory=lambda: ["amax", "none", "mxfp8", "mxfp4", "mxfp8_ceil"])
-
-    def __post_init__(self) -> None:
-        from core.config import ConfigError, check_choice, check_range
-        from core.numerics.fp8 import POLICIES
-        from papers.fp8_llm.train import MX_VARIANTS
-
-        MX = list(MX_VARIANTS)
-
-        if self.windows != 0:
-            check_range("fp8_llm.pretrained.windows", self.windows, ge=2)  # a paired interval needs 2 or more
-        check_range("fp8_llm.pretrained.window", self.window, ge=2)
-        for p in self.policies:
-            check_choice("fp8_llm.pretrained.policies", p, [q for q in POLICIES if q in ("amax", "none")] + MX)
-        if "amax" not in self.policies:
-            raise ConfigError("fp8_llm.pretrained.policies must include amax: the claim tests it")
-
-
-@dataclass
-class PretrainedResult:
-    tokens_per_window: int
-    characters: int  # characters the scored tokens cover (all windows)
-    nats: dict[str, list[float]]  # "fp32" and each policy: mean nats per token of every window
-    biases: dict[str, dict[str, dict[str, float]]]  # policy -> layer type -> {"x": median bias, "w": ...}
-    bias_values: dict[str, dict[str, list[int]]]  # policy -> "x"/"w" -> every layer's bias (histograms)
-    seconds: float
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> PretrainedResult:
-        return cls(**d)
-
-    def perplexity(self, arm: str) -> float:
-        return math.exp(float(np.mean(self.nats[arm])))
-
-    def bpc(self, arm: str) -> float:
-        """Bits per character: every scored token's nats over the characters they cover."""
-        return float(np.sum(self.nats[arm])) * self.tokens_per_window / math.log(2) / self.characters
+__all__ = [
+    "LAYER_TYPES",
+    "PretrainedConfig",
+    "PretrainedResult",
+    "held_out_windows",
+    "pretrained_fp8_inference",
+]
 
 
 def held_out_windows(tokenizer, n: int, window: int, start_char: int = 0) -> tuple[np.ndarray, int]:
@@ -114,7 +74,7 @@ def pretrained_fp8_inference(
     from core.nn.llama import Llama
     from core.numerics.fp8 import MAX_BIAS, FP8Meta
     from core.numerics.scaling import amax_scale_bias
-    from papers.fp8_llm.train import MX_VARIANTS
+    from papers.fp8_llm.config import MX_VARIANTS
 
     t0 = time.perf_counter()
     model, params, tok = (loader or load_smollm2)()

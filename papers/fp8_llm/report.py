@@ -1,24 +1,16 @@
-"""The FP8 LLM report (the claims are declared and measured in papers/fp8_llm/claims.py): the table (validation loss of
-every (size, policy) beside FP32, and of post-training FP8 inference) and the figures (validation curves per size,
-the distributions of the per-tensor scale biases per layer type)."""
+"""The FP8 LLM report, made from the Results and the decision: the tables (validation loss of every (size, policy)
+beside FP32, of post-training FP8 and MX inference, and SmolLM2's) and the figures (validation curves per size, the
+distributions of the per-tensor scale biases per layer type). It formats; the claims, the facts and every interval
+it shows are decided in papers/fp8_llm/claims.py (`decide`: the claims' `ours` and `Decided.estimates`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from core import plots
+from core.claims import Decided, Interval
 from core.report import Figure, Report, Table, mean_std
-from core.stats import seed_mean
-from papers.fp8_llm.claims import (
-    biases,
-    claims,
-    facts,
-    inference_gaps,
-    measure,
-    mx_gaps,
-    paired_gaps,
-    pretrained_gap,
-)
+from papers.fp8_llm.results import ArmResult, PretrainedResult, Results
 
 TENSOR_NAMES = ("activations (E4M3)", "weights (E4M3)", "gradients (E5M2)")
 MX_LABELS = {
@@ -28,19 +20,40 @@ MX_LABELS = {
 }
 LAYER_TYPES = ("attention/qkv", "attention/out", "mlp/up", "mlp/down")
 
-__all__ = ["build_report", "claims", "figures", "measure", "tables"]
+__all__ = ["figures", "render", "tables"]
 
 
 # ---------------------------------------------------------------------------------------------- tables
 
 
-def tables(cfg, results: dict, inference: dict, pretrained=None) -> list[Table]:
+def _gap(decided: Decided, key: str, pairs: list[tuple[float, float]], spec: str) -> str:
+    """The decided interval `key` (mean [95% interval]) in the format `spec`; where there is none (one seed), the
+    one paired value as it is (a ratio of two losses); '-' for none."""
+    iv = decided.estimates.get(key)
+    if isinstance(iv, Interval):
+        return f"{iv.estimate:{spec}} [{iv.low:{spec}}, {iv.high:{spec}}]"
+    if len(pairs) == 1:
+        a, b = pairs[0]
+        return f"{a / b - 1:{spec}}"
+    return "-"
+
+
+def _pairs(r: ArmResult, reference: ArmResult) -> list[tuple[float, float]]:
+    """(loss, reference loss) for every seed both trained from."""
+    return [(r.loss(s), reference.loss(s)) for s in r.seeds if s in reference.seeds]
+
+
+def _per_seed(losses: list[float], fp32: ArmResult) -> list[tuple[float, float]]:
+    return list(zip(losses, fp32.valid_losses, strict=True))
+
+
+def tables(cfg, results: Results, decided: Decided) -> list[Table]:
     c = cfg.fp8_llm
-    inf_gap = inference_gaps(inference)
     rows = []
     for s in (s.name for s in c.sizes):
+        fp32 = results.arm(s, "fp32")
         for arm in c.arms:
-            r = results[(s, arm)]
+            r = results.arm(s, arm)
             rows.append(
                 [
                     s,
@@ -48,33 +61,33 @@ def tables(cfg, results: dict, inference: dict, pretrained=None) -> list[Table]:
                     arm,
                     len(r.seeds),
                     mean_std(r.valid_losses),
-                    mean_std(paired_gaps(results, s, arm, "fp32"), "+.2%") if arm != "fp32" else "-",
+                    _gap(decided, f"gap/{s}/{arm}", _pairs(r, fp32), "+.2%") if arm != "fp32" else "-",
                     r.bad_amax,
                     f"{r.seconds:.0f}",
                 ]
             )
-        q = inference[s]
+        q = results.inference[s]
         rows.append(
             [
                 s,
-                results[(s, "fp32")].parameters,
+                fp32.parameters,
                 "fp32 -> FP8 inference (amax)",
-                len(q["losses"]),
-                mean_std(q["losses"]),
-                mean_std(inf_gap[s], "+.3%"),
+                len(q.fp8),
+                mean_std(q.fp8),
+                _gap(decided, f"inference/{s}/fp8", _per_seed(q.fp8, fp32), "+.3%"),
                 "-",
                 "-",
             ]
         )
-        for variant, losses in q.get("mx", {}).items():
+        for variant, losses in q.mx.items():
             rows.append(
                 [
                     s,
-                    results[(s, "fp32")].parameters,
+                    fp32.parameters,
                     f"fp32 -> {MX_LABELS[variant]} inference",
                     len(losses),
                     mean_std(losses),
-                    mean_std(mx_gaps(inference, variant)[s], "+.3%"),
+                    _gap(decided, f"inference/{s}/{variant}", _per_seed(losses, fp32), "+.3%"),
                     "-",
                     "-",
                 ]
@@ -88,7 +101,7 @@ def tables(cfg, results: dict, inference: dict, pretrained=None) -> list[Table]:
             "arm",
             "seeds",
             "valid loss (mean +- std)",
-            "vs fp32 (paired by seed)",
+            "vs fp32, paired by seed (mean [95% t interval])",
             "bad amaxes",
             "time (s)",
         ],
@@ -98,25 +111,37 @@ def tables(cfg, results: dict, inference: dict, pretrained=None) -> list[Table]:
         + f"; {c.run.steps} steps of {c.run.batch_size} x {c.run.seq_len} characters. Seed s draws the "
         f"initialisation and the batches; the arms {', '.join(c.seed_arms)} train from {c.seeds} seeds "
         f"({cfg.seed}, ...) together (vmapped), the others from seed {cfg.seed}. 'vs fp32' pairs each seed with "
-        "FP32's same seed; std over seeds. FP8 covers every block's linear layers (E4M3 activations and weights, "
-        "E5M2 gradients, FP32 accumulation); embeddings, attention's matmuls and the LM head stay FP32. Time: the "
-        "arm's wall time, all its seeds together. MX rows: the same layers of each seed's FP32 model with OCP MX "
-        "block scales instead of per-tensor biases (core.numerics.mx: blocks of 32 along the contraction axis, one "
-        "E8M0 power-of-two scale each; MXFP8: E4M3 activations and weights; MXFP4 weights: E2M1 weights, E4M3 "
-        "activations), a direct cast with no calibration.",
+        "FP32's same seed: arm / fp32 - 1, its mean with a 95% t interval over seeds (one seed: its value); std "
+        "over seeds. FP8 covers every block's linear layers (E4M3 activations and weights, E5M2 gradients, FP32 "
+        "accumulation); embeddings, attention's matmuls and the LM head stay FP32. Time: the arm's wall time, all "
+        "its seeds together. MX rows: the same layers of each seed's FP32 model with OCP MX block scales instead "
+        "of per-tensor biases (core.numerics.mx: blocks of 32 along the contraction axis, one E8M0 power-of-two "
+        "scale each; MXFP8: E4M3 activations and weights; MXFP4 weights: E2M1 weights, E4M3 activations), a direct "
+        "cast with no calibration.",
     )
-    return [table, *mx_tables(inference, pretrained), *pretrained_tables(pretrained)]
+    return [table, *mx_tables(results, decided), *pretrained_tables(results.pretrained, decided)]
 
 
-def mx_tables(inference: dict, pretrained=None) -> list[Table]:
+def mx_tables(results: Results, decided: Decided) -> list[Table]:
     """MX direct-cast inference beside FP32 with intervals: a table, not claims (no published figure to hold them
     to: papers/fp8_llm/REFERENCES.md [15]-[19])."""
     rows = []
-    variants = [v for v in MX_LABELS if any(v in q.get("mx", {}) for q in inference.values())]
+    pretrained = results.pretrained
+    variants = [v for v in MX_LABELS if any(v in q.mx for q in results.inference.values())]
     for variant in variants:
-        for size, gaps in mx_gaps(inference, variant).items():
-            ci = seed_mean(gaps) if len(gaps) > 1 else None
-            rows.append([MX_LABELS[variant], f"trained FP32 model, size {size}", f"{len(gaps)} seeds", ci or gaps[0]])
+        for size, q in results.inference.items():
+            if variant not in q.mx:
+                continue
+            losses, fp32 = q.mx[variant], results.arm(size, "fp32").valid_losses
+            ci = decided.estimates.get(f"inference/{size}/{variant}")
+            rows.append(
+                [
+                    MX_LABELS[variant],
+                    f"trained FP32 model, size {size}",
+                    f"{len(losses)} seeds",
+                    ci if ci is not None else losses[0] / fp32[0] - 1,
+                ]
+            )
     if pretrained is not None:
         for variant in (v for v in MX_LABELS if v in pretrained.nats):
             rows.append(
@@ -124,10 +149,10 @@ def mx_tables(inference: dict, pretrained=None) -> list[Table]:
                     MX_LABELS[variant],
                     "SmolLM2-135M (dequantised GGUF)",
                     f"{len(pretrained.nats['fp32'])} windows",
-                    pretrained_gap(pretrained, variant),
+                    decided.estimates[f"smollm2/{variant}"],
                 ]
             )
-        rows.append(["FP8, amax scale biases (for comparison)", "SmolLM2-135M", "", pretrained_gap(pretrained)])
+        rows.append(["FP8, amax scale biases (for comparison)", "SmolLM2-135M", "", decided.estimates["smollm2/amax"]])
     if not rows:
         return []
     return [
@@ -150,14 +175,22 @@ def mx_tables(inference: dict, pretrained=None) -> list[Table]:
     ]
 
 
-def pretrained_tables(pretrained) -> list[Table]:
+def pretrained_tables(pretrained: PretrainedResult | None, decided: Decided) -> list[Table]:
     if pretrained is None:
         return []
     p = pretrained
     rows = [["float32 (dequantised GGUF weights)", np.mean(p.nats["fp32"]), p.perplexity("fp32"), p.bpc("fp32"), "-"]]
     for policy in (k for k in p.nats if k != "fp32"):
         label = {"amax": "FP8, amax scale biases", "none": "FP8, no scaling (bias 0)"}.get(policy) or MX_LABELS[policy]
-        rows.append([label, np.mean(p.nats[policy]), p.perplexity(policy), p.bpc(policy), pretrained_gap(p, policy)])
+        rows.append(
+            [
+                label,
+                np.mean(p.nats[policy]),
+                p.perplexity(policy),
+                p.bpc(policy),
+                decided.estimates[f"smollm2/{policy}"],
+            ]
+        )
     scores = Table(
         "pretrained_inference",
         "SmolLM2-135M on held-out Shakespeare: float32 against post-training FP8",
@@ -189,7 +222,7 @@ def pretrained_tables(pretrained) -> list[Table]:
 # ---------------------------------------------------------------------------------------------- figures
 
 
-def figures(cfg, results: dict, inference: dict) -> list[Figure]:
+def figures(cfg, results: Results) -> list[Figure]:
     sizes, arms = [s.name for s in cfg.fp8_llm.sizes], list(cfg.fp8_llm.arms)
     out = [Figure("validation_curves", _curves_figure(results, sizes, arms), "Validation loss per policy.")]
     if "amax" in arms:
@@ -197,7 +230,7 @@ def figures(cfg, results: dict, inference: dict) -> list[Figure]:
         out.append(
             Figure(
                 "scale_biases",
-                _bias_figure(results, inference, largest),
+                _bias_figure(results, largest),
                 f"Scale biases per layer type, size {largest}: over amax training (top) and for FP8 inference of "
                 "the FP32 model (bottom).",
             )
@@ -205,7 +238,7 @@ def figures(cfg, results: dict, inference: dict) -> list[Figure]:
     return out
 
 
-def build_report(cfg, results: dict, inference: dict, pretrained=None) -> Report:
+def render(cfg, results: Results, decided: Decided) -> Report:
     sizes, arms = [s.name for s in cfg.fp8_llm.sizes], list(cfg.fp8_llm.arms)
     notes = [
         "The paper fine-tunes GPT models of 111M to 13B parameters and runs Llama 2 inference; here character-level "
@@ -218,34 +251,33 @@ def build_report(cfg, results: dict, inference: dict, pretrained=None) -> Report
         "(size, seed) point (core.stats.slope). A 'matches' claim is two-sided equivalence: it holds when every "
         "size's interval lies inside [-1%, +1%], fails when one lies wholly outside, and is undecided otherwise.",
     ]
-    metrics = {f"{s}/{a}/valid_loss": float(np.mean(results[(s, a)].valid_losses)) for s in sizes for a in arms}
-    metrics |= {f"{s}/inference_fp8/valid_loss": float(np.mean(v["losses"])) for s, v in inference.items()}
+    pretrained = results.pretrained
+    metrics = {f"{s}/{a}/valid_loss": float(np.mean(results.arm(s, a).valid_losses)) for s in sizes for a in arms}
+    metrics |= {f"{s}/inference_fp8/valid_loss": float(np.mean(v.fp8)) for s, v in results.inference.items()}
     metrics |= {
         f"{s}/inference_{m}/valid_loss": float(np.mean(losses))
-        for s, v in inference.items()
-        for m, losses in v.get("mx", {}).items()
+        for s, v in results.inference.items()
+        for m, losses in v.mx.items()
     }
-    metrics |= {f"{s}/{a}/bad_amax": results[(s, a)].bad_amax for s in sizes for a in arms}
+    metrics |= {f"{s}/{a}/bad_amax": results.arm(s, a).bad_amax for s in sizes for a in arms}
     if pretrained is not None:
         metrics |= {f"smollm2/{a}/nats_per_token": float(np.mean(v)) for a, v in pretrained.nats.items()}
         metrics |= {f"smollm2/{a}/perplexity": pretrained.perplexity(a) for a in pretrained.nats}
     return Report(
         "fp8_llm",
         "FP8 training and inference of language models with per-tensor scaling",
-        measure(cfg, results, inference, pretrained),
-        tables(cfg, results, inference, pretrained),
-        figures(cfg, results, inference),
-        metrics,
-        notes,
-        facts=facts(cfg, results),
+        tables=tables(cfg, results, decided),
+        figures=figures(cfg, results),
+        metrics=metrics,
+        notes=notes,
     )
 
 
-def _curves_figure(results, sizes, arms):
+def _curves_figure(results: Results, sizes, arms):
     fig, axes = plots.figure(len(sizes), panel=(4, 3.5), squeeze=False)
     for i, (ax, size) in enumerate(zip(axes[0], sizes, strict=True)):
         series = {
-            arm: ([c[0] for c in results[(size, arm)].curve], [c[2] for c in results[(size, arm)].curve])
+            arm: ([c[0] for c in results.arm(size, arm).curve], [c[2] for c in results.arm(size, arm).curve])
             for arm in arms
         }  # [points, seeds]: the mean, with the seeds' range shaded
         plots.curves(ax, series, xlabel="step", ylabel="validation loss (nats/char)", legend=i == 0)
@@ -253,10 +285,10 @@ def _curves_figure(results, sizes, arms):
     return fig
 
 
-def _bias_figure(results, inference, size):
+def _bias_figure(results: Results, size):
     fig, axes = plots.figure(3, 2, panel=(11 / 3, 5.5 / 2), sharey="row")
-    _histograms(axes[0], [layers for _, _, layers in results[(size, "amax")].stats], 3, "training")
-    _histograms(axes[1], [inference[size]["stats"]], 2, "inference")  # no gradients at inference
+    _histograms(axes[0], [layers for _, _, layers in results.arm(size, "amax").stats], 3, "training")
+    _histograms(axes[1], [results.inference[size].stats], 2, "inference")  # no gradients at inference
     axes[0][0].set_ylabel("count (layers x recorded steps x seeds)")
     axes[0][0].legend(fontsize=7)
     axes[1][0].set_ylabel("count (layers)")
@@ -270,7 +302,7 @@ def _histograms(axes, layers: list[dict], tensors: int, phase: str) -> None:
     for t in range(tensors):
         ax = axes[t]
         for layer in LAYER_TYPES:
-            b = biases(layers, layer)[:, t]
+            b = [st[t][1] for per_layer in layers for name, st in per_layer.items() if name.endswith(layer)]
             if len(b):
                 ax.hist(b, bins=np.arange(-8, 33) - 0.5, alpha=0.5, label=layer)
         ax.set_title(f"{phase}: {TENSOR_NAMES[t]}")

@@ -9,12 +9,14 @@ every `stats_every` steps for the bias-distribution plots, and counts bad amaxes
 
 An arm trains from several seeds at once (core.train.fit_seeds, vmapped): seed s draws the initialisation and the
 batches, so seed s of two arms sees the same batches from the same initial weights and the arms pair up by seed.
+
+The settings (SizeConfig, RunConfig) and the MX variants are papers/fp8_llm/config.py's, the ArmResult it returns
+papers/fp8_llm/results.py's (re-exported here); papers/fp8_llm/run.py calls it for every (size, arm).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import jax
@@ -23,84 +25,12 @@ import numpy as np
 import optax
 
 from core.charlm import FP8_LLM_ADAM, train_windows, warmup_cosine
-from core.config import ConfigError, check_range
 from core.data.shakespeare import CharCorpus, evaluation_windows
 from core.nn import FP32, Formats, TransformerLM
 from core.nn.fp8 import calibrate_fp8, fp8_statistics, split_fp8, update_fp8
-from core.numerics.fp8 import POLICIES
 from core.train import fit_seeds, stack
-
-ARMS = ("fp32", *POLICIES)
-
-
-@dataclass
-class SizeConfig:
-    """One model size (an entry of the config's fp8_llm.sizes)."""
-
-    name: str = "m"
-    d_model: int = 64
-    depth: int = 2
-    heads: int = 4
-
-    def __post_init__(self) -> None:
-        key = f"fp8_llm.sizes.{self.name}"
-        check_range(f"{key}.d_model", self.d_model, ge=4)
-        check_range(f"{key}.depth", self.depth, ge=1)
-        check_range(f"{key}.heads", self.heads, ge=1)
-        if self.d_model % self.heads:
-            raise ConfigError(f"{key}: d_model={self.d_model} is not divisible by heads={self.heads}")
-
-
-@dataclass
-class RunConfig:
-    """How every arm trains (the config's fp8_llm.run section)."""
-
-    steps: int = 400  # 600 with one seed; 400 with three seeds (a 20-minute default run), kept at eight
-    batch_size: int = 16
-    seq_len: int = 64
-    lr: float = 0.004
-    warmup: int = 40
-    eval_every: int = 100
-    stats_every: int = 50
-    checkpoint_every: int = 200
-    valid_windows: int = 64
-    history: int = 16  # the delayed policy's amax window
-
-    def __post_init__(self) -> None:
-        for key in ("steps", "batch_size", "eval_every", "stats_every", "checkpoint_every", "valid_windows", "history"):
-            check_range(f"fp8_llm.run.{key}", getattr(self, key), ge=1)
-        check_range("fp8_llm.run.seq_len", self.seq_len, ge=2)
-        check_range("fp8_llm.run.lr", self.lr, gt=0, lt=1)
-        check_range("fp8_llm.run.warmup", self.warmup, ge=0)
-
-
-@dataclass
-class ArmResult:
-    """One arm at one size, over its seeds: every per-seed list follows `seeds`."""
-
-    arm: str
-    size: str
-    seeds: list[int]
-    valid_losses: list[float]  # final validation loss per seed (inf where it diverged)
-    curve: list = field(default_factory=list)  # (step, train loss per seed, valid loss per seed)
-    stats: list = field(default_factory=list)  # (step, seed, {layer: [[amax, bias] x 3]}) per recorded step and seed
-    bad_amax: int = 0  # summed over seeds
-    parameters: int = 0
-    seconds: float = 0.0
-    resumed_from: int = 0
-
-    def loss(self, seed: int) -> float:
-        return self.valid_losses[self.seeds.index(seed)]
-
-
-# Post-training MX inference: the MX formats of (activations, weights, gradients) of each variant (core.numerics.mx).
-# MXFP4 weights keep MXFP8 activations; "mxfp8_ceil" rounds the scale up (no block max clamps), which is not the OCP
-# specification's conversion: it measures what the specification's clamping of block maxima costs.
-MX_VARIANTS = {
-    "mxfp8": ("mxfp8_e4m3", "mxfp8_e4m3", "mxfp8_e5m2"),
-    "mxfp4": ("mxfp8_e4m3", "mxfp4_e2m1", "mxfp8_e5m2"),
-    "mxfp8_ceil": ("mxfp8_e4m3_ceil", "mxfp8_e4m3_ceil", "mxfp8_e5m2_ceil"),
-}
+from papers.fp8_llm.config import ARMS, MX_VARIANTS, RunConfig, SizeConfig
+from papers.fp8_llm.results import ArmResult
 
 
 def build_model(

@@ -1,35 +1,22 @@
-"""The GPS++ claims, declared from the config alone before any run, and the function that measures them.
+"""The GPS++ claims, declared from the config alone before any run, and their decision: a pure function of the
+stored Results (`decide`), with the function that measures each claim from them.
 
-Every figure below is an entry of papers/gps/REFERENCES.md, cited by its [name]. The report module
-(papers/gps/report.py) builds the tables and the figure; the history of these claims is papers/gps/ledger.py.
+Every figure is an entry of papers/gps/REFERENCES.md, cited by its [name] (the paper's printed figures:
+papers/gps/published.py). The report (papers/gps/report.py) builds the tables and the figure from the Results and
+this decision; the history of these claims is papers/gps/ledger.py, their fingerprints papers/gps/claims.lock.json.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from core.claims import Claim, Fact, Interval, at_least, interval_above, interval_below
+from core.claims import Claim, Decided, Fact, Interval, at_least, interval_above, interval_below
 from core.report import mean_std
 from core.stats import seed_mean, seeds_for_half_width, t_half_width
+from papers.gps.config import ARMS, SEEDS
+from papers.gps.published import PAPER_PACKING_EFFICIENCY, PAPER_PARAMETERS, PAPER_PCQM4MV2
+from papers.gps.results import Packing, Results
 
-PAPER_PARAMETERS = {  # [parameters]: GPS++ 44M parameters per part, Table 1 of arXiv 2212.02229
-    "node": 22.1e6,
-    "edge": 6.84e6,
-    "global": 2.11e6,
-    "attention": 4.22e6,
-    "ffn": 8.42e6,
-    "encoder": 0.63e6,
-    "total": 44.3e6,
-}
-PAPER_PCQM4MV2 = {  # PCQM4Mv2 validation MAE (meV): [pcqm4mv2]; the 22M and 11M values [sizes] are approximate
-    "GPS++ 44M": 77.8,
-    "GPS++ 22M": 82,
-    "GPS++ 11M": 90,
-    "Transformer-M": 77.2,
-    "GPS": 85.8,
-    "Graphormer": 86.4,
-}
-PAPER_PACKING_EFFICIENCY = 0.87  # [packing]: node slots filled by the paper's streaming packer
 PACKING_AT_LEAST = 0.85  # share of node slots used
 # [ablation]: "nearly all of the model's performance can be maintained without any use of global self-attention".
 # [mpnn-threshold]: the bound on the relative MAE increase is GPS++'s own margin over GPS, the hybrid
@@ -47,7 +34,7 @@ THREE_D_PAPER = "3D information the larger gain: nearly all kept without attenti
 # default's data, model and schedule (1500 steps) from 8 seeds that the default does not use (100-107) on a GPU
 # (how it was run, and its per-seed numbers: papers/gps/README.md); its validation MAE still fell ~12% over the last
 # 10% of steps, so these are the 1500-step models' gaps, not converged ones.
-SEEDS = 6  # the default design's training seeds (experiment.Config.seeds)
+# SEEDS (papers/gps/config.py, 6): the default design's training seeds (Config.seeds)
 PILOT = {  # claim: (mean, sample std) of its paired statistic over the pilot's 8 seeds
     "mpnn-keeps-accuracy": (0.0832, 0.0177),
     "3d-costs-more": (-0.0552, 0.0262),
@@ -70,12 +57,12 @@ def _power(claim: str, margin: float) -> str:
     )
 
 
-def seed_maes(results: dict) -> dict[str, np.ndarray]:
+def seed_maes(results: Results) -> dict[str, np.ndarray]:
     """Each arm's validation MAE (meV), one value per seed, in the order of the seeds every arm shares."""
-    seeds = {arm: list(info["seeds"]) for arm, info in results.items() if "seeds" in info}
+    seeds = {arm: list(r.seeds) for arm, r in results.arms.items()}
     if len({tuple(s) for s in seeds.values()}) > 1:
         raise ValueError(f"the arms must share their training seeds to be paired, got {seeds}")
-    return {arm: np.asarray(info["valid_mae"], np.float64) for arm, info in results.items()}
+    return {arm: np.asarray(r.valid_mae, np.float64) for arm, r in results.arms.items()}
 
 
 def paired_gaps(mae: dict[str, np.ndarray], arm: str, comparator: str) -> np.ndarray:
@@ -83,9 +70,9 @@ def paired_gaps(mae: dict[str, np.ndarray], arm: str, comparator: str) -> np.nda
     return mae[arm] / mae[comparator] - 1
 
 
-def packing(results: dict) -> dict:
+def packing(results: Results) -> Packing:
     """The packing efficiency of the batches (every arm packs the same molecules: the first arm's)."""
-    return next(iter(results.values()))["packing"] if results else {}
+    return next(iter(results.arms.values())).packing
 
 
 def _paired(values: np.ndarray, margin: float) -> tuple[Interval, str]:
@@ -99,8 +86,9 @@ def _paired(values: np.ndarray, margin: float) -> tuple[Interval, str]:
     )
 
 
-def measure_mpnn(mae: dict[str, np.ndarray]) -> tuple[Interval, str]:
+def measure_mpnn(cfg, results: Results) -> tuple[Interval, str]:
     """`mpnn-keeps-accuracy`: MPNN only against full GPS++ (both masked), MAE ratio - 1 per seed."""
+    mae = seed_maes(results)
     ours, spread = _paired(paired_gaps(mae, "mpnn_only", "full"), MPNN_THRESHOLD)
     return ours, (
         f"MPNN only {mean_std(mae['mpnn_only'], '.1f')} vs full {mean_std(mae['full'], '.1f')} meV (mean +- std "
@@ -108,9 +96,10 @@ def measure_mpnn(mae: dict[str, np.ndarray]) -> tuple[Interval, str]:
     )
 
 
-def measure_3d(mae: dict[str, np.ndarray]) -> tuple[Interval, str]:
+def measure_3d(cfg, results: Results) -> tuple[Interval, str]:
     """`3d-costs-more`: the cost of 3D (no 3D against full unmasked, both unmasked) minus the cost of attention (MPNN
     only against full, both masked), per seed, each cost an MAE ratio - 1."""
+    mae = seed_maes(results)
     cost_3d, cost_attention = paired_gaps(mae, "no_3d", "full_unmasked"), paired_gaps(mae, "mpnn_only", "full")
     ours, spread = _paired(cost_3d - cost_attention, 0.0)
     return ours, (
@@ -119,12 +108,13 @@ def measure_3d(mae: dict[str, np.ndarray]) -> tuple[Interval, str]:
     )
 
 
-def measure_packing(packed: dict) -> tuple[float, str]:
+def measure_packing(cfg, results: Results) -> tuple[float, str]:
     """`packing-efficiency`: the share of node slots the packed training batches use."""
+    packed = packing(results)
     return (
-        packed["nodes"],
-        f"edges {packed['edges']:.1%}, molecules {packed['graphs']:.1%} of slots, "
-        f"{packed['graphs_per_pack']:.2f} molecules per pack",
+        packed.nodes,
+        f"edges {packed.edges:.1%}, molecules {packed.graphs:.1%} of slots, "
+        f"{packed.graphs_per_pack:.2f} molecules per pack",
     )
 
 
@@ -189,20 +179,6 @@ def claims(cfg) -> list[Claim]:
     return [*out, _packing_claim(cfg.gps.limits)]
 
 
-def measure(cfg, results: dict) -> list[Claim]:
-    """Our figure for every declared claim (one the run did not measure stays unmeasured); each claim's own
-    `measure` function computes it."""
-    mae = seed_maes(results)
-    packed = packing(results)
-    inputs = {
-        "mpnn-keeps-accuracy": lambda: measure_mpnn(mae),
-        "3d-costs-more": lambda: measure_3d(mae),
-        "packing-efficiency": (lambda: measure_packing(packed)) if packed else None,
-    }
-    declared = claims(cfg)
-    return [claim.measured(*inputs[claim.id]()) if inputs.get(claim.id) else claim for claim in declared]
-
-
 def facts(breakdowns: dict) -> list[Fact]:
     """Rows that are not claims: the 44M preset's parameter count beside Table 1's, a calibration (the preset's
     widths and depths were chosen to reach Table 1's count; papers/gps/ledger.py)."""
@@ -222,15 +198,38 @@ def facts(breakdowns: dict) -> list[Fact]:
     ]
 
 
+def estimates(cfg, results: Results) -> dict:
+    """The key figures the report's tables show: per arm the validation MAE (meV) and, for an ablation, its MAE over
+    its comparator's - 1 paired by seed, each a 95% t interval over the seeds (at least two); the packing of the
+    training batches, the arms' parameter counts and the mean predictor's MAE (deterministic: points)."""
+    out: dict = {}
+    mae = seed_maes(results)
+    for arm, values in mae.items():
+        if values.size > 1:
+            out[f"valid_mae/{arm}"] = seed_mean(values)
+            comparator = ARMS[arm].comparator if arm in ARMS else None
+            if comparator in mae:
+                out[f"gap/{arm}"] = seed_mean(paired_gaps(mae, arm, comparator))
+    out["valid_mae/mean_predictor"] = results.data.mean_mae
+    packed = packing(results)
+    out |= {f"packing/{k}": getattr(packed, k) for k in ("nodes", "edges", "graphs", "graphs_per_pack")}
+    out |= {f"parameters/{arm}": r.parameters for arm, r in results.arms.items()}
+    return out
+
+
+def decide(cfg, results: Results) -> Decided:
+    """Every declared claim measured from the Results by its own `measure`, the calibration fact and the estimates."""
+    decided = [claim.measured(*claim.measure(cfg, results)) for claim in claims(cfg)]
+    return Decided(decided, facts=facts(results.breakdowns), estimates=estimates(cfg, results))
+
+
 __all__ = [
     "CLAIMS",
     "MPNN_THRESHOLD",
-    "PAPER_PARAMETERS",
-    "PAPER_PCQM4MV2",
-    "SEEDS",
     "claims",
+    "decide",
+    "estimates",
     "facts",
-    "measure",
     "paired_gaps",
     "seed_maes",
 ]

@@ -2,7 +2,7 @@
 lock: they carry no fingerprint, and say when and why a rule moved and the verdict last recorded under the old one."""
 
 from core.claims import at_least, at_most, interval_below
-from core.ledger import Change
+from core.ledger import Change, code_changes
 
 LEDGER: list[Change] = [
     Change(
@@ -118,5 +118,17 @@ LEDGER: list[Change] = [
         commit="ad177f0",
         run="README row of commit ad177f0 (default run of 2026-11-26, outputs/gps/2026-11-26_00-41-29)",
         fingerprint="0f29b417b166",
+    ),
+    *code_changes(
+        "2026-11-28",
+        "issue 57: decided from the stored Results (run -> Results -> decide -> render): each claim's measuring "
+        "function reads the typed Results (papers/gps/results.py) instead of the run's dict, so a change to how a "
+        "claim is decided or shown is re-decided without re-running; the statistic, rule and figure are unchanged, and "
+        "the smoke run's values are identical",
+        {
+            "mpnn-keeps-accuracy": "47f4a892f491",
+            "3d-costs-more": "ba1f7c3de68e",
+            "packing-efficiency": "542f0f4cc6ef",
+        },
     ),
 ]

@@ -1,36 +1,18 @@
-"""The GPS++ report (the claims are papers/gps/claims.py): the tables (validation MAE of full
-GPS++ and its ablations on QM9, beside the paper's PCQM4Mv2 table; the 44M preset's parameter breakdown beside the
-paper's Table 1) and the figure (validation curves per arm)."""
+"""The GPS++ report: the tables (validation MAE of full GPS++ and its ablations on QM9, beside the paper's PCQM4Mv2
+table; the 44M preset's parameter breakdown beside the paper's Table 1), the figure (validation curves per arm),
+metrics and notes, made from the Results (papers/gps/results.py) and the decision. It formats; the claims and every
+interval it shows are decided in papers/gps/claims.py."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from core import plots
+from core.claims import Decided
 from core.report import Figure, Report, Table, mean_std
-from core.stats import seed_mean
-from papers.gps.claims import (  # noqa: F401  (PAPER_PARAMETERS, MPNN_THRESHOLD, claims: imported from here too)
-    MPNN_THRESHOLD,
-    PAPER_PARAMETERS,
-    PAPER_PCQM4MV2,
-    claims,
-    facts,
-    measure,
-    packing,
-    paired_gaps,
-    seed_maes,
-)
-from papers.gps.experiment import ARMS
-
-QM9_GAP_LITERATURE = {"SchNet": 63, "PaiNN": 45.7, "DimeNet++": 32.6}  # [qm9-literature]: QM9 gap MAE (meV)
-PRESET_NAMES = ("gps++_44m", "gps++_22m", "gps++_11m", "small")
-ARM_NAMES = {
-    "full": "GPS++ (MPNN + attention + 3D)",
-    "mpnn_only": "MPNN only (no attention)",
-    "full_unmasked": "GPS++ trained unmasked",
-    "no_3d": "no 3D features (unmasked)",
-}
-
+from papers.gps.config import ARMS, PRESET_NAMES
+from papers.gps.published import ARM_NAMES, PAPER_PARAMETERS, PAPER_PCQM4MV2, QM9_GAP_LITERATURE
+from papers.gps.results import Results
 
 # ---------------------------------------------------------------------------------------------- tables
 
@@ -48,37 +30,39 @@ def late_improvement(curve: list, share: float = 0.1) -> float:
     return float(np.mean((before - last) / before))
 
 
-def _paired_text(mae: dict, arm: str, comparator: str) -> str:
-    """The arm's MAE / its comparator's - 1 seed by seed: mean [95% t interval] (one seed: its value)."""
-    gaps = paired_gaps(mae, arm, comparator)
-    if gaps.size == 1:
-        return f"{gaps[0]:+.1%}"
-    ci = seed_mean(gaps)
-    return f"{ci.estimate:+.1%} [{ci.low:+.1%}, {ci.high:+.1%}]"
+def _paired_text(results: Results, decided: Decided, arm: str, comparator: str) -> str:
+    """The arm's MAE / its comparator's - 1 seed by seed: mean [95% t interval] as decided (one seed: its value)."""
+    iv = decided.estimates.get(f"gap/{arm}")
+    if iv is None:
+        a, b = results.arms[arm].valid_mae, results.arms[comparator].valid_mae
+        return ", ".join(f"{x / y - 1:+.1%}" for x, y in zip(a, b, strict=True))
+    return f"{iv.estimate:+.1%} [{iv.low:+.1%}, {iv.high:+.1%}]"
 
 
-def tables(cfg, results: dict, data: dict, breakdowns: dict) -> list[Table]:
+def tables(cfg, results: Results, decided: Decided) -> list[Table]:
     c = cfg.gps
-    mae = seed_maes(results)
+    arms, data = results.arms, results.data
     arm_rows = []
-    for arm, info in results.items():
+    for arm, r in arms.items():
         comparator = ARMS[arm].comparator if arm in ARMS else None
         arm_rows.append(
             [
                 ARM_NAMES.get(arm, arm),
-                f"{info['parameters'] / 1e6:.3f}M",
-                "yes" if info["masking"] else "no",
-                mean_std(mae[arm], ".1f"),
-                ", ".join(f"{v:.1f}" for v in mae[arm]),
-                mean_std(info["train_mae"], ".1f"),
-                f"{_paired_text(mae, arm, comparator)} vs {ARM_NAMES[comparator]}" if comparator in mae else "-",
-                f"{late_improvement(info['curve']):.1%}",
-                f"{info['graphs_per_second']:.0f}",
-                info["traces"],
-                f"{info['seconds']:.0f}",
+                f"{r.parameters / 1e6:.3f}M",
+                "yes" if r.masking else "no",
+                mean_std(r.valid_mae, ".1f"),
+                ", ".join(f"{v:.1f}" for v in r.valid_mae),
+                mean_std(r.train_mae, ".1f"),
+                f"{_paired_text(results, decided, arm, comparator)} vs {ARM_NAMES[comparator]}"
+                if comparator in arms
+                else "-",
+                f"{late_improvement(r.curve):.1%}",
+                f"{r.graphs_per_second:.0f}",
+                r.traces,
+                f"{r.seconds:.0f}",
             ]
         )
-    arm_rows.append(["predicting the training mean", "-", "-", f"{data['mean_mae']:.1f}"] + ["-"] * 7)
+    arm_rows.append(["predicting the training mean", "-", "-", f"{data.mean_mae:.1f}"] + ["-"] * 7)
     seeds = ", ".join(str(s) for s in c.seeds)
     ablation = Table(
         "ablation",
@@ -98,7 +82,7 @@ def tables(cfg, results: dict, data: dict, breakdowns: dict) -> list[Table]:
         ],
         arm_rows,
         caption=f"The '{c.model.preset}' preset, {c.train.steps} steps of {c.train.packs_per_batch} packs, "
-        f"{data['train']} training and {data['valid']} validation QM9 molecules (random split, seed {cfg.seed}); "
+        f"{data.train} training and {data.valid} validation QM9 molecules (random split, seed {cfg.seed}); "
         f"training seeds {seeds}, each shared by every arm (initialisation of the modules they share, dropout, "
         "packing order, masking groups and noise), the seeds of an arm trained together. Std is the sample standard "
         "deviation over seeds. Each ablation is compared with the arm trained with the same masking, seed by seed. "
@@ -108,7 +92,9 @@ def tables(cfg, results: dict, data: dict, breakdowns: dict) -> list[Table]:
     paper_rows += [
         [name, f"{v:g}", "QM9 gap, full QM9 training set (literature)"] for name, v in QM9_GAP_LITERATURE.items()
     ]
-    paper_rows += [[ARM_NAMES.get(a, a), mean_std(m, ".1f"), "QM9 gap, ours (CPU scale)"] for a, m in mae.items()]
+    paper_rows += [
+        [ARM_NAMES.get(a, a), mean_std(r.valid_mae, ".1f"), "QM9 gap, ours (CPU scale)"] for a, r in arms.items()
+    ]
     paper_table = Table(
         "paper_table",
         "Gap MAE (meV): the paper's PCQM4Mv2 table, QM9 literature, ours",
@@ -118,6 +104,7 @@ def tables(cfg, results: dict, data: dict, breakdowns: dict) -> list[Table]:
         "values. The paper's ablation finds MPNN-only nearly as accurate as GPS++, and 3D information the larger gain. "
         "Sources: papers/gps/REFERENCES.md.",
     )
+    breakdowns = results.breakdowns
     part_rows = [
         [part, f"{PAPER_PARAMETERS[part] / 1e6:.2f}M"] + [f"{breakdowns[p][part] / 1e6:.3f}M" for p in PRESET_NAMES]
         for part in ("node", "edge", "global", "attention", "ffn", "encoder", "total")
@@ -137,7 +124,7 @@ def tables(cfg, results: dict, data: dict, breakdowns: dict) -> list[Table]:
 # ---------------------------------------------------------------------------------------------- figures
 
 
-def figures(results: dict) -> list[Figure]:
+def figures(results: Results) -> list[Figure]:
     return [
         Figure(
             "validation_curves",
@@ -147,15 +134,33 @@ def figures(results: dict) -> list[Figure]:
     ]
 
 
-def build_report(cfg, results: dict, data: dict, breakdowns: dict) -> Report:
-    skipped = ", ".join(f"{k}: {v}" for k, v in data["skipped"].items()) or "none"
+def metrics(results: Results) -> dict[str, float]:
+    """For wandb: each arm's validation MAE (mean, std and per seed), throughput and late fall; the packing."""
+    arms = results.arms
+    out = {f"{arm}/valid_mae_mev": float(np.mean(r.valid_mae)) for arm, r in arms.items()}
+    out |= {
+        f"{arm}/valid_mae_mev_std": float(np.std(r.valid_mae, ddof=1)) for arm, r in arms.items() if len(r.seeds) > 1
+    }
+    out |= {
+        f"{arm}/valid_mae_mev/seed_{s}": v for arm, r in arms.items() for s, v in zip(r.seeds, r.valid_mae, strict=True)
+    }
+    out |= {f"{arm}/graphs_per_second": r.graphs_per_second for arm, r in arms.items()}
+    out |= {f"{arm}/late_improvement": late_improvement(r.curve) for arm, r in arms.items()}
+    if arms:
+        out["packing/node_efficiency"] = next(iter(arms.values())).packing.nodes
+    return out
+
+
+def render(cfg, results: Results, decided: Decided) -> Report:
+    data = results.data
+    skipped = ", ".join(f"{k}: {v}" for k, v in data.skipped.items()) or "none"
     notes = [
         "Dataset: QM9 (qm9pack) stands in for PCQM4Mv2, which cannot be downloaded here. The target is the same "
         "quantity (HOMO-LUMO gap), but QM9's molecules are smaller (at most 9 heavy atoms), and QM9 gives a DFT "
         "geometry for every molecule, so the 3D features are also available at validation (PCQM4Mv2 has them for "
         "training molecules only). The values are therefore not comparable with the paper's; the ordering is.",
-        f"Molecules skipped: {skipped}; without a usable geometry (3D masked): {data['missing_3d']}. "
-        f"Featurisation took {data['featurise_seconds']:.1f} s (cached for later runs).",
+        f"Molecules skipped: {skipped}; without a usable geometry (3D masked): {data.missing_3d}. "
+        f"Featurisation took {data.featurise_seconds:.1f} s (cached for later runs).",
         "Arms: full GPS++ and MPNN only train with the paper's grouped input masking (per molecule, 1:3:1: drop "
         "3D, drop shortest paths, keep both); the no-3D arm trains without it, since with no 3D to drop it would "
         "only take the shortest-path features away from 3 training molecules in 5 while validation keeps them, and "
@@ -170,39 +175,23 @@ def build_report(cfg, results: dict, data: dict, breakdowns: dict) -> Report:
         "Training length: the learning rate decays linearly to 0 over the run; the ablation table gives how much "
         "the validation MAE still fell over the last 10% of steps, and the figure the whole curves.",
     ]
-    mae = seed_maes(results)
-    metrics = {f"{arm}/valid_mae_mev": float(m.mean()) for arm, m in mae.items()}
-    metrics |= {f"{arm}/valid_mae_mev_std": float(m.std(ddof=1)) for arm, m in mae.items() if m.size > 1}
-    metrics |= {
-        f"{arm}/valid_mae_mev/seed_{s}": float(v)
-        for arm, info in results.items()
-        for s, v in zip(info["seeds"], mae[arm], strict=True)
-    }
-    metrics |= {f"{arm}/graphs_per_second": info["graphs_per_second"] for arm, info in results.items()}
-    metrics |= {f"{arm}/late_improvement": late_improvement(info["curve"]) for arm, info in results.items()}
-    packed = packing(results)
-    if packed:
-        metrics["packing/node_efficiency"] = packed["nodes"]
     return Report(
         "gps",
         "GPS++ on QM9: hybrid MPNN/transformer and its ablations",
-        measure(cfg, results),
-        tables(cfg, results, data, breakdowns),
-        figures(results),
-        metrics,
-        notes,
-        facts=facts(breakdowns),
+        tables=tables(cfg, results, decided),
+        figures=figures(results),
+        metrics=metrics(results),
+        notes=notes,
     )
 
 
-def _curves(results: dict):
+def _curves(results: Results):
     fig, ax = plots.figure()
     series = {
-        ARM_NAMES.get(arm, arm): ([c[0] for c in info["curve"]], [c[2] for c in info["curve"]])
-        for arm, info in results.items()
+        ARM_NAMES.get(arm, arm): ([c[0] for c in r.curve], [c[2] for c in r.curve]) for arm, r in results.arms.items()
     }
     plots.curves(ax, series, xlabel="training step", ylabel="validation gap MAE (meV)", logy=True)
     return fig
 
 
-__all__ = ["PAPER_PARAMETERS", "build_report", "claims", "measure"]
+__all__ = ["late_improvement", "metrics", "render", "tables"]

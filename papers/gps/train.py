@@ -30,44 +30,13 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from core.config import check_range
 from core.devices import to_host
 from core.train import fit_seeds
 from papers.gps.batching import MODEL_KEYS, PackLimits, assemble, batches, efficiency, plan
+from papers.gps.config import TrainConfig  # the config's gps.train section (no JAX), trained by here
 from papers.gps.features import ATOM_VOCAB, BOND_VOCAB
 from papers.gps.graphs import GraphSet
 from papers.gps.model import GPSConfig, GPSPlusPlus, example_batch
-
-
-@dataclass
-class TrainConfig:
-    """How GPS++ trains (the config's gps.train section)."""
-
-    # the default scale: 6 seeds x 4 arms within the 45-minute CPU budget, 1500 steps (~3.7 epochs of 20,000
-    # molecules; the design and its power: papers/gps/claims.py)
-    steps: int = 1500
-    packs_per_batch: int = 8
-    lr: float = 1e-3
-    warmup: int = 50
-    grad_clip: float = 5.0
-    # noisy nodes / edges probability, loss weights 1 : 1.2 : 1.2, grouped input masking 1:3:1 (REFERENCES.md
-    # [regularisers])
-    noise: float = 0.01
-    noisy_weight: float = 1.2
-    masking: bool = True
-    eval_every: int = 150  # a tenth of the run: the curve, and its fall over the last 10% of steps
-    checkpoint_every: int = 250
-
-    def __post_init__(self) -> None:
-        check_range("gps.train.steps", self.steps, ge=1)
-        check_range("gps.train.packs_per_batch", self.packs_per_batch, ge=1)
-        check_range("gps.train.lr", self.lr, gt=0)
-        check_range("gps.train.warmup", self.warmup, ge=0, lt=self.steps)
-        check_range("gps.train.grad_clip", self.grad_clip, gt=0)
-        check_range("gps.train.noise", self.noise, ge=0, lt=1)
-        check_range("gps.train.noisy_weight", self.noisy_weight, ge=0)
-        check_range("gps.train.eval_every", self.eval_every, ge=1)
-        check_range("gps.train.checkpoint_every", self.checkpoint_every, ge=1)
 
 
 def data_mesh(devices=None) -> Mesh:

@@ -2,200 +2,32 @@
 
 Two parts: (1) the paper's benchmark on the simulated IPU (ipu_model): static and dynamic block-sparse matmuls as IPU
 programs (papers.popsparse.ipu_static, ipu_dynamic) against the simulated dense matmul, best over the batch n, beside
-the paper's table; (2) the CPU: core.sparsity's static and dynamic matmuls against dense `jnp.matmul`, scipy's
-`bsr_array` and JAX's experimental BCSR, over block sizes and densities (papers.popsparse.cpu).
+the paper's table and figures; (2) the CPU: core.sparsity's static and dynamic matmuls against dense `jnp.matmul`,
+scipy's `bsr_array` and JAX's experimental BCSR, over block sizes and densities (papers.popsparse.cpu).
 
-Entry points: `reproduce(cfg, run)` and `claims(cfg)` (the runner's), `Config` (the `popsparse` config section);
-`papers.popsparse.ipu` (the simulated IPU's sweep), `papers.popsparse.cpu.time_cell` (one CPU timing cell). The
-block-sparse matmuls themselves are core.sparsity.
+The paper contract (core.paper): `run` (run.py) simulates the IPU grid and the FP16 static crossover sweep over the
+pattern seeds (papers.popsparse.ipu; the simulated cells are kept in the run's checkpoint directory, so a killed run
+resumes) and times the CPU sweep in interleaved rounds, and returns the Results (results.py: per row the speed-up
+over dense of every pattern seed with the simulated cells behind it, per CPU cell every method's timing rounds);
+`decide` (claims.py) decides the claims declared there, the facts and the estimates the tables show, from the Results
+alone and without JAX; `render` (report.py, figures.py) makes the tables and figures. `Config` (config.py) is the
+`popsparse` config section. The paper's numbers (its printed table, its figures as read by digitise.py) are in
+paper.py, which only the decision and the report read; sweep.py holds what both need (selecting rows, the
+crossover's interpolation, the estimates' names). The block-sparse matmuls themselves are core.sparsity.
 """
 
-from __future__ import annotations
+from core.paper import Paper
 
-from dataclasses import dataclass, field
-
-from core.config import ConfigError, check_choice, check_range
-from core.report import Report
-from core.runner import RunContext
-from core.sparsity.formats import BLOCK_SIZES
-from papers.popsparse.claims import claims
-
-DTYPES = ("float16", "float32")
-
-
-def _check_grid(prefix: str, m: int, k: int, blocks, densities) -> None:
-    check_range(f"{prefix}.m", m, ge=16)
-    check_range(f"{prefix}.k", k, ge=16)
-    for b in blocks:
-        check_choice(f"{prefix}.blocks", b, BLOCK_SIZES)
-        if m % b or k % b:
-            raise ConfigError(f"{prefix}: m={m} and k={k} must be divisible by every block size, not by {b}")
-    for d in densities:
-        check_range(f"{prefix}.densities", d, gt=0, le=1)
-
-
-@dataclass
-class IpuConfig:
-    """The paper's benchmark on the simulated IPU (device=mk2|bow|mk1): best over n, speed-up over dense."""
-
-    enabled: bool = True
-    m: int = 4096
-    k: int = 4096
-    # the paper: best over n (its grid: n up to 16384). Dense and static step through n (and k) serially where one
-    # step does not fit, so every kind runs at every n. The default sweeps n = 256, 1024, 4096 for every kind, as
-    # before issue 41 pruned it: dropping an n can only lower a kind's best, which moves a cell whose sim/paper is
-    # above 1 towards the paper. Past 4096 static gains < 0.5% (b = 1, FP16, 1/16: 199.0 TFLOP/s at n = 4096,
-    # 199.1 at 8192, 199.9 at 16384, Bow clock) and dense loses (229 -> 218 at 8192) at 40-140 s a cell: full only.
-    ns: list[int] = field(default_factory=lambda: [256, 1024, 4096])
-    static_ns: list[int] = field(default_factory=list)  # empty: `ns`
-    blocks: list[int] = field(default_factory=lambda: [1, 16])  # the table's rows (full: 1, 4, 8, 16)
-    # the paper's range is 1/4 .. 1/64 (full scale adds 1/2, 1/8, 1/32). 1/2 (outside it) is out of the default:
-    # at 3 seeds its cells would add about a third to the sweep, a b = 1 cell holds ~7 GB (two at once were killed
-    # for memory on a 23 GB machine), and they decide only ipu-static-beats-dynamic, which they do not move (static
-    # ahead at 1/2 in every cell, by 1.9-2.1x, and 1.11x for FP32 b = 16 in all 3 seeds: README, "Grid points")
-    densities: list[float] = field(default_factory=lambda: [1 / 4, 1 / 16, 1 / 64])
-    dtypes: list[str] = field(default_factory=lambda: list(DTYPES))
-    # the FP16 static sweep (against dense) that locates where static beats dense, per block size, at every
-    # density of the paper's figures, at n = 4096 (static's best n in the static cells of the grid above: the
-    # report counts them); full scale: 1/2 .. 1/64 at every n
-    crossover_blocks: list[int] = field(default_factory=lambda: [1, 4, 8, 16])
-    crossover_densities: list[float] = field(default_factory=lambda: [1 / 4, 1 / 8, 1 / 16, 1 / 32])
-    crossover_ns: list[int] = field(default_factory=lambda: [4096])
-    # random block patterns per sparse cell (seeds cfg.seed, cfg.seed + 1, ...): every IPU claim is decided over
-    # them; the simulation is otherwise deterministic
-    pattern_seeds: int = 3
-    # simulator processes (the cells are independent); 0: one per CPU core. A killed run resumes from the cells
-    # already simulated
-    workers: int = 0
-
-    def __post_init__(self) -> None:
-        _check_grid("popsparse.ipu", self.m, self.k, self.blocks, self.densities)
-        _check_grid("popsparse.ipu.crossover", self.m, self.k, self.crossover_blocks, self.crossover_densities)
-        check_range("popsparse.ipu.workers", self.workers, ge=0)
-        check_range("popsparse.ipu.pattern_seeds", self.pattern_seeds, ge=1)
-        for n in self.ns:
-            check_range("popsparse.ipu.ns", n, ge=1)
-        for n in self.crossover_ns:
-            check_range("popsparse.ipu.crossover_ns", n, ge=1)
-        for n in self.static_ns:
-            check_range("popsparse.ipu.static_ns", n, ge=1)
-        for d in self.dtypes:
-            check_choice("popsparse.ipu.dtypes", d, DTYPES)
-
-
-@dataclass
-class CpuConfig:
-    """core.sparsity on this CPU against dense jnp.matmul, scipy bsr_array and jax.experimental.sparse BCSR."""
-
-    enabled: bool = True
-    m: int = 2048
-    k: int = 2048
-    n: int = 2048
-    blocks: list[int] = field(default_factory=lambda: [1, 4, 8, 16])
-    densities: list[float] = field(default_factory=lambda: [1 / 4, 1 / 8, 1 / 16, 1 / 32, 1 / 64])
-    peers: list[str] = field(default_factory=lambda: ["scipy", "bcsr"])
-    dynamic: bool = True
-    # timing rounds per cell, every method in each round (the claims decide on the spread over them: >= 2)
-    repeat: int = 5
-
-    def __post_init__(self) -> None:
-        from papers.popsparse.cpu import PEERS
-
-        _check_grid("popsparse.cpu", self.m, self.k, self.blocks, self.densities)
-        check_range("popsparse.cpu.n", self.n, ge=1)
-        check_range("popsparse.cpu.repeat", self.repeat, ge=2)
-        for p in self.peers:
-            check_choice("popsparse.cpu.peers", p, PEERS)
-
-
-@dataclass
-class Config:
-    ipu: IpuConfig = field(default_factory=IpuConfig)
-    cpu: CpuConfig = field(default_factory=CpuConfig)
-
-    def __post_init__(self) -> None:
-        if not (self.ipu.enabled or self.cpu.enabled):
-            raise ConfigError("popsparse: both popsparse.ipu.enabled and popsparse.cpu.enabled are false")
-
-
-def reproduce(cfg, run: RunContext) -> Report:
-    import os
-
-    from core.progress import progress
-    from core.tracking import log_metrics
-    from ipu_model import device_from_config
-    from papers.popsparse.cpu import cpu_sweep
-    from papers.popsparse.ipu import CellCache, speedups
-    from papers.popsparse.report import build_report
-
-    c = cfg.popsparse
-    device = device_from_config(cfg.device)
-    ipu_rows: list[dict] = []
-    crossover_rows: list[dict] = []
-    if c.ipu.enabled:
-        static_ns = list(c.ipu.static_ns) or list(c.ipu.ns)
-        seeds = [int(cfg.seed) + i for i in range(c.ipu.pattern_seeds)]
-        sparse = len(c.ipu.ns) + len(static_ns)
-        cells = len(c.ipu.dtypes) * (len(c.ipu.ns) + len(seeds) * sparse * len(c.ipu.blocks) * len(c.ipu.densities))
-        if c.ipu.crossover_blocks:
-            per_seed = len(c.ipu.crossover_blocks) * len(c.ipu.crossover_densities)
-            cells += len(c.ipu.crossover_ns) * (1 + len(seeds) * per_seed)
-        bar = progress(total=cells, desc=f"simulated {device.name} matmuls", unit="cell")
-        cache = CellCache(run.checkpoint_path("ipu_cells.json"), resume=run.resume)
-
-        def log(key, cell):
-            bar.update(1)
-            if cell["fits"]:
-                log_metrics({f"ipu/{key}/tflops": cell["tflops"]})
-
-        # both sweeps share the cell cache: cells they have in common are simulated once
-        shared = {"seeds": seeds, "log": log, "cache": cache, "workers": c.ipu.workers or os.cpu_count() or 1}
-        ipu_rows = speedups(
-            c.ipu.m,
-            c.ipu.k,
-            list(c.ipu.ns),
-            list(c.ipu.blocks),
-            [float(d) for d in c.ipu.densities],
-            list(c.ipu.dtypes),
-            device,
-            kind_ns={"static": static_ns},
-            **shared,
-        )
-        if c.ipu.crossover_blocks:
-            crossover_rows = speedups(
-                c.ipu.m,
-                c.ipu.k,
-                list(c.ipu.crossover_ns),
-                list(c.ipu.crossover_blocks),
-                [float(d) for d in c.ipu.crossover_densities],
-                ["float16"],
-                device,
-                kinds=("static",),
-                **shared,
-            )
-        bar.close()
-        log_metrics(
-            {
-                f"ipu/{r['dtype']}/b{r['block']}/d{r['density']:.4g}/{kind}_speedup": r[f"{kind}_speedup"]
-                for r in ipu_rows
-                for kind in ("static", "dynamic")
-            }
-        )
-    cpu_cells: list[dict] = []
-    if c.cpu.enabled:
-        cpu_cells = cpu_sweep(
-            c.cpu.m,
-            c.cpu.k,
-            c.cpu.n,
-            list(c.cpu.blocks),
-            [float(d) for d in c.cpu.densities],
-            peers=list(c.cpu.peers),
-            dynamic=c.cpu.dynamic,
-            seed=int(cfg.seed),
-            repeat=c.cpu.repeat,
-            progress=progress,
-        )
-    return build_report(cfg, ipu_rows, cpu_cells, device.name, crossover_rows)
-
-
-__all__ = ["Config", "claims", "reproduce"]
+PAPER = Paper(
+    name="popsparse",
+    title="PopSparse: Accelerated block sparse matrix multiplication on IPU",
+    config="papers.popsparse.config:Config",
+    claims="papers.popsparse.claims:claims",
+    results="papers.popsparse.results:Results",
+    run="papers.popsparse.run:run",
+    decide="papers.popsparse.claims:decide",
+    render="papers.popsparse.report:render",
+    ledger="papers.popsparse.ledger",
+    decision_data=("data",),  # the paper's figures and our readings of them: only the claims and report read them
+)
+__getattr__ = PAPER.exports  # papers.popsparse.Config and .Results, loaded on first use

@@ -1,26 +1,32 @@
-"""The PopSparse claims, declared from the config alone before any run, and the function that measures them from the
-simulated IPU's rows, the crossover sweep and the CPU cells; beside them the facts that are not claims (the dense
-rate, a calibration; speed-up growing with block size, true of the cost model by construction). The paper's numbers
-are in papers/popsparse/paper.py (its table as printed, its figures as read at pixel precision).
+"""The PopSparse claims, declared from the config alone before any run, and `decide`, which measures them from the
+stored Results (papers/popsparse/results.py: the simulated IPU's rows, the crossover sweep and the CPU cells); beside
+them the facts that are not claims (the dense rate, a calibration; speed-up growing with block size, true of the
+cost model by construction) and the estimates the report's tables show. The paper's numbers are in
+papers/popsparse/paper.py (its table as printed, its figures as read at pixel precision); what the report needs as
+well (selecting rows, the crossover's interpolation, the estimates' names) is in papers/popsparse/sweep.py.
 
 Every simulated sparse cell is run with several random block patterns (`popsparse.ipu.pattern_seeds`); the
 simulation is otherwise deterministic, so each IPU claim is decided over the seeds: its interval spans every seed
 (and every value the paper's figures allow), it holds where every seed meets the rule and fails where none does.
 
 Kept as one module over 400 lines on purpose: the claims lock fingerprints each measuring function with the
-helpers of its own module that it calls, so the helpers that decide a claim stay here beside it."""
+helpers of its own module that it calls, so the helpers that decide a claim stay here beside it; only those the
+report needs as well (selecting rows, the crossover's interpolation, a cell's rate at the paper's clock) are in
+sweep.py, which the lock's fingerprint of a claim does not follow (the decision fingerprint covers it). numpy, scipy
+and core.stats only: no JAX."""
 
 from __future__ import annotations
 
 import itertools
 import math
 import statistics
-from typing import Any
+from typing import Any, NamedTuple
 
-from core.claims import inside
+import numpy as np
+
+from core.claims import Decided, inside
 from core.report import Claim, Fact, Interval, Rule, fixed, interval_above, is_true, within_abs
-from core.stats import slope
-from papers.popsparse.cpu import crossover_density, speedup_interval
+from core.stats import paired_bootstrap, slope
 from papers.popsparse.paper import (
     FIGURE_M,
     FIGURE_SPEEDUPS,
@@ -28,62 +34,58 @@ from papers.popsparse.paper import (
     PAPER_DENSITY,
     PAPER_FIGURE_SPEEDUPS,
     PUBLISHED,
+    TABLE_CELL_FACTOR,
+    TABLE_MEDIAN_FACTOR,
     paper_dense_best,
     table_printed,
+)
+from papers.popsparse.results import CpuCell, Results, Row
+from papers.popsparse.sweep import (
+    at_paper_clock,
+    cpu_key,
+    crossover_key,
+    crossover_sparsity,
+    crossover_speedup_key,
+    dense_cells,
+    dense_key,
+    figure_key,
+    frac,
+    near,
+    rows_at,
+    speedup_key,
 )
 
 HEADLINE_SPARSITY = 0.9  # "static FP16 beats dense from about 90% sparsity" (REFERENCES.md, "headline")
 HEADLINE_TOL = 0.05
 HEADLINE_BLOCKS = (1, 4, 8)  # the abstract names no block size; the paper's table puts b = 16 far below 90%
-TABLE_CELL_FACTOR = 1.5  # issue 26's targets for the simulated table: every cell within 1.5x of the paper's,
-TABLE_MEDIAN_FACTOR = 1.2  # the median within 1.2x
 DENSE_FACTOR = 1.5  # the former ipu-dense-rate claim's target (now a calibration fact): the table's per-cell target
-PAPER_CLOCK_HZ = 1.85e9  # the paper's IPU, a Bow (REFERENCES.md, "IPU"): its FLOP/s are at this clock
 
 
-def _at_paper_clock(cell: dict, key: str = "tflops") -> float:
-    """A simulated cell's FLOP/s had it run at the paper's clock (the Bow is the Mk2 tile at 1.85 GHz: the same
-    cycles); nan when it did not fit."""
-    if not cell.get("fits") or key not in cell:
-        return float("nan")
-    clock = cell["cycles"] / cell["seconds"]
-    return cell[key] * PAPER_CLOCK_HZ / clock
+class Planned(NamedTuple):
+    """A cell the config asks for, before any run: what `claims` declares from (dtype None in the crossover
+    sweep, which is FP16 only)."""
+
+    dtype: str | None
+    block: int
+    density: float
 
 
-def _frac(d: float) -> str:
-    return f"1/{round(1 / d)}" if d < 1 else "1"
-
-
-def _near(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
-
-
-def _ipu_rows(rows, dtype=None, block=None, density=None):
-    return [
-        r
-        for r in rows
-        if (dtype is None or r["dtype"] == dtype)
-        and (block is None or r["block"] == block)
-        and (density is None or _near(r["density"], density))
-    ]
-
-
-def _seeds(rows) -> int:
-    """How many pattern seeds the rows hold (1 for rows without per-seed speed-ups)."""
+def _seeds(rows: list[Row]) -> int:
+    """How many pattern seeds the rows hold (1 for rows without a sparse kind)."""
     for r in rows:
         for kind in ("static", "dynamic"):
-            if f"{kind}_speedups" in r:
-                return len(r[f"{kind}_speedups"])
+            if r.kind(kind) is not None:
+                return len(r.kind(kind).speedups)
     return 1
 
 
-def _per_seed(row: dict, kind: str) -> list[float]:
+def _per_seed(row: Row, kind: str) -> list[float]:
     """A row's speed-ups of `kind`, one per pattern seed."""
-    return list(row.get(f"{kind}_speedups", [row[f"{kind}_speedup"]]))
+    return list(row.kind(kind).speedups)
 
 
-def _cpu_at_paper_density(cells) -> list[dict]:
-    return sorted((x for x in cells if _near(x["density"], PAPER_DENSITY)), key=lambda x: x["block"])
+def _cpu_at_paper_density(cells) -> list:
+    return sorted((x for x in cells if near(x.density, PAPER_DENSITY)), key=lambda x: x.block)
 
 
 def _at_figure_scale(cfg) -> bool:
@@ -298,26 +300,21 @@ def _realised_density(m: int, k: int, block: int, density: float) -> float:
     return max(1, round(density * blocks)) / blocks
 
 
-def planned_crossover(cfg) -> list[dict]:
+def planned_crossover(cfg) -> list[Planned]:
     """The (block, density) rows of the FP16 static crossover sweep this config asks for."""
     c = cfg.popsparse.ipu
     if not c.enabled:
         return []
-    return [{"block": b, "density": float(d)} for b in c.crossover_blocks for d in c.crossover_densities]
+    return [Planned(None, b, float(d)) for b in c.crossover_blocks for d in c.crossover_densities]
 
 
-def planned_cells(cfg) -> tuple[list[dict], list[dict]]:
+def planned_cells(cfg) -> tuple[list[Planned], list[Planned]]:
     """The (dtype, block, density) rows `papers.popsparse.ipu.speedups` returns and the (block, density) cells
     `papers.popsparse.cpu.cpu_sweep` times for this config, in their order, without their measurements."""
     c = cfg.popsparse
-    ipu = [
-        {"dtype": t, "block": b, "density": float(d)}
-        for t in c.ipu.dtypes
-        for b in c.ipu.blocks
-        for d in c.ipu.densities
-    ]
+    ipu = [Planned(t, b, float(d)) for t in c.ipu.dtypes for b in c.ipu.blocks for d in c.ipu.densities]
     cpu = [
-        {"block": b, "density": _realised_density(c.cpu.m, c.cpu.k, b, float(d))}
+        Planned(None, b, _realised_density(c.cpu.m, c.cpu.k, b, float(d)))
         for b in c.cpu.blocks
         for d in c.cpu.densities
     ]
@@ -330,9 +327,9 @@ def _cells(cells: dict, ipu_rows, crossover_rows, planned: bool = False) -> dict
     measurements (an empty list then)."""
     out = {}
     for kind, block, density in cells:
-        found = [r for r in _ipu_rows(ipu_rows, "float16", block, density) if planned or f"{kind}_speedup" in r]
+        found = [r for r in rows_at(ipu_rows, "float16", block, density) if planned or r.kind(kind) is not None]
         if not found and kind == "static":
-            found = _ipu_rows(crossover_rows, None, block, density)
+            found = rows_at(crossover_rows, None, block, density)
         if found:
             out[(kind, block, density)] = [] if planned else _per_seed(found[0], kind)
     return out
@@ -357,25 +354,16 @@ def _side_cells(ipu_rows, crossover_rows, planned: bool = False) -> dict[tuple[s
     return _cells(_paper_sides(), ipu_rows, crossover_rows, planned)
 
 
-def _dense_cells(ipu_rows) -> dict[tuple[str, int], dict]:
-    """(dtype, n) -> the simulated dense cell, for every n simulated."""
-    out = {}
-    for r in ipu_rows:
-        for cell in r["dense"].get("cells", []):
-            out[(r["dtype"], cell["n"])] = cell
-    return out
-
-
-def _dense_factors(ipu_rows) -> dict[tuple[str, Any], float]:
+def _dense_factors(ipu_rows: list[Row]) -> dict[tuple[str, Any], float]:
     """(dtype, n) -> simulated / paper dense FLOP/s where the paper's figure shows the n, and (dtype, "best") for
     the best over n of both (nan: did not fit)."""
     out = {
-        (t, n): _at_paper_clock(cell) / PAPER_DENSE[t][n].estimate
-        for (t, n), cell in sorted(_dense_cells(ipu_rows).items())
+        (t, n): at_paper_clock(cell) / PAPER_DENSE[t][n].estimate
+        for (t, n), cell in sorted(dense_cells(ipu_rows).items())
         if n in PAPER_DENSE.get(t, {})
     }
-    for t in sorted({r["dtype"] for r in ipu_rows}):
-        out[(t, "best")] = _at_paper_clock(_ipu_rows(ipu_rows, t)[0]["dense"]) / paper_dense_best(t).estimate
+    for t in sorted({r.dtype for r in ipu_rows}):
+        out[(t, "best")] = at_paper_clock(rows_at(ipu_rows, t)[0].dense) / paper_dense_best(t).estimate
     return out
 
 
@@ -388,12 +376,12 @@ def claims(cfg) -> list[Claim]:
     cross = planned_crossover(cfg)
     out = []
     if ipu:
-        if all(_ipu_rows(ipu, dtype, block, PAPER_DENSITY) for block, dtype in PUBLISHED):
+        if all(rows_at(ipu, dtype, block, PAPER_DENSITY) for block, dtype in PUBLISHED):
             out.append(CLAIMS["ipu-paper-table"])
         if _at_figure_scale(cfg) and _figure_cells(ipu, cross, planned=True):
             out.append(CLAIMS["ipu-paper-figures"])
         out.append(CLAIMS["ipu-static-beats-dynamic"])
-    swept = [b for b in sorted({r["block"] for r in cross}) if len(_ipu_rows(cross, None, b)) >= 2]
+    swept = [b for b in sorted({r.block for r in cross}) if len(rows_at(cross, None, b)) >= 2]
     if any(b in HEADLINE_BLOCKS for b in swept):
         out.append(CLAIMS["ipu-headline-crossover"])
     if _at_figure_scale(cfg) and len({b for _, b, _ in _side_cells(ipu, cross, planned=True)}) >= 2:
@@ -406,27 +394,15 @@ def claims(cfg) -> list[Claim]:
     return out
 
 
-def crossover_sparsity(densities, speedups) -> tuple[float, str]:
-    """(sparsity where the speed-up crosses 1, interpolated in log density; how it was found). Beyond the grid,
-    the grid's edge, a bound on the crossover: 1 - the largest density when sparse beats dense everywhere (the true
-    crossover is lower), 1 - the smallest when it never does (higher)."""
-    cross = crossover_density(densities, speedups)
-    if cross is None:
-        return 1 - min(densities), f"above {1 - min(densities):.1%} (never faster on the grid)"
-    if _near(cross, max(densities)) and min(speedups) >= 1:
-        return 1 - max(densities), f"below {1 - max(densities):.1%} (faster everywhere on the grid)"
-    return 1 - cross, f"{1 - cross:.1%}"
-
-
 def _crossovers(crossover_rows, seed: int | None = None) -> dict[int, tuple[list[float], list[float], float, str]]:
     """block -> (densities, static FP16 speed-ups, crossover sparsity, its text), for blocks swept at >= 2 densities:
     of pattern seed index `seed`, or of the seed-mean speed-ups (None)."""
     out = {}
-    for b in sorted({r["block"] for r in crossover_rows}):
-        sweep = sorted(_ipu_rows(crossover_rows, None, b), key=lambda r: r["density"])
+    for b in sorted({r.block for r in crossover_rows}):
+        sweep = sorted(rows_at(crossover_rows, None, b), key=lambda r: r.density)
         if len(sweep) >= 2:
-            dens = [r["density"] for r in sweep]
-            speed = [r["static_speedup"] if seed is None else _per_seed(r, "static")[seed] for r in sweep]
+            dens = [r.density for r in sweep]
+            speed = [r.static.speedup if seed is None else _per_seed(r, "static")[seed] for r in sweep]
             out[b] = (dens, speed, *crossover_sparsity(dens, speed))
     return out
 
@@ -435,21 +411,10 @@ def _table_cells(ipu_rows) -> dict[tuple[int, str, str], list[float]]:
     """(block, dtype, kind) -> our speed-ups (one per seed) in the paper's table cells the run has."""
     out = {}
     for block, dtype in PUBLISHED:
-        found = _ipu_rows(ipu_rows, dtype, block, PAPER_DENSITY)
+        found = rows_at(ipu_rows, dtype, block, PAPER_DENSITY)
         for kind in ("static", "dynamic"):
-            if found and f"{kind}_speedup" in found[0]:
+            if found and found[0].kind(kind) is not None:
                 out[(block, dtype, kind)] = _per_seed(found[0], kind)
-    return out
-
-
-def _table_factors(ipu_rows) -> dict[tuple[int, str, str], float]:
-    """(block, dtype, kind) -> sim (seed mean) / paper (as printed) of the paper's table cells (nan: not run)."""
-    cells = _table_cells(ipu_rows)
-    out = {}
-    for (block, dtype), printed_pair in PUBLISHED.items():
-        for kind, p in zip(("static", "dynamic"), printed_pair, strict=True):
-            sims = cells.get((block, dtype, kind))
-            out[(block, dtype, kind)] = statistics.fmean(sims) / p if sims else float("nan")
     return out
 
 
@@ -480,7 +445,7 @@ def _measure_sides(ipu_rows, crossover_rows, seeds: int, ours: dict) -> None:
         _over_seeds(share, f"share of {len(cells)} cells over {seeds} pattern seed(s)"),
         f"{len(cells)} cells the paper's figures put on one side of 1; on the other side in some seed: "
         + (
-            ", ".join(f"b={b} at {_frac(d)} ({fixed(statistics.fmean(cells[(k, b, d)]))})" for k, b, d in wrong)
+            ", ".join(f"b={b} at {frac(d)} ({fixed(statistics.fmean(cells[(k, b, d)]))})" for k, b, d in wrong)
             or "none"
         )
         + "; crossovers at the seed-mean speed-ups "
@@ -489,10 +454,25 @@ def _measure_sides(ipu_rows, crossover_rows, seeds: int, ours: dict) -> None:
     )
 
 
-def measure(cfg, ipu_rows: list[dict], cpu_cells: list[dict], crossover_rows: list[dict] | None = None) -> list[Claim]:
+def speedup_interval(cell: CpuCell, method: str, over: str = "dense", *, seed: int = 0) -> Interval:
+    """Time of `over` / time of `method` in one CPU cell: the median of the per-round ratios (rounds paired as
+    timed) with a 95% bootstrap interval over the rounds (`core.stats.paired_bootstrap` on log times). Above 1:
+    `method` is faster. Needs at least two rounds."""
+    a, b = np.log(cell.rounds[over]), np.log(cell.rounds[method])
+    log_ratio = paired_bootstrap(a, b, statistic=np.median, seed=seed)
+    return Interval(
+        math.exp(log_ratio.estimate),
+        math.exp(log_ratio.low),
+        math.exp(log_ratio.high),
+        log_ratio.confidence,
+        f"median of {a.size} paired rounds, bootstrap interval",
+    )
+
+
+def measure(cfg, results: Results) -> list[Claim]:
     """Our figure for every declared claim (one the run did not measure stays unmeasured)."""
+    ipu_rows, cpu_cells, crossover_rows = results.ipu, results.cpu, results.crossover
     ours: dict[str, tuple[Any, str]] = {}
-    crossover_rows = crossover_rows or []
     seeds = _seeds(ipu_rows or crossover_rows)
     _measure_crossovers(crossover_rows, seeds, ours)
     if _at_figure_scale(cfg):
@@ -505,14 +485,14 @@ def measure(cfg, ipu_rows: list[dict], cpu_cells: list[dict], crossover_rows: li
         figure = _figure_cells(ipu_rows, crossover_rows) if _at_figure_scale(cfg) else {}
         if figure:
             papers = {key: PAPER_FIGURE_SPEEDUPS[key] for key in figure}
-            ours["ipu-paper-figures"] = _within_targets(figure, papers, lambda w: f"{w[0]} b={w[1]} at {_frac(w[2])}")
+            ours["ipu-paper-figures"] = _within_targets(figure, papers, lambda w: f"{w[0]} b={w[1]} at {frac(w[2])}")
         wins = [sum(_per_seed(r, "static")[s] > _per_seed(r, "dynamic")[s] for r in ipu_rows) for s in range(seeds)]
         ours["ipu-static-beats-dynamic"] = (
             _over_seeds([w / len(ipu_rows) for w in wins], f"share of {len(ipu_rows)} cells over {seeds} seed(s)"),
             f"static faster in {', '.join(map(str, wins))} of {len(ipu_rows)} cells (per pattern seed)",
         )
     if cpu_cells:
-        if "dynamic" in cpu_cells[0]:
+        if "dynamic" in cpu_cells[0].rounds:
             ratios = [speedup_interval(cell, "static", over="dynamic", seed=i) for i, cell in enumerate(cpu_cells)]
             faster = sum(r.low > 1 for r in ratios)
             slower = sum(r.high < 1 for r in ratios)
@@ -520,24 +500,25 @@ def measure(cfg, ipu_rows: list[dict], cpu_cells: list[dict], crossover_rows: li
                 faster == len(cpu_cells),
                 f"static significantly faster in {faster}, significantly slower in {slower}, undecided in "
                 f"{len(cpu_cells) - faster - slower} of {len(cpu_cells)} cells "
-                f"({len(cpu_cells[0]['rounds']['static'])} rounds each)",
+                f"({len(cpu_cells[0].rounds['static'])} rounds each)",
             )
         at = _cpu_at_paper_density(cpu_cells)
-        xs = [math.log2(x["block"]) for x in at for _ in x["rounds"]["static"]]
-        ys = [math.log2(d / s) for x in at for d, s in zip(x["rounds"]["dense"], x["rounds"]["static"], strict=True)]
-        medians = ", ".join(f"b={x['block']}: {x['dense'] / x['static']:.2f}x" for x in at)
+        xs = [math.log2(x.block) for x in at for _ in x.rounds["static"]]
+        ys = [math.log2(d / s) for x in at for d, s in zip(x.rounds["dense"], x.rounds["static"], strict=True)]
+        medians = ", ".join(f"b={x.block}: {x.seconds('dense') / x.seconds('static'):.2f}x" for x in at)
         if len(set(xs)) >= 2 and len(xs) >= 3:
             ours["cpu-grows-with-block"] = (slope(xs, ys), f"median speed-ups {medians}")
     return [claim.measured(*ours[claim.id]) if claim.id in ours else claim for claim in claims(cfg)]
 
 
-def facts(cfg, ipu_rows: list[dict]) -> list[Fact]:
+def facts(cfg, results: Results) -> list[Fact]:
     """The rows that are not claims. Calibration: the simulated dense rate against the paper's dense figure (at the
     figures' m = k); the dense baseline's FP16 partials were chosen so the paper's dense rate is reachable
     (REFERENCES.md, "the dense baseline's partials"), so its agreement is not a finding; every speed-up is over it.
     Construction: the static speed-up at 1/16 grows with the block size, as any cost model with a per-block
     overhead makes it (poplibs' static codelet estimate costs fewer cycles per non-zero element at larger blocks:
     tests/papers/popsparse/test_ipu.py::test_static_cycles_per_element_fall_with_block_size)."""
+    ipu_rows = results.ipu
     out = []
     dense = _dense_factors(ipu_rows) if ipu_rows and _at_figure_scale(cfg) else {}
     if dense:
@@ -555,8 +536,8 @@ def facts(cfg, ipu_rows: list[dict]) -> list[Fact]:
                 paper=1.0,
             )
         )
-    for dtype in sorted({r["dtype"] for r in ipu_rows}):
-        cells = sorted(_ipu_rows(ipu_rows, dtype, None, PAPER_DENSITY), key=lambda r: r["block"])
+    for dtype in sorted({r.dtype for r in ipu_rows}):
+        cells = sorted(rows_at(ipu_rows, dtype, None, PAPER_DENSITY), key=lambda r: r.block)
         if len(cells) < 2:
             continue
         seeds = len(_per_seed(cells[0], "static"))
@@ -564,17 +545,17 @@ def facts(cfg, ipu_rows: list[dict]) -> list[Fact]:
             all(b >= a for a, b in itertools.pairwise(_per_seed(r, "static")[s] for r in cells)) for s in range(seeds)
         )
         paper = (
-            PUBLISHED.get((cells[-1]["block"], dtype), (math.nan,))[0]
-            / PUBLISHED.get((cells[0]["block"], dtype), (math.nan,))[0]
+            PUBLISHED.get((cells[-1].block, dtype), (math.nan,))[0]
+            / PUBLISHED.get((cells[0].block, dtype), (math.nan,))[0]
         )
         out.append(
             Fact(
                 f"ipu-grows-with-block-{dtype}",
                 f"On the simulated IPU the static {dtype} speed-up at density 1/16 grows with the block size "
                 f"(largest block's over the smallest's; true of any cost model with a per-block overhead)",
-                cells[-1]["static_speedup"] / cells[0]["static_speedup"],
+                cells[-1].static.speedup / cells[0].static.speedup,
                 "construction",
-                ", ".join(f"b={r['block']}: {fixed(r['static_speedup'])}x" for r in cells)
+                ", ".join(f"b={r.block}: {fixed(r.static.speedup)}x" for r in cells)
                 + f" (seed means); non-decreasing in {grows} of {seeds} pattern seed(s)",
                 paper=round(paper, 3) if paper == paper and _at_figure_scale(cfg) else None,
             )
@@ -582,4 +563,55 @@ def facts(cfg, ipu_rows: list[dict]) -> list[Fact]:
     return out
 
 
-__all__ = ["claims", "crossover_sparsity", "facts", "measure", "planned_cells", "planned_crossover"]
+# ---------------------------------------------------------------------------------------------- estimates
+
+
+def _seed_spread(speedups: list[float], what: str) -> Interval | float:
+    """A cell's speed-ups over the pattern seeds as an interval: their mean, lowest and highest (each seed's value
+    is exact: simulated); nan where a seed's cell did not fit."""
+    if not all(math.isfinite(v) for v in speedups):
+        return float("nan")
+    return Interval(float(np.mean(speedups)), min(speedups), max(speedups), 1.0, f"{what} over {len(speedups)} "
+                    "pattern seed(s): mean, lowest and highest")  # fmt: skip
+
+
+def estimates(cfg, results: Results) -> dict[str, Any]:
+    """The figures the report's tables show, by name (papers/popsparse/sweep.py names them): every simulated
+    speed-up over dense (an interval over the pattern seeds), each swept block's crossover sparsity (at the seed-mean
+    speed-ups), at the figures' m = k our speed-up in each figure cell and the dense rate against the paper's, and
+    each CPU cell's static speed-up (median of paired rounds, bootstrap interval)."""
+    out: dict[str, Any] = {}
+    for r in results.ipu:
+        for kind in ("static", "dynamic"):
+            if r.kind(kind) is not None:
+                out[speedup_key(r.dtype, r.block, r.density, kind)] = _seed_spread(r.kind(kind).speedups, "speed-up")
+    for r in results.crossover:
+        out[crossover_speedup_key(r.block, r.density)] = _seed_spread(r.static.speedups, "speed-up")
+    for b, c in _crossovers(results.crossover).items():
+        out[crossover_key(b)] = c[2]
+    if results.ipu and _at_figure_scale(cfg):
+        for (kind, b, d), v in _figure_cells(results.ipu, results.crossover).items():
+            out[figure_key(kind, b, d)] = _seed_spread(v, "speed-up")
+        for (t, n), ratio in _dense_factors(results.ipu).items():
+            out[dense_key(t, n)] = ratio
+    for i, cell in enumerate(results.cpu):
+        key = cpu_key(cell.block, cell.density)
+        out[key if key not in out else f"{key}-{i}"] = speedup_interval(cell, "static", seed=i)
+    return out
+
+
+def decide(cfg, results: Results) -> Decided:
+    """Every declared claim decided from the stored Results, the facts, and the estimates the tables show."""
+    return Decided(measure(cfg, results), facts(cfg, results), estimates(cfg, results))
+
+
+__all__ = [
+    "claims",
+    "decide",
+    "estimates",
+    "facts",
+    "measure",
+    "planned_cells",
+    "planned_crossover",
+    "speedup_interval",
+]

@@ -1,5 +1,7 @@
 """Block-sparse matmul on the CPU: our static (and dynamic) matmul against dense `jnp.matmul`, scipy's `bsr_array`
-and JAX's experimental BCSR, over block sizes and densities; and where each block size starts to beat dense.
+and JAX's experimental BCSR, over block sizes and densities, every method timed in the same interleaved rounds.
+(What the rounds show, the speed-up intervals and where each block size starts to beat dense, is decided from them
+in papers/popsparse/claims.py and shown by report.py.)
 
 Every timed product is first checked against the dense product of the same matrix, so a fast wrong answer cannot
 enter the table.
@@ -7,7 +9,6 @@ enter the table.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from functools import partial
 
@@ -16,12 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from core.bench import time_rounds
-from core.report import Interval
 from core.sparsity import BlockPattern, BlockSparseMatrix
 from core.sparsity.static import plan_static, static_matmul
-from core.stats import paired_bootstrap
-
-PEERS = ("scipy", "bcsr")
+from papers.popsparse.config import PEERS
 
 
 def _check(name: str, got, want: np.ndarray, tol: float) -> float:
@@ -99,41 +97,6 @@ def time_cell(
     out.update({name: float(np.median(r)) for name, r in rounds.items()})
     out["rounds"] = rounds
     return out
-
-
-def speedup_interval(cell: dict, method: str, over: str = "dense", *, seed: int = 0) -> Interval:
-    """Time of `over` / time of `method` in one cell: the median of the per-round ratios (rounds paired as timed)
-    with a 95% bootstrap interval over the rounds (`core.stats.paired_bootstrap` on log times). Above 1: `method`
-    is faster. Needs at least two rounds."""
-    a, b = np.log(cell["rounds"][over]), np.log(cell["rounds"][method])
-    log_ratio = paired_bootstrap(a, b, statistic=np.median, seed=seed)
-    return Interval(
-        math.exp(log_ratio.estimate),
-        math.exp(log_ratio.low),
-        math.exp(log_ratio.high),
-        log_ratio.confidence,
-        f"median of {a.size} paired rounds, bootstrap interval",
-    )
-
-
-def crossover_density(densities: Sequence[float], speedups: Sequence[float]) -> float | None:
-    """The density below which a sparse matmul beats dense (speed-up 1), interpolated in log density between the
-    grid points that bracket it. None when it never beats dense on the grid; the largest density when it always
-    does."""
-    order = np.argsort(densities)
-    d = np.asarray(densities, float)[order]
-    s = np.asarray(speedups, float)[order]
-    wins = s >= 1
-    if not wins.any():
-        return None
-    last = int(np.flatnonzero(wins)[-1])
-    if last == len(d) - 1:
-        return float(d[-1])
-    # speed-up falls through 1 between d[last] and d[last + 1]
-    ld0, ld1 = math.log(d[last]), math.log(d[last + 1])
-    ls0, ls1 = math.log(s[last]), math.log(s[last + 1])
-    t = ls0 / (ls0 - ls1) if ls0 != ls1 else 0.0
-    return float(math.exp(ld0 + t * (ld1 - ld0)))
 
 
 def cpu_sweep(

@@ -1,5 +1,6 @@
 """The PopSparse report's figures: the sim/paper ratio of every cell of the paper's table, and speed-up over dense
-against density on the simulated IPU and on the CPU (papers/popsparse/report.py puts them in the report)."""
+against density on the simulated IPU and on the CPU (papers/popsparse/report.py puts them in the report, with the
+ratios the decision's estimates give)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,14 @@ import numpy as np
 
 from core import plots
 from core.report import Figure, fixed
-from papers.popsparse.claims import TABLE_CELL_FACTOR, _ipu_rows, _table_factors
-from papers.popsparse.paper import PAPER_DENSITY, PUBLISHED
+from papers.popsparse.paper import PAPER_DENSITY, PUBLISHED, TABLE_CELL_FACTOR
+from papers.popsparse.results import CpuCell, Results, Row
+from papers.popsparse.sweep import rows_at
 
 
-def _cpu_kinds(cpu_cells) -> list[str]:
-    return [k for k in ("static", "dynamic", "scipy", "bcsr") if k in cpu_cells[0]]
-
-
-def figures(ipu_rows: list[dict], cpu_cells: list[dict]) -> list[Figure]:
+def figures(results: Results, factors: dict[tuple[int, str, str], float]) -> list[Figure]:
+    """`factors`: (block, dtype, kind) -> sim / paper of the paper's table cells (report.table_factors)."""
     out = []
-    factors = _table_factors(ipu_rows) if ipu_rows else {}
     if any(r == r for r in factors.values()):
         out.append(
             Figure(
@@ -29,12 +27,10 @@ def figures(ipu_rows: list[dict], cpu_cells: list[dict]) -> list[Figure]:
                 "Simulated / paper speed-up for every cell of the paper's table (density 1/16)",
             )
         )
-    if ipu_rows:
-        out.append(Figure("ipu_speedup", _plot_ipu(ipu_rows), "Simulated IPU: speed-up over dense vs density"))
-    if cpu_cells:
-        out.append(
-            Figure("cpu_speedup", _plot_cpu(cpu_cells, _cpu_kinds(cpu_cells)), "CPU: speed-up over dense vs density")
-        )
+    if results.ipu:
+        out.append(Figure("ipu_speedup", _plot_ipu(results.ipu), "Simulated IPU: speed-up over dense vs density"))
+    if results.cpu:
+        out.append(Figure("cpu_speedup", _plot_cpu(results.cpu), "CPU: speed-up over dense vs density"))
     return out
 
 
@@ -44,18 +40,19 @@ def _log2_axes(ax) -> None:
     ax.set_yscale("log", base=2)
 
 
-def _plot_ipu(rows):
-    dtypes = sorted({r["dtype"] for r in rows})
+def _plot_ipu(rows: list[Row]):
+    """Seed-mean speed-ups of every grid cell against density, per dtype; the paper's table as stars."""
+    dtypes = sorted({r.dtype for r in rows})
     fig, axes = plots.figure(len(dtypes), panel=(5.5, 4), squeeze=False)
     for ax, dtype in zip(axes[0], dtypes, strict=True):
         series, styles, stars = {}, {}, []
-        blocks = [b for b in sorted({r["block"] for r in rows}) if _ipu_rows(rows, dtype, b)]
+        blocks = [b for b in sorted({r.block for r in rows}) if rows_at(rows, dtype, b)]
         for i, block in enumerate(blocks):
-            cells = sorted(_ipu_rows(rows, dtype, block), key=lambda r: r["density"])
-            d = [r["density"] for r in cells]
+            cells = sorted(rows_at(rows, dtype, block), key=lambda r: r.density)
+            d = [r.density for r in cells]
             colour = f"C{i}"  # static and dynamic of a block share a colour; the paper's stars too
-            series[f"static b={block}"] = (d, [r["static_speedup"] for r in cells])
-            series[f"dynamic b={block}"] = (d, [r["dynamic_speedup"] for r in cells])
+            series[f"static b={block}"] = (d, [r.static.speedup for r in cells])
+            series[f"dynamic b={block}"] = (d, [r.dynamic.speedup for r in cells])
             styles[f"static b={block}"] = {"color": colour}
             styles[f"dynamic b={block}"] = {"color": colour, "marker": "s", "ls": "--"}
             if (block, dtype) in PUBLISHED:
@@ -87,15 +84,17 @@ def _plot_ratio(factors: dict[tuple[int, str, str], float]):
     return fig
 
 
-def _plot_cpu(cells, kinds):
-    blocks = sorted({c["block"] for c in cells})
+def _plot_cpu(cells: list[CpuCell]):
+    """Speed-up over dense (medians of the rounds) of every CPU method against density, per block size."""
+    kinds = cells[0].methods
+    blocks = sorted({c.block for c in cells})
     fig, axes = plots.figure(len(blocks), panel=(4, 3.6), squeeze=False, sharey=True)
     for ax, b in zip(axes[0], blocks, strict=True):
-        mine = sorted((c for c in cells if c["block"] == b), key=lambda c: c["density"])
-        d = [c["density"] for c in mine]
+        mine = sorted((c for c in cells if c.block == b), key=lambda c: c.density)
+        d = [c.density for c in mine]
         plots.curves(
             ax,
-            {k: (d, [c["dense"] / c[k] for c in mine]) for k in kinds},
+            {k: (d, [c.seconds("dense") / c.seconds(k) for c in mine]) for k in kinds},
             xlabel="density",
             styles={k: {"ls": "-" if k in ("static", "dynamic") else ":"} for k in kinds},
             legend=False,

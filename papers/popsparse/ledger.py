@@ -1,12 +1,13 @@
 """Every change to the PopSparse claims (core/ledger.py), oldest first: the re-specification found in the history
-(git log -p papers/popsparse/report.py, README.md), issue 41's changes and issue 45's.
+(git log -p papers/popsparse/report.py, README.md), issue 41's changes, issue 45's and issue 57's (the code moved to
+run -> Results -> decide; no claim changed).
 
 Issue 45's entries (2026-11-26) were written after the default run of 2026-11-26 00:02 (README row of commit ad177f0,
 code 04448ef: 6 hold, 2 fail, 1 undecided) had been seen, and before any run of the new design; the old verdicts
 are that run's."""
 
 from core.claims import Interval, Rule
-from core.ledger import Change
+from core.ledger import Change, code_changes
 
 _OLD_TARGETS = "every factor <= 1.5 and the median <= 1.2, the paper's figures taken as exact points"
 
@@ -240,4 +241,21 @@ LEDGER: list[Change] = [
         )
     ),
     *_ISSUE_45,
+    *code_changes(
+        "2026-11-28",
+        "issue 57: decided from the stored Results (run -> Results -> decide -> render), so a change to how a claim "
+        "is decided or shown is re-decided without re-running; the statistic, rule, figure and pattern seeds are "
+        "unchanged, and the smoke run's IPU values are identical (the CPU claims' differ only as timings do); so are "
+        "every claim's value and detail, the facts and the tables decided from the same figure-scale rows by the old "
+        "and the new code",
+        {
+            "ipu-paper-table": "68236923ec1a",
+            "ipu-paper-figures": "9b66bf8e27fb",
+            "ipu-static-beats-dynamic": "ea1847ed5574",
+            "ipu-headline-crossover": "4b833f04a37e",
+            "ipu-crossover-falls-with-block": "4b33200896fa",
+            "cpu-static-beats-dynamic": "445f055f2f90",
+            "cpu-grows-with-block": "c33e01358cf7",
+        },
+    ),
 ]

@@ -22,6 +22,11 @@ PUBLISHED = {
 PAPER_DENSITY = 1 / 16
 TABLE_DIGITS = 1
 FIGURE_M = 4096  # every figure read is at m = k = 4096, on the paper's Bow IPU
+PAPER_CLOCK_HZ = 1.85e9  # the paper's IPU, a Bow (REFERENCES.md, "IPU"): its FLOP/s are at this clock
+# issue 26's targets for the simulated table and figure cells: every cell within 1.5x of the paper's, the median
+# within 1.2x (the claims' rule; the report's ratio figure shows the first)
+TABLE_CELL_FACTOR = 1.5
+TABLE_MEDIAN_FACTOR = 1.2
 READ = "read off the authors' figure at its pixel precision (papers.popsparse.digitise)"
 
 READINGS_PATH = Path(__file__).parent / "data" / "figure_readings.json"
@@ -87,11 +92,14 @@ def paper_dense_best(dtype: str) -> Interval:
 __all__ = [
     "FIGURE_M",
     "FIGURE_SPEEDUPS",
+    "PAPER_CLOCK_HZ",
     "PAPER_DENSE",
     "PAPER_DENSITY",
     "PAPER_FIGURE_SPEEDUPS",
     "PUBLISHED",
     "READINGS_PATH",
+    "TABLE_CELL_FACTOR",
+    "TABLE_MEDIAN_FACTOR",
     "load_readings",
     "paper_dense_best",
     "table_printed",

@@ -1,22 +1,23 @@
-"""The PRNG claims, declared from the config alone before any run, and the functions that measure them from the
-battery's results (one entry per generator and seed). The paper's side of each claim is in
-papers/prng/REFERENCES.md: PRNG-AOX-PASS, PRNG-AOX-Z9, PRNG-CELLS."""
+"""The PRNG claims, declared from the config alone before any run, and their decision: a pure function of the stored
+Results (`decide`: the battery's p-values per generator and seed, the netlists' cell counts), with the functions
+that measure each claim from them. The paper's side of each claim is in papers/prng/REFERENCES.md: PRNG-AOX-PASS,
+PRNG-AOX-Z9, PRNG-CELLS. The history of these claims is papers/prng/ledger.py; their fingerprints,
+papers/prng/claims.lock.json.
+"""
 
 from __future__ import annotations
 
 import math
 import statistics
+from typing import Any
 
+import numpy as np
+
+from core.claims import Decided
 from core.report import Claim, Fact, Interval, Rule, Verdict, at_most
 from papers.prng import battery
-from papers.prng.cost import MAPPINGS, cell_ratios, gate_counts
-
-# synthesised standard cells of each generator, state update and output apart (REFERENCES.md, PRNG-CELLS)
-PAPER_CELLS = {
-    "aox": {"state": 331, "output": 353, "total": 684},
-    "plus": {"state": 331, "output": 906, "total": 1237},
-}
-PAPER_CELL_RATIO = PAPER_CELLS["aox"]["total"] / PAPER_CELLS["plus"]["total"]  # 0.553
+from papers.prng.paper import MAPPINGS, PAPER_CELL_RATIO, PAPER_CELLS
+from papers.prng.results import Battery, Results
 
 # The paper's Hamming-weight finding (REFERENCES.md, PRNG-AOX-Z9): gjrand's z9 test fails xoroshiro128aox at
 # 10 TB per seed (pmcp --ten-tera), in about every one of 100 seeds (205 gjrand failures, against 7 and 15 for
@@ -39,29 +40,37 @@ HW_MIN_OUTPUTS = math.ceil(
 _TESTS = "3 seeds x 64 bits x 2 tests"
 
 
-def _every_bit(cfg, per_gen: dict[str, list[dict]]) -> tuple[int, str]:
+def _every_bit(cfg, results: Results) -> tuple[int, str]:
     """Tests of xoroshiro128aox failing at p < FAIL_P, counted over seeds, bits and the two linearity tests."""
-    aox, fail = per_gen["aox"], battery.FAIL_P
+    aox, fail = [s.battery for s in results.streams["aox"]], battery.FAIL_P
     return (
-        sum(int((r["rank_p"] < fail).sum() + (r["lc_p"] < fail).sum()) for r in aox),
+        sum(int((r.rank_p < fail).sum() + (r.lc_p < fail).sum()) for r in aox),
         f"{len(aox)} seeds x 64 bits x 2 tests at p < {fail:g}; smallest p "
-        f"{min(float(min(r['rank_p'].min(), r['lc_p'].min())) for r in aox):.2e}",
+        f"{min(float(min(r.rank_p.min(), r.lc_p.min())) for r in aox):.2e}",
     )
 
 
-def _hamming(cfg, per_gen: dict[str, list[dict]]) -> tuple[float, str]:
+def _hamming(cfg, results: Results) -> tuple[float, str]:
     """The smallest Hamming-weight-dependency p-value of xoroshiro128aox over seeds."""
-    aox, n = per_gen["aox"], int(cfg.prng.outputs)
+    aox, n = [s.battery for s in results.streams["aox"]], int(cfg.prng.outputs)
     return (
-        min(r["hw_p"] for r in aox),
+        min(r.hw_p for r in aox),
         f"{n:,} outputs per seed, {HW_MIN_OUTPUTS / n:.1e} times fewer than our test needs to see the paper's "
         f"effect ({HW_MIN_OUTPUTS:.2e})",
     )
 
 
-def _cells(cfg, per_gen: dict[str, list[dict]]) -> tuple[Interval, str]:
+def ratios_by_mapping(results: Results, adder: str = "kogge_stone") -> dict[str, float]:
+    """AOX generator cells over xoroshiro128+ generator cells, per mapping (by its name, in the stored order), from
+    the netlist counts the run stored; `adder` 'kogge_stone' (the claim's) or 'ripple'."""
+    return {
+        str(m.mapping): m.aox.total / (m.plus if adder == "kogge_stone" else m.plus_ripple).total for m in results.cells
+    }
+
+
+def _cells(cfg, results: Results) -> tuple[Interval, str]:
     """AOX over xoroshiro128+ cells of the whole generators: the range over the technology mappings."""
-    ratios = cell_ratios()
+    ratios = ratios_by_mapping(results)
     low, high = min(ratios, key=ratios.get), max(ratios, key=ratios.get)
     return (
         Interval(
@@ -162,27 +171,57 @@ def claims(cfg) -> list[Claim]:
     return [claim for cid, claim in _claims(cfg).items() if NEEDS_GENERATOR[cid] in tested | {None}]
 
 
-def measure(cfg, per_gen: dict[str, list[dict]]) -> list[Claim]:
-    """Our figure for every declared claim, from the battery's results per generator (one entry per seed)."""
-    return [claim.measured(*claim.measure(cfg, per_gen)) for claim in claims(cfg)]
-
-
-def facts() -> list[Fact]:
+def facts(results: Results) -> list[Fact]:
     """Analytic rows beside the claims: the two-input gate ratio of the output functions alone."""
-    counts = gate_counts()
-    aox, ks, ripple = counts["aox"], counts["kogge_stone"], counts["ripple"]
+    aox, ks, ripple = results.gates["aox"], results.gates["kogge_stone"], results.gates["ripple"]
     return [
         Fact(
             "aox-cheaper-than-adder",
             "Two-input gates of the AOX output function over those of a 64-bit Kogge-Stone adder (our netlists; "
             "the paper's synthesised output cells 353 / 906)",
-            aox["gates"] / ks["gates"],
+            aox.gates / ks.gates,
             "analytic",
-            f"AOX output {aox['gates']} gates (depth {aox['depth']}); Kogge-Stone adder {ks['gates']} (depth "
-            f"{ks['depth']}); ripple-carry {ripple['gates']} (depth {ripple['depth']})",
+            f"AOX output {aox.gates} gates (depth {aox.depth}); Kogge-Stone adder {ks.gates} (depth "
+            f"{ks.depth}); ripple-carry {ripple.gates} (depth {ripple.depth})",
             paper=PAPER_CELLS["aox"]["output"] / PAPER_CELLS["plus"]["output"],
         )
     ]
 
 
-__all__ = ["HW_MIN_OUTPUTS", "PAPER_CELLS", "PAPER_CELL_RATIO", "claims", "facts", "measure", "sample_decides"]
+# the battery's tests, as the estimates and the failures table name them: (name, p-values of the test)
+BATTERY_TESTS = (
+    ("rank", lambda r: r.rank_p),
+    ("linear-complexity", lambda r: r.lc_p),
+    ("hamming-weight", lambda r: r.hw_p),
+    ("monobit", lambda r: r.monobit_p),
+    ("byte-frequency", lambda r: r.byte_p),
+)
+
+
+def failures(r: Battery) -> dict[str, int]:
+    """How many of each test's p-values (one per bit, or one per stream) fall below FAIL_P."""
+    return {name: int(np.count_nonzero(np.asarray(p(r)) < battery.FAIL_P)) for name, p in BATTERY_TESTS}
+
+
+def estimates(cfg, results: Results) -> dict[str, Any]:
+    """The figures the tables show, all exact (the same seeds give the same streams): the failures of each test per
+    generator and seed, the tests failing on each jax.random stream, and the cell ratio of each mapping."""
+    out: dict[str, Any] = {}
+    for gen, streams in results.streams.items():
+        for s in streams:
+            out.update({f"failures/{gen}/{s.seed}/{name}": n for name, n in failures(s.battery).items()})
+    for construction, r in results.jax_streams.items():
+        out[f"jax-streams/{construction}/failing"] = sum(failures(r).values())
+    for adder in ("kogge_stone", "ripple"):
+        ratios = ratios_by_mapping(results, adder)
+        out.update({f"cell-ratio/{adder}/{m.mapping.key}": ratios[str(m.mapping)] for m in results.cells})
+    return out
+
+
+def decide(cfg, results: Results) -> Decided:
+    """Every declared claim decided from the Results, the analytic fact, and the figures the tables show."""
+    decided = [claim.measured(*claim.measure(cfg, results)) for claim in claims(cfg)]
+    return Decided(decided, facts=facts(results), estimates=estimates(cfg, results))
+
+
+__all__ = ["HW_MIN_OUTPUTS", "claims", "decide", "facts", "sample_decides"]

@@ -15,34 +15,15 @@ function it stands for (core.random's output functions and state update, 64-bit 
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
+from papers.prng.paper import MAPPINGS
+from papers.prng.results import Cost, Gates, Mapping, MappingCells
+
 WIDTH = 64
 ADDERS = ("kogge_stone", "ripple")
-
-
-@dataclass(frozen=True)
-class Mapping:
-    """One way a synthesiser could map the netlists onto cells (module docstring)."""
-
-    complex_cells: bool  # AO21 / AO22 / XOR3 are one cell; otherwise each two-input gate is one
-    shared_x: bool  # the output function reuses the state update's s0 ^ s1
-    registered_output: bool  # a 64-bit output register
-
-    def __str__(self) -> str:
-        return ", ".join(
-            (
-                "complex cells" if self.complex_cells else "two-input cells",
-                "s0 ^ s1 shared" if self.shared_x else "s0 ^ s1 apart",
-                "output registered" if self.registered_output else "output unregistered",
-            )
-        )
-
-
-MAPPINGS = tuple(Mapping(*flags) for flags in itertools.product((False, True), repeat=3))
 
 
 @dataclass(frozen=True)
@@ -166,19 +147,6 @@ def adder_output(c: Circuit, s0: list[Wire], s1: list[Wire], x: list[Wire] | Non
     return [p[0]] + [c.xor(p[i], carry[i - 1]) for i in range(1, WIDTH)]
 
 
-@dataclass(frozen=True)
-class Cost:
-    """Cells of one generator under one mapping, split as the paper splits them."""
-
-    state: int
-    output: int
-    output_depth: int
-
-    @property
-    def total(self) -> int:
-        return self.state + self.output
-
-
 def generator_cost(output: str, mapping: Mapping, adder: str = "kogge_stone") -> Cost:
     """Cells of the whole generator with output function `output` ('aox' or 'plus') under `mapping`."""
     if output not in ("aox", "plus"):
@@ -212,3 +180,17 @@ def gate_counts() -> dict[str, dict[str, int]]:
         wires = aox_output(c, s0, s1, None) if name == "aox" else adder_output(c, s0, s1, None, name)
         out[name] = {"gates": c.total(), "depth": depth(wires)}
     return out
+
+
+def mapping_cells() -> list[MappingCells]:
+    """The cells of both whole generators under every mapping (in MAPPINGS' order): what a run stores for the
+    cell claim and the cost table."""
+    return [
+        MappingCells(m, generator_cost("aox", m), generator_cost("plus", m), generator_cost("plus", m, "ripple"))
+        for m in MAPPINGS
+    ]
+
+
+def output_gates() -> dict[str, Gates]:
+    """`gate_counts` as the Results store it: the output functions alone, in two-input gates."""
+    return {name: Gates(**counts) for name, counts in gate_counts().items()}

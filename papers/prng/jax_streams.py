@@ -5,7 +5,8 @@ Each construction gives k keys; every key draws n / k values with `jax.random.bi
 only around the draw, so that all 64 bits of each output are tested; the uint32 values JAX draws without x64 mode
 are bits 32..63), and the stream interleaves them: value t of key 0, key 1, ..., key k - 1, then value t + 1. Every
 bit plane and every pair of consecutive words the battery looks at then crosses from one key to the next. A table,
-not a claim: the paper says nothing about JAX (papers/prng/report.py shows it beside the claims).
+not a claim: the paper says nothing about JAX (papers/prng/report.py shows it beside the claims). The constructions
+and their labels are papers.prng.paper's CONSTRUCTIONS (the report shows the labels without importing JAX).
 """
 
 from __future__ import annotations
@@ -17,16 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from core.random import jax_prng
-
-CHILDREN = 1024  # keys per construction (but split(key, 2)): 32 x 32 for split of split
-CONSTRUCTIONS = {
-    "lanes": "bits(key, (n,)): one key, its 1024 lanes interleaved by construction",
-    "split-2": "split(key, 2): the two children interleaved",
-    "split": f"split(key, {CHILDREN}): the children interleaved",
-    "fold-in": f"fold_in(key, i) for i < {CHILDREN}, interleaved",
-    "split-of-split": "split(split(key, 32)[a], 32)[b]: the 1024 grandchildren interleaved (a major)",
-    "chain": f"key, sub = split(key), {CHILDREN} times: the subkeys interleaved",
-}
+from papers.prng.paper import CHILDREN, CONSTRUCTIONS
 
 
 def construction_keys(construction: str, seed: int) -> jax.Array:

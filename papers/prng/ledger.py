@@ -1,7 +1,7 @@
 """Every change to the PRNG claims (core/ledger.py), oldest first. No claim was re-specified before the ledger
 began (git log of papers/prng/report.py: the four rules are those of the first reproduction, 2026-11-22)."""
 
-from core.ledger import Change
+from core.ledger import Change, code_changes
 from core.report import at_least
 
 _LAST_RUN = "README row of commit 7484b79 (default run of 2026-11-24, 36 s: 4 of 4 claims hold)"
@@ -115,5 +115,18 @@ LEDGER: list[Change] = [
         commit="cc441f2",
         run=_ISSUE45_RUN,
         moved_to="tests/papers/prng/test_battery.py::test_xoroshiro_plus_lowest_bit_is_linear_in_the_state",
+    ),
+    *code_changes(
+        "2026-11-28",
+        "issue 57: decided from the stored Results (run -> Results -> decide -> render): each claim measures from the "
+        "Results (the battery's p-values per bit, the netlists' cell counts the run stored) instead of the battery's "
+        "dicts and the netlists counted at decision time, so a change to how a claim is decided or shown is "
+        "re-decided without re-running; the statistic, rule and figure are unchanged, and the smoke run's values "
+        "are identical",
+        {
+            "aox-every-bit-passes": "2108376bec5d",
+            "aox-hamming-weight": "68491baac4e1",
+            "aox-generator-cells": "6c09652cdeb9",
+        },
     ),
 ]

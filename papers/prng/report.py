@@ -1,41 +1,39 @@
 """The PRNG report: the tables (failures per generator and seed, the cells of the two generators under each
-technology mapping, dieharder's p-values when it ran, the battery on jax.random streams from derived keys) around the
-claims of papers/prng/claims.py. No figures: the paper's findings are pass/fail counts and cell counts."""
+technology mapping, dieharder's p-values when it ran, the battery on jax.random streams from derived keys), made from
+the Results and the decision. It formats: the claims, the facts, the failure counts and the cell ratios it shows are
+decided in papers/prng/claims.py (`decided.estimates`). No figures: the paper's findings are pass/fail counts and
+cell counts."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from core.claims import Decided
 from core.report import Report, Table
-from papers.prng import battery
-from papers.prng.claims import PAPER_CELL_RATIO, PAPER_CELLS, facts, measure
-from papers.prng.cost import MAPPINGS, cell_ratios, generator_cost
-
-LABELS = {"aox": "xoroshiro128aox", "plus": "xoroshiro128+", "pcg64": "numpy PCG64", "philox": "numpy Philox"}
-# a short, documented dieharder subset (test numbers of `dieharder -l`): birthdays, 32x32 rank, 6x8 rank, bitstream
-# (papers/prng/REFERENCES.md, DIEHARDER)
-DIEHARDER_TESTS = (0, 2, 3, 4)
-
+from papers.prng.battery import FAIL_P
+from papers.prng.paper import CONSTRUCTIONS, DIEHARDER_TESTS, LABELS, PAPER_CELL_RATIO, PAPER_CELLS
+from papers.prng.results import Results
 
 # ---------------------------------------------------------------------------------------------- tables
 
 
-def tables(cfg, per_gen: dict[str, list[dict]]) -> list[Table]:
-    fail = battery.FAIL_P
+def tables(cfg, results: Results, decided: Decided) -> list[Table]:
+    est = decided.estimates
     rows = []
-    for gen, results in per_gen.items():
-        for seed, r in zip(cfg.prng.seeds, results, strict=True):
+    for gen, streams in results.streams.items():
+        for s in streams:
+            r, key = s.battery, f"failures/{gen}/{s.seed}"
             rows.append(
                 [
                     LABELS[gen],
-                    int(seed),
-                    int((r["rank_p"] < fail).sum()),
-                    int((r["lc_p"] < fail).sum()),
-                    int(r["hw_p"] < fail),
-                    int((r["monobit_p"] < fail).sum()),
-                    int(r["byte_p"] < fail),
-                    ", ".join(str(b) for b in np.flatnonzero((r["rank_p"] < fail) | (r["lc_p"] < fail))[:8]) or "-",
-                    int(r["lc"].min()),
+                    s.seed,
+                    est[f"{key}/rank"],
+                    est[f"{key}/linear-complexity"],
+                    est[f"{key}/hamming-weight"],
+                    est[f"{key}/monobit"],
+                    est[f"{key}/byte-frequency"],
+                    ", ".join(str(b) for b in np.flatnonzero((r.rank_p < FAIL_P) | (r.lc_p < FAIL_P))[:8]) or "-",
+                    int(r.lc.min()),
                 ]
             )
     failures = Table(
@@ -54,7 +52,6 @@ def tables(cfg, per_gen: dict[str, list[dict]]) -> list[Table]:
         ],
         rows,
     )
-    ks, ripple = cell_ratios(), cell_ratios("ripple")
     cost = Table(
         "cost",
         "Cells of the two generators under each technology mapping of our netlists, beside the paper's",
@@ -68,14 +65,14 @@ def tables(cfg, per_gen: dict[str, list[dict]]) -> list[Table]:
         ],
         [
             [
-                str(m),
-                generator_cost("aox", m).state,
-                generator_cost("aox", m).output,
-                generator_cost("plus", m).output,
-                f"{ks[m]:.3f}",
-                f"{ripple[m]:.3f}",
+                str(m.mapping),
+                m.aox.state,
+                m.aox.output,
+                m.plus.output,
+                f"{est[f'cell-ratio/kogge_stone/{m.mapping.key}']:.3f}",
+                f"{est[f'cell-ratio/ripple/{m.mapping.key}']:.3f}",
             ]
-            for m in MAPPINGS
+            for m in results.cells
         ]
         + [
             [
@@ -92,7 +89,7 @@ def tables(cfg, per_gen: dict[str, list[dict]]) -> list[Table]:
         "The state update includes its 128 flip-flops.",
     )
     out = [failures, cost]
-    diehard = [(g, i, r["dieharder"]) for g, rs in per_gen.items() for i, r in enumerate(rs)]
+    diehard = [(g, i, s.dieharder) for g, ss in results.streams.items() for i, s in enumerate(ss)]
     if any(d is not None for _, _, d in diehard):
         out.append(
             Table(
@@ -105,24 +102,20 @@ def tables(cfg, per_gen: dict[str, list[dict]]) -> list[Table]:
     return out
 
 
-def jax_streams_table(cfg, per_construction: dict[str, dict]) -> Table:
+def jax_streams_table(cfg, results: Results, decided: Decided) -> Table:
     """The battery on the jax.random streams of papers.prng.jax_streams: the smallest p-value of each test (over the
     64 bits for the per-bit tests) and how many of the battery's 194 tests fail."""
-    from papers.prng.jax_streams import CONSTRUCTIONS
-
-    fail, rows = battery.FAIL_P, []
-    for construction, r in per_construction.items():
-        per_bit = np.concatenate([r["rank_p"], r["lc_p"], r["monobit_p"]])
-        failing = int((per_bit < fail).sum()) + int(r["hw_p"] < fail) + int(r["byte_p"] < fail)
+    rows = []
+    for construction, r in results.jax_streams.items():
         rows.append(
             [
                 CONSTRUCTIONS[construction],
-                float(r["rank_p"].min()),
-                float(r["lc_p"].min()),
-                float(r["hw_p"]),
-                float(r["monobit_p"].min()),
-                float(r["byte_p"]),
-                failing,
+                float(r.rank_p.min()),
+                float(r.lc_p.min()),
+                float(r.hw_p),
+                float(r.monobit_p.min()),
+                float(r.byte_p),
+                decided.estimates[f"jax-streams/{construction}/failing"],
             ]
         )
     return Table(
@@ -135,33 +128,33 @@ def jax_streams_table(cfg, per_construction: dict[str, dict]) -> Table:
             "Hamming weight p",
             "monobit: smallest p over bits",
             "byte frequency p",
-            f"tests failing (p < {fail:g}) of {3 * 64 + 2}",
+            f"tests failing (p < {FAIL_P:g}) of {3 * 64 + 2}",
         ],
         rows,
-        caption=f"Seed {cfg.prng.seeds[0]}, {cfg.prng.outputs:,} 64-bit values per stream (jax.random.bits with "
+        caption=f"Seed {results.jax_seed}, {cfg.prng.outputs:,} 64-bit values per stream (jax.random.bits with "
         "uint64; without x64 mode JAX draws their bits 32..63), value t of every key in turn. The smallest of 64 "
         "uniform p-values is about 1/65 on average. A table, not a claim: the paper says nothing about JAX.",
     )
 
 
-def build_report(cfg, per_gen: dict[str, list[dict]], per_construction: dict[str, dict] | None = None) -> Report:
+def render(cfg, results: Results, decided: Decided) -> Report:
     c = cfg.prng
     notes = [
         f"{c.outputs:,} outputs per generator and seed; rank test on {c.rank_size}x{c.rank_size} matrices of "
         f"each bit's sequence; linear complexity of each bit's first {c.lc_bits} values."
     ]
-    dieharder_ran = any(r["dieharder"] is not None for rs in per_gen.values() for r in rs)
+    dieharder_ran = any(s.dieharder is not None for ss in results.streams.values() for s in ss)
     if c.dieharder and not dieharder_ran:
         notes.append("dieharder is not installed (apt-get install dieharder): its subset was skipped.")
-    metrics = {f"min_lc/{g}": int(min(r["lc"].min() for r in rs)) for g, rs in per_gen.items()}
-    extra_tables = [jax_streams_table(cfg, per_construction)] if per_construction else []
+    metrics = {f"min_lc/{g}": int(min(s.battery.lc.min() for s in ss)) for g, ss in results.streams.items()}
+    extra_tables = [jax_streams_table(cfg, results, decided)] if results.jax_streams else []
     return Report(
         "prng",
         "xoroshiro128aox: the IPU's hardware PRNG",
-        measure(cfg, per_gen),
-        tables(cfg, per_gen) + extra_tables,
-        [],
-        metrics,
-        notes,
-        facts(),
+        tables=tables(cfg, results, decided) + extra_tables,
+        metrics=metrics,
+        notes=notes,
     )
+
+
+__all__ = ["render"]

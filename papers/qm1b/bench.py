@@ -3,7 +3,7 @@
 
 Accuracy first. Every label, ours and PySCF's, is compared with one tight reference computed in the same run, not
 timed and never cached: PySCF converged by the stopping rule of the generator's validation rows
-(papers.qm1b.experiment.REFERENCE_CONV_TOL and _GRAD: an energy change below 1e-12 Hartree and an orbital gradient
+(papers.qm1b.run.REFERENCE_CONV_TOL and _GRAD: an energy change below 1e-12 Hartree and an orbital gradient
 below 1e-8, tighter than the issue's conv_tol 1e-11). Against it each side reports the largest and the median
 |energy| and |gap| error (meV). PySCF runs at:
 
@@ -179,8 +179,8 @@ def measure(atoms: list[str], *, repeat: int) -> dict:
     from core.bench import time_rounds
     from papers.qm1b.dft.pipeline import Labeller, single_threaded, usable_cpus
     from papers.qm1b.dft.scf import FINAL_GRADIENT
-    from papers.qm1b.experiment import REFERENCE_CONV_TOL, REFERENCE_CONV_TOL_GRAD
     from papers.qm1b.generate import generate_shard
+    from papers.qm1b.run import REFERENCE_CONV_TOL, REFERENCE_CONV_TOL_GRAD
 
     n = usable_cpus()
     batch = inspect.signature(generate_shard).parameters["batch_conformers"].default  # the generator's batches

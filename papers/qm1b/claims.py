@@ -1,4 +1,5 @@
-"""The QM1B claims, declared from the config alone before any run, and the functions that measure them.
+"""The QM1B claims, declared from the config alone before any run, and their decision: a pure function of the stored
+Results (`decide`), with the functions that measure each claim from them and the key figures the tables show.
 
 Every figure: papers/qm1b/REFERENCES.md (entry numbers in brackets, also each claim's `source`). The history of these
 claims is papers/qm1b/ledger.py; their fingerprints, papers/qm1b/claims.lock.json.
@@ -8,17 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import Counter
+from typing import Any
 
 import numpy as np
 
+from core.claims import Decided
 from core.report import Claim, Interval, at_most, interval_below, mean_std
 from core.stats import seed_mean
+from papers.qm1b.results import Results, Size
 
 PAPER_DROP_SHARE = 0.01  # [3] "rows with std > 0.01 eV or a zero gap dropped (<1%)"
-# the drop reasons of QM1B's rules on a DFT result (generate.conformer_rows): its std and zero-gap filters, and an
-# energy or gap that is not finite (an SCF that blew up); other reasons (embedding_failed, error:*) are not QM1B's rules
-RULE_DROPS = ("std", "zero_gap", "not_finite")
 GAP_BOUND_MEV, ENERGY_BOUND_MEV = 0.1, 1.0  # [20] the labels' accuracy targets (the paper gives no number)
 PAPER_FLOAT32 = (
     "float32 HOMO, LUMO and gap errors 'below that of neural networks', energy errors 'similar to that of well-trained "
@@ -29,23 +29,6 @@ PAPER_LEARNS = "SchNet 9M learns the gap: 287 meV at 100k conformers [1]"
 PAPER_GAP = "validation - training MAE ~270 meV at 100k conformers, ~0 from 100M on (training MAE rises to meet it) [1]"
 
 # ---------------------------------------------------------------------------------------------- helpers
-
-
-def _summary(manifests) -> dict:
-    dropped = Counter()
-    for m in manifests:
-        dropped.update(m["dropped"])
-    rows = sum(m["rows"] for m in manifests)
-    seconds = sum(m["seconds"] for m in manifests)
-    conformers = rows + sum(dropped.values())
-    return {
-        "rows": rows,
-        "dropped": dict(dropped),
-        "conformers": conformers,
-        "seconds": seconds,
-        "per_hour": conformers / seconds * 3600 if seconds else float("nan"),
-        "skipped_smiles": manifests[0]["skipped_smiles"] if manifests else {},
-    }
 
 
 def proportion(count: int, total: int, *, confidence: float = 0.95) -> Interval:
@@ -62,25 +45,25 @@ def proportion(count: int, total: int, *, confidence: float = 0.95) -> Interval:
     return Interval(count / total, ci.low, ci.high, confidence, f"Clopper-Pearson over {total} trials")
 
 
-def _train_valid_gaps(r: dict) -> list[float]:
+def _train_valid_gaps(r: Size) -> list[float]:
     """Validation - training MAE (meV) per seed."""
-    return [v - t for v, t in zip(r["valid_mae"], r["train_mae"], strict=True)]
+    return r.gaps
 
 
-def _relative(r: dict) -> list[float]:
+def _relative(r: Size) -> list[float]:
     """Validation MAE / that seed's mean predictor's MAE, per seed."""
-    return [v / m for v, m in zip(r["valid_mae"], r["mean_mae"], strict=True)]
+    return r.relative
 
 
-def _seed_slopes(scaling, values) -> list[float]:
+def _seed_slopes(scaling: list[Size], values) -> list[float]:
     """Per seed, the least-squares slope of values(r)[seed] against ln(size) over the sizes: one number per
     independent replicate (the sizes of one seed are nested subsets of one draw, so they are not independent)."""
-    x = np.log([r["size"] for r in scaling])
+    x = np.log([r.size for r in scaling])
     y = np.array([values(r) for r in scaling], dtype=float)  # [sizes, seeds]
     return [float(np.polyfit(x, y[:, k], 1)[0]) for k in range(y.shape[1])]
 
 
-def _slope_over_seeds(scaling, values) -> Interval:
+def _slope_over_seeds(scaling: list[Size], values) -> Interval:
     """Mean over seeds of the per-seed slopes (_seed_slopes), t interval over the seeds."""
     slopes = _seed_slopes(scaling, values)
     if not all(math.isfinite(v) for v in slopes):
@@ -88,14 +71,21 @@ def _slope_over_seeds(scaling, values) -> Interval:
     return seed_mean(slopes)
 
 
+def _seeded(results: Results) -> bool:
+    """Whether the run trained SchNet on 2 or more seeds (the SchNet claims' intervals are over seeds)."""
+    return bool(results.scaling) and len(results.scaling[0].valid_mae) >= 2
+
+
 # ---------------------------------------------------------------------------------------------- measuring
-# each takes (manifests, validation, scaling) and returns (ours, detail), or None where the run did not measure it
+# each takes (cfg, results) and returns (ours, detail), or None where the run did not measure it
 
 
 def _largest_error(key: str, other: str):
-    def measure(manifests, validation, scaling, drops) -> tuple | None:
+    def measure(cfg, results: Results) -> tuple | None:
         """The largest |error| (meV) of the validated rows against converged PySCF."""
-        errors, others = np.abs(validation[key]), np.abs(validation[other])
+        if results.validation is None:
+            return None
+        errors, others = np.abs(getattr(results.validation, key)), np.abs(getattr(results.validation, other))
         if not len(errors):
             return None
         name = key.split("_")[0]
@@ -109,69 +99,69 @@ def _largest_error(key: str, other: str):
     return measure
 
 
-def _drop_share(manifests, validation, scaling, drops) -> tuple | None:
-    """The share of the drop sample's labelled conformers that QM1B's rules dropped (RULE_DROPS), with its
+def _drop_share(cfg, results: Results) -> tuple | None:
+    """The share of the drop sample's labelled conformers that QM1B's rules dropped (results.RULE_DROPS), with its
     Clopper-Pearson interval. Conformers that never had a DFT result (a molecule ETKDG could not embed, an error)
     are neither dropped nor computed by those rules: listed in the detail, not counted."""
+    drops = results.drops
     if drops is None:
         return None
-    s = _summary([drops])
-    by_rule = {k: v for k, v in s["dropped"].items() if k in RULE_DROPS}
-    other = {k: v for k, v in s["dropped"].items() if k not in RULE_DROPS}
+    by_rule, other = drops.split_drops()
     dropped = sum(by_rule.values())
-    computed = s["rows"] + dropped
+    computed = drops.rows + dropped
     if not computed:
         return None
-    generated = _summary(manifests)
+    generated = results.dataset
     return (
         proportion(dropped, computed),
-        f"{dropped} of {computed} conformers dropped at {drops.get('dft', {}).get('iterations', '?')} fixed SCF "
+        f"{dropped} of {computed} conformers dropped at {drops.iterations} fixed SCF "
         f"iterations: {by_rule or 'none'}; not counted (no DFT result): {other or 'none'}; for comparison the "
         "generated dataset (early stopping, its own molecules) dropped "
-        f"{sum(v for k, v in generated['dropped'].items() if k in RULE_DROPS)} of {generated['conformers']} by "
-        "the same rules",
+        f"{sum(generated.split_drops()[0].values())} of {generated.conformers} by the same rules",
     )
 
 
-def _valid_mae_falls(manifests, validation, scaling, drops) -> tuple | None:
+def _valid_mae_falls(cfg, results: Results) -> tuple | None:
     """Mean over seeds of the slope of validation MAE / mean predictor's MAE against ln(conformers)."""
-    if len(scaling[0]["valid_mae"]) < 2:
+    if not _seeded(results):
         return None
+    scaling = results.scaling
     per_size = ", ".join(
-        f"{r['size']}: {mean_std(r['valid_mae'], '.0f')} (mean predictor {np.mean(r['mean_mae']):.0f})" for r in scaling
+        f"{r.size}: {mean_std(r.valid_mae, '.0f')} (mean predictor {np.mean(r.mean_mae):.0f})" for r in scaling
     )
     trend = _slope_over_seeds(scaling, _relative)
     slopes = ", ".join(f"{v:+.3f}" for v in _seed_slopes(scaling, _relative))
     return (
         trend,
-        f"validation MAE (meV, mean +- std over {len(scaling[0]['valid_mae'])} seeds): {per_size}; per-seed slopes "
+        f"validation MAE (meV, mean +- std over {len(scaling[0].valid_mae)} seeds): {per_size}; per-seed slopes "
         f"{slopes} of the mean predictor's MAE per e-fold of conformers",
     )
 
 
-def _beats_mean_predictor(manifests, validation, scaling, drops) -> tuple | None:
+def _beats_mean_predictor(cfg, results: Results) -> tuple | None:
     """Validation MAE - mean predictor's MAE (meV) at the largest size, t interval over seeds (2 or more)."""
-    last = scaling[-1]
-    if len(last["valid_mae"]) < 2:
+    if not _seeded(results):
         return None
-    margin = seed_mean([v - m for v, m in zip(last["valid_mae"], last["mean_mae"], strict=True)])
+    last = results.scaling[-1]
+    margin = seed_mean([v - m for v, m in zip(last.valid_mae, last.mean_mae, strict=True)])
     return (
         margin,
-        f"{last['size']} conformers: {mean_std(last['valid_mae'], '.0f')} meV against "
-        f"{np.mean(last['mean_mae']):.0f} meV ({np.mean(_relative(last)):.2f} of it), on {last['valid_rows']} "
-        f"conformers of {last['valid_molecules']} held-out molecules",
+        f"{last.size} conformers: {mean_std(last.valid_mae, '.0f')} meV against "
+        f"{np.mean(last.mean_mae):.0f} meV ({np.mean(_relative(last)):.2f} of it), on {last.valid_rows} "
+        f"conformers of {last.valid_molecules} held-out molecules",
     )
 
 
-def _gap_narrows(manifests, validation, scaling, drops) -> tuple | None:
+def _gap_narrows(cfg, results: Results) -> tuple | None:
     """Mean over seeds of the slope of validation - training MAE (meV) against ln(conformers)."""
-    if len(scaling[0]["valid_mae"]) < 2:
+    if not _seeded(results):
         return None
+    scaling = results.scaling
     narrowing = _slope_over_seeds(scaling, _train_valid_gaps)
     return (
         narrowing,
         "validation - training MAE (meV): "
-        + ", ".join(f"{r['size']}: {mean_std(_train_valid_gaps(r), '.0f')}" for r in scaling)
+        + ", ".join(f"{r.size}: {mean_std(_train_valid_gaps(r), '.0f')}" for r in scaling)
         + "; per-seed slopes "
         + ", ".join(f"{v:+.0f}" for v in _seed_slopes(scaling, _train_valid_gaps))
         + " meV per e-fold",
@@ -283,10 +273,36 @@ def claims(cfg) -> list[Claim]:
     return [v for k, v in CLAIMS.items() if k not in skip]
 
 
-def measure(cfg, manifests, validation, scaling, drops=None) -> list[Claim]:
-    """Our figure for every declared claim."""
+def estimates(results: Results) -> dict[str, Any]:
+    """The key figures the tables show: the datasets' counts (exact), and at every SchNet size the mean over seeds of
+    each MAE with its t interval (2 or more seeds, every value finite; the sizes of one seed are nested subsets, so
+    each size's interval is over its seeds alone)."""
+    out: dict[str, Any] = {"dataset/rows": results.dataset.rows, "dataset/conformers": results.dataset.conformers}
+    if results.drops is not None:
+        by_rule = sum(results.drops.split_drops()[0].values())
+        out.update({"drops/computed": results.drops.rows + by_rule, "drops/dropped": by_rule})
+    if not _seeded(results):
+        return out
+    for r in results.scaling:
+        if not r.finite:
+            continue
+        series = {
+            "train_mae": r.train_mae,
+            "valid_mae": r.valid_mae,
+            "valid_minus_train": r.gaps,
+            "mean_mae": r.mean_mae,
+            "relative": r.relative,
+        }
+        for name, values in series.items():
+            out[f"schnet/{name}/{r.size}"] = seed_mean(values)
+    return out
+
+
+def decide(cfg, results: Results) -> Decided:
+    """Every declared claim decided from the Results (one the run did not measure stays unmeasured, its detail
+    saying so), and the key figures (`estimates`)."""
     out = []
     for c in claims(cfg):
-        found = c.measure(manifests, validation, scaling, drops)
+        found = c.measure(cfg, results)
         out.append(c.measured(*found) if found is not None else dataclasses.replace(c, detail="not measured"))
-    return out
+    return Decided(out, estimates=estimates(results))

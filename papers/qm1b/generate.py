@@ -27,6 +27,9 @@ Rows follow QM1B's columns: smile, atoms, z, energy (eV), homo, lumo (eV), N (nu
 pos (Bohr, flattened), plus the molecule's source index and its conformer seed. Rows with std > 0.01 eV or a zero
 gap are dropped and counted, as QM1B did.
 
+The selection and the checks made before any work (Selection, ELEMENTS, check_dft) live in papers.qm1b.checks,
+without JAX, so that the run's config refuses bad settings when it is validated; they are re-exported here.
+
 One module over 400 lines: the generator's stages (select, embed, label, write shards) hand each other the same
 rows and fingerprints; its shard storage (shard_name to shard_lock) is the seam to split along should it grow.
 """
@@ -58,9 +61,14 @@ from core.data.molecules import (
 )
 from core.io import atomic_write, atomic_write_json
 from core.progress import progress
-from papers.qm1b.dft import basis_aos, check_exact_eri, is_systematic
+from papers.qm1b.checks import (  # re-exported here: papers.qm1b.generate.Selection, ELEMENTS, check_dft
+    ELEMENTS,
+    SOURCES,  # noqa: F401
+    Selection,
+    check_dft,
+    is_systematic,
+)
 
-ELEMENTS = ("H", "C", "N", "O", "F")  # QM1B's
 MIN_FAILED_PART = 2  # molecules: a part of at least this many, all failing with one exception type, stops the run
 
 
@@ -71,30 +79,8 @@ def atomic_number(symbol: str) -> int:
     return Chem.GetPeriodicTable().GetAtomicNumber(symbol)
 
 
-SOURCES = ("qm9", "nci")
 MAX_STD_EV = 0.01  # QM1B's row filter: papers/qm1b/REFERENCES.md [3]
 COLUMNS = ("smile", "atoms", "z", "energy", "homo", "lumo", "N", "std", "y", "pos", "molecule", "conformer_seed")
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Which molecules a dataset holds (every shard of it computes the same selection)."""
-
-    source: str = "qm9"
-    min_heavy: int = 9
-    max_heavy: int = 11
-    max_hydrogens: int = 14
-    molecules: int = 100  # how many SMILES pass the filters and are taken, in a seeded random order
-    conformers: int = 4  # per molecule
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.source not in SOURCES:
-            raise ValueError(f"source={self.source!r} is not one of {SOURCES}")
-        if not 1 <= self.min_heavy <= self.max_heavy:
-            raise ValueError(f"heavy atoms [{self.min_heavy}, {self.max_heavy}] must satisfy 1 <= min <= max")
-        if self.molecules < 1 or self.conformers < 1:
-            raise ValueError(f"molecules={self.molecules} and conformers={self.conformers} must be at least 1")
 
 
 def check_molecule(smiles: str, sel: Selection) -> None:
@@ -137,28 +123,6 @@ def select_molecules(sel: Selection, smiles: Sequence[str] | None = None) -> tup
             f"molecules={sel.molecules} (skipped: {dict(skipped)})"
         )
     return chosen, skipped
-
-
-def check_dft(sel: Selection, dft: dict) -> None:
-    """Refuse, before any work, DFT settings (run_dft_batch's keyword arguments) that no molecule of the selection
-    could be labelled with, which would otherwise fail every molecule: a basis PySCF does not know or without
-    functions for one of QM1B's elements (papers.qm1b.dft.basis_aos) and, on the exact-ERI path, a basis whose ERIs
-    for the largest molecule the selection admits would not fit (papers.qm1b.dft.check_exact_eri). That molecule's
-    AOs are bounded by max_heavy atoms of the heavy element with the most functions and min(max_hydrogens,
-    2 max_heavy + 2) hydrogens (a neutral closed shell of k C, N, O, F atoms has at most 2k + 2, an alkane's)."""
-    basis = dft.get("basis", "sto-3g")
-    aos = basis_aos(basis, ELEMENTS)
-    if dft.get("density_fit", False):
-        return
-    hydrogens = min(sel.max_hydrogens, 2 * sel.max_heavy + 2)
-    largest = sel.max_heavy * max(aos[e] for e in ELEMENTS if e != "H") + hydrogens * aos["H"]
-    try:
-        check_exact_eri(largest, dft.get("dtype", "float32"))
-    except ValueError as e:
-        raise ValueError(
-            f"basis={basis!r}: the largest molecule the selection admits ({sel.max_heavy} heavy atoms, {hydrogens} H) "
-            f"has up to {largest} AOs: {e}"
-        ) from None
 
 
 def conformer_seed(sel: Selection, molecule: int) -> int:
@@ -207,6 +171,7 @@ def conformer_rows(smiles: str, molecule: int, seed: int, elements, positions, r
 # (molecule sources and conformers, atomic writes, progress bars). A dataset is keyed by its fingerprint, so data
 # labelled by other code is never reused (core.provenance; `labelling_fingerprint`).
 LABELLING_CODE = (
+    "papers/qm1b/checks.py",
     "papers/qm1b/dft",
     "papers/qm1b/generate.py",
     "papers/qm1b/label.py",
@@ -461,7 +426,7 @@ def generate_shard(
     preparing the next batches' integrals while the SCF runs; parts are written by write_parts.
     `run_batch(atoms: list[str], **dft) -> list[dict]` replaces the Labeller (tests pass a stand-in). `code`: the
     labelling code's fingerprint (`labelling_fingerprint()` by default), part of the dataset's key and recorded in
-    the manifest and the parts: a shard labelled by other code is refused, not resumed (the experiment keys its
+    the manifest and the parts: a shard labelled by other code is refused, not resumed (papers.qm1b.run keys its
     directory by it, so a run of changed code labels afresh elsewhere)."""
     if not 0 <= shard < num_shards:
         raise ValueError(f"shard={shard} must be in [0, num_shards={num_shards})")
@@ -502,7 +467,7 @@ def generate_shard(
             raise ValueError(
                 f"{out} was labelled by other code (labelling fingerprint {manifest.get('code', 'not recorded')}, "
                 f"this code {code}): its rows would mix two versions of the labelling code; label into another "
-                "directory (reproduce keys it by the code, papers.qm1b.generate.dataset_key)"
+                "directory (papers.qm1b.run keys it by the code, papers.qm1b.generate.dataset_key)"
             )
         if manifest["key"] != key or manifest["num_shards"] != num_shards:
             raise ValueError(f"{out} holds another dataset (key {manifest['key']}): choose another directory")

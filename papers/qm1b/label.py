@@ -589,7 +589,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     dft.update(density_fit=args.density_fit, early_stop=not args.fixed_iterations)
     settings = {"conformers": args.conformers, "seed": args.seed, "dft": dft, "workers": args.workers}
     settings["molecules_per_part"] = args.molecules_per_part
-    from core.runner import versions
+    from core.context import versions
 
     try:  # every ValueError comes from the checks before the first DFT (a failing molecule is a counted drop)
         check_settings(args.out, **settings)

@@ -7,9 +7,10 @@ added then). Issue 41 (2026-11-25): `gap-accuracy` cannot fail (a 43 meV thresho
 becomes a fact; the accuracy is held by a slow test. Issue 46 (2026-11-26): the accuracy comes back as two claims
 at the labeller's own targets (0.1 meV gap, 1 meV energy); drop-share is measured in QM1B's regime; the SchNet
 claims are decided over independent replicates (one slope per seed), each size trained past its validation plateau.
+Issue 57 (2026-11-28): every claim is decided from the stored Results (`decide`), the measuring code reading them.
 """
 
-from core.ledger import Change
+from core.ledger import Change, code_changes
 
 _ONE_SEED_RUN = "README row of commit 757875f (default run of 2026-11-23, 12.7 min, one seed: 4 of 4 claims hold)"
 _LAST_RUN = "README row of commit f1dfc0f (default run of 2026-11-25, 13.3 min: 5 of 5 claims hold)"
@@ -192,5 +193,21 @@ LEDGER: list[Change] = [
         commit="aa086f4",
         run="outputs/qm1b/2026-11-26_11-55-36 (a default run of aa086f4, not a README row)",
         fingerprint="540444b3fc2f",
+    ),
+    *code_changes(
+        "2026-11-28",
+        "issue 57: decided from the stored Results (run -> Results -> decide -> render), so a change to how a claim "
+        "is decided or shown is re-decided without re-running; each measuring function reads the Results (the "
+        "validated rows' errors, the datasets' drop counts, the per-seed MAEs) instead of the manifests and dicts of "
+        "one pass; the statistic, rule and figure are unchanged, and the smoke run's SchNet and drop-share values "
+        "are identical (the accuracy maxima differ by 1e-7 meV, as the converged PySCF reference does run to run)",
+        {
+            "gap-within-0.1mev": "bbd5eb9cb8e2",
+            "energy-within-1mev": "ea2fd923fa4d",
+            "drop-share": "a427e459f803",
+            "valid-mae-falls": "70b6dd456a2a",
+            "beats-mean-predictor": "eb8a4bea7382",
+            "gap-narrows": "da98ffdc2291",
+        },
     ),
 ]

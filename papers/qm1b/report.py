@@ -1,14 +1,18 @@
 """The QM1B report: the tables (the generated dataset: rows, drops, throughput; SchNet's MAE against the number of
 training conformers beside the paper's curve) and the figures (that scaling curve, the errors of random rows against
-PySCF). The claims and what measures them: papers/qm1b/claims.py."""
+PySCF), made from the Results and the decision. It formats; the claims and the key figures with their intervals are
+decided in papers/qm1b/claims.py."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
 from core import plots
+from core.claims import Decided
 from core.report import Figure, Report, Table, mean_std
-from papers.qm1b.claims import RULE_DROPS, _relative, _summary, _train_valid_gaps, claims, measure
+from papers.qm1b.results import Labelled, Results, Size, Validation
 
 # Every figure below: papers/qm1b/REFERENCES.md (entry numbers in brackets)
 # [1] SchNet 9M validation MAE of the HOMO-LUMO gap (meV) against training conformers, read off the paper's log plot
@@ -20,10 +24,16 @@ PAPER_CONFORMERS_PER_IPU_HOUR = 27_000  # [4]
 # ---------------------------------------------------------------------------------------------- tables
 
 
-def tables(cfg, manifests, directory, scaling) -> list[Table]:
+def _directory(cfg, labelled: Labelled) -> Path:
+    """Where the run kept the labelled dataset (papers.qm1b.run.dataset_directory)."""
+    return Path(cfg.output_root) / "qm1b" / "data" / labelled.key
+
+
+def tables(cfg, results: Results) -> list[Table]:
     c = cfg.qm1b
-    span = scaling[-1]["size"] / scaling[0]["size"]
-    seeds = len(scaling[0]["valid_mae"])
+    scaling = results.scaling
+    span = scaling[-1].size / scaling[0].size
+    seeds = len(scaling[0].valid_mae)
     scaling_table = Table(
         "schnet_scaling",
         "SchNet gap MAE against training conformers (ours, mean +- std over seeds) beside the paper's SchNet 9M",
@@ -39,14 +49,14 @@ def tables(cfg, manifests, directory, scaling) -> list[Table]:
         ],
         [
             [
-                r["size"],
-                mean_std(r["train_mae"], ".0f"),
-                mean_std(r["valid_mae"], ".0f"),
-                mean_std(_train_valid_gaps(r), ".0f"),
-                mean_std(r["mean_mae"], ".0f"),
-                mean_std(_relative(r), ".3f"),
-                f"{r['steps']} ({r['steps'] * min(c.schnet.batch_size, r['size']) / r['size']:.0f})",
-                f"{r['seconds']:.1f}",
+                r.size,
+                mean_std(r.train_mae, ".0f"),
+                mean_std(r.valid_mae, ".0f"),
+                mean_std(r.gaps, ".0f"),
+                mean_std(r.mean_mae, ".0f"),
+                mean_std(r.relative, ".3f"),
+                f"{r.steps} ({r.steps * min(c.schnet.batch_size, r.size) / r.size:.0f})",
+                f"{r.seconds:.1f}",
             ]
             for r in scaling
         ]
@@ -57,25 +67,25 @@ def tables(cfg, manifests, directory, scaling) -> list[Table]:
         caption=f"Ours: the '{c.schnet.preset}' SchNet, batch {c.schnet.batch_size}, at least {c.schnet.steps} steps "
         f"and {c.schnet.epochs:g} epochs at each size ({span:.0f}x span), {seeds} seeds per size trained together, "
         "each an independent replicate (its own nested subsets, initialisation and batch order; the split is the "
-        f"run's), validated on {scaling[0]['valid_rows']} conformers of "
-        f"{scaling[0]['valid_molecules']} held-out molecules. The paper's sizes are 3-6 orders of magnitude larger: "
-        "compare the slopes, not the values.",
+        f"run's), validated on {scaling[0].valid_rows} conformers of "
+        f"{scaling[0].valid_molecules} held-out molecules. The paper's sizes are 3-6 orders of magnitude larger: "
+        "compare the slopes, not the values. Key figures: each MAE's mean over seeds with its t interval.",
     )
-    return [_dataset_table(_summary(manifests), directory), scaling_table]
+    out = [_dataset_table(results.dataset, _directory(cfg, results.dataset)), scaling_table]
+    return out + ([_drops_table(cfg, results.drops)] if results.drops is not None else [])
 
 
-def _drops_table(cfg, drops) -> Table:
-    d, s = cfg.qm1b.drops, _summary([drops])
-    by_rule = {k: v for k, v in s["dropped"].items() if k in RULE_DROPS}
-    other = {k: v for k, v in s["dropped"].items() if k not in RULE_DROPS}
+def _drops_table(cfg, drops: Labelled) -> Table:
+    d = cfg.qm1b.drops
+    by_rule, other = drops.split_drops()
     rows = [
-        ["conformers with a DFT result", s["rows"] + sum(by_rule.values())],
+        ["conformers with a DFT result", drops.rows + sum(by_rule.values())],
         [
             "dropped by QM1B's rules (std > 0.01 eV over the last 5 iterations, zero gap, not finite)",
             ", ".join(f"{k}: {v}" for k, v in by_rule.items()) or "none",
         ],
         ["without a DFT result (not counted)", ", ".join(f"{k}: {v}" for k, v in other.items()) or "none"],
-        ["labelling time (s)", f"{s['seconds']:.1f}"],
+        ["labelling time (s)", f"{drops.seconds:.1f}"],
     ]
     return Table(
         "drops",
@@ -87,14 +97,14 @@ def _drops_table(cfg, drops) -> Table:
     )
 
 
-def _dataset_table(s: dict, directory) -> Table:
+def _dataset_table(s: Labelled, directory: Path) -> Table:
     rows = [
-        ["rows kept", s["rows"]],
-        ["conformers computed", s["conformers"]],
-        ["dropped (std > 0.01 eV, zero gap, ...)", ", ".join(f"{k}: {v}" for k, v in s["dropped"].items()) or "none"],
-        ["SMILES skipped by the filters", ", ".join(f"{k}: {v}" for k, v in s["skipped_smiles"].items()) or "none"],
-        ["generation time (s)", f"{s['seconds']:.1f}"],
-        ["conformers per hour (this machine, incl. ETKDG, integrals, compilation)", f"{s['per_hour']:.0f}"],
+        ["rows kept", s.rows],
+        ["conformers computed", s.conformers],
+        ["dropped (std > 0.01 eV, zero gap, ...)", ", ".join(f"{k}: {v}" for k, v in s.dropped.items()) or "none"],
+        ["SMILES skipped by the filters", ", ".join(f"{k}: {v}" for k, v in s.skipped_smiles.items()) or "none"],
+        ["generation time (s)", f"{s.seconds:.1f}"],
+        ["conformers per hour (this machine, incl. ETKDG, integrals, compilation)", f"{s.per_hour:.0f}"],
     ]
     return Table("dataset", "The generated dataset", ["", "value"], rows, caption=f"Parquet shards under {directory}")
 
@@ -102,7 +112,7 @@ def _dataset_table(s: dict, directory) -> Table:
 # ---------------------------------------------------------------------------------------------- figures
 
 
-def figures(validation, scaling) -> list[Figure]:
+def figures(validation: Validation | None, scaling: list[Size]) -> list[Figure]:
     out = [
         Figure(
             "schnet_scaling",
@@ -111,15 +121,17 @@ def figures(validation, scaling) -> list[Figure]:
             "predictor dotted.",
         ),
     ]
-    if len(validation["gap_mev"]):
+    if validation is not None and len(validation.gap_mev):
         out.append(Figure("errors", _error_figure(validation), "Errors of random rows against converged PySCF."))
     return out
 
 
-def build_report(cfg, manifests, directory, table, validation, scaling, drops=None) -> Report:
+def render(cfg, results: Results, decided: Decided) -> Report:
+    if results.stage == "generate":
+        return generation_report(cfg, results)
     c = cfg.qm1b
-    s = _summary(manifests)
-    per_row = validation.get("pyscf_seconds_per_row", float("nan"))
+    s, validation, scaling = results.dataset, results.validation, results.scaling
+    per_row = validation.pyscf_seconds_per_row if validation is not None else float("nan")
     notes = [
         f"Labels: restricted Kohn-Sham {c.dft.xc}/{c.dft.basis}{' (density fitted)' if c.dft.density_fit else ''}, "
         f"grid level {c.dft.grid_level}, "
@@ -130,63 +142,65 @@ def build_report(cfg, manifests, directory, table, validation, scaling, drops=No
         )
         + f") in {c.dft.dtype} (papers.qm1b.dft, JAX). Molecules: {c.data.source} "
         f"SMILES of {c.data.min_heavy}-{c.data.max_heavy} heavy atoms, {c.data.conformers} ETKDG conformers each.",
-        f"Throughput: {s['per_hour']:.0f} conformers/hour on this machine including ETKDG, host integrals and "
+        f"Throughput: {s.per_hour:.0f} conformers/hour on this machine including ETKDG, host integrals and "
         f"compilation (the PySCF reference rows took {per_row:.2f} s each at conv_tol 1e-12: context, not a "
         f"comparison). The paper reports at least {PAPER_CONFORMERS_PER_IPU_HOUR:,} conformers per IPU-hour. "
         "scripts/bench.py section qm1b times our DFT against PySCF like for like: both warm, "
         "median of repeated rounds, both on all the machine's cores, PySCF converged to the same accuracy.",
     ]
     metrics = {
-        "rows": s["rows"],
-        "conformers_per_hour": s["per_hour"],
-        **{f"schnet/valid_mae/{r['size']}": float(np.mean(r["valid_mae"])) for r in scaling},
-        # per seed, and the mean predictor's, so the claims' intervals can be recomputed from results.json
-        **{f"schnet/valid_mae/{r['size']}/seed{k}": float(v) for r in scaling for k, v in enumerate(r["valid_mae"])},
-        **{f"schnet/train_mae/{r['size']}/seed{k}": float(v) for r in scaling for k, v in enumerate(r["train_mae"])},
-        **{f"schnet/mean_mae/{r['size']}/seed{k}": float(v) for r in scaling for k, v in enumerate(r["mean_mae"])},
-        **{f"schnet/train_mae/{r['size']}": float(np.mean(r["train_mae"])) for r in scaling},
+        "rows": s.rows,
+        "conformers_per_hour": s.per_hour,
+        **{f"schnet/valid_mae/{r.size}": float(np.mean(r.valid_mae)) for r in scaling},
+        # per seed, and the mean predictor's (the Results hold them too)
+        **{f"schnet/valid_mae/{r.size}/seed{k}": float(v) for r in scaling for k, v in enumerate(r.valid_mae)},
+        **{f"schnet/train_mae/{r.size}/seed{k}": float(v) for r in scaling for k, v in enumerate(r.train_mae)},
+        **{f"schnet/mean_mae/{r.size}/seed{k}": float(v) for r in scaling for k, v in enumerate(r.mean_mae)},
+        **{f"schnet/train_mae/{r.size}": float(np.mean(r.train_mae)) for r in scaling},
     }
-    if drops is not None:
-        d = _summary([drops])
-        by_rule = sum(v for k, v in d["dropped"].items() if k in RULE_DROPS)
-        metrics.update({"drops/conformers": d["rows"] + by_rule, "drops/dropped": by_rule})
-    gap_abs, energy_abs = np.abs(validation["gap_mev"]), np.abs(validation["energy_mev"])
-    if len(gap_abs):
+    if results.drops is not None:
+        d = results.drops
+        by_rule = sum(d.split_drops()[0].values())
+        metrics.update({"drops/conformers": d.rows + by_rule, "drops/dropped": by_rule})
+    if validation is not None and len(validation.gap_mev):
         metrics.update(
-            {"validate/gap_max_mev": float(gap_abs.max()), "validate/energy_max_mev": float(energy_abs.max())}
+            {
+                "validate/gap_max_mev": float(np.abs(validation.gap_mev).max()),
+                "validate/energy_max_mev": float(np.abs(validation.energy_mev).max()),
+            }
         )
     return Report(
         "qm1b",
         "QM1B: a JAX DFT dataset generator and SchNet scaling",
-        measure(cfg, manifests, validation, scaling, drops),
-        tables(cfg, manifests, directory, scaling) + ([_drops_table(cfg, drops)] if drops is not None else []),
-        figures(validation, scaling),
-        metrics,
-        notes,
+        tables=tables(cfg, results),
+        figures=figures(validation, scaling),
+        metrics=metrics,
+        notes=notes,
     )
 
 
-def generation_report(cfg, manifests, directory) -> Report:
+def generation_report(cfg, results: Results) -> Report:
     """The report of a generate-only job: this shard's dataset table (and no claims: `claims` declares none)."""
-    s = _summary(manifests)
+    s = results.dataset
+    directory = _directory(cfg, s)
     return Report(
         "qm1b",
         f"QM1B generation, shard {cfg.shard} of {cfg.num_shards}",
-        claims(cfg),
-        [_dataset_table(s, directory)],
-        [],
-        {"rows": s["rows"], "conformers_per_hour": s["per_hour"]},
-        [f"Only this shard was generated (qm1b.stage=generate); qm1b.stage=all reads every shard of {directory}."],
+        tables=[_dataset_table(s, directory)],
+        metrics={"rows": s.rows, "conformers_per_hour": s.per_hour},
+        notes=[
+            f"Only this shard was generated (qm1b.stage=generate); qm1b.stage=all reads every shard of {directory}."
+        ],
     )
 
 
 def _scaling_figure(scaling):
     fig, ax = plots.figure(panel=(6, 4))
-    n = [r["size"] for r in scaling]
+    n = [r.size for r in scaling]
     series = {  # [sizes, seeds]: the mean with a band
-        "ours: validation": (n, [r["valid_mae"] for r in scaling]),
-        "ours: training": (n, [r["train_mae"] for r in scaling]),
-        "ours: predicting the training mean": (n, [r["mean_mae"] for r in scaling]),
+        "ours: validation": (n, [r.valid_mae for r in scaling]),
+        "ours: training": (n, [r.train_mae for r in scaling]),
+        "ours: predicting the training mean": (n, [r.mean_mae for r in scaling]),
         "paper: validation (SchNet 9M, QM1B)": (list(PAPER_SCHNET), list(PAPER_SCHNET.values())),
         "paper: training": (list(PAPER_SCHNET_TRAIN), list(PAPER_SCHNET_TRAIN.values())),
     }
@@ -203,10 +217,10 @@ def _scaling_figure(scaling):
     return fig
 
 
-def _error_figure(validation):
+def _error_figure(validation: Validation):
     fig, axes = plots.figure(2, panel=(4.5, 3.5))
     for ax, key, label in zip(axes, ("gap_mev", "energy_mev"), ("gap error (meV)", "energy error (meV)"), strict=True):
-        ax.hist(validation[key], bins=20)
+        ax.hist(getattr(validation, key), bins=20)
         ax.set_xlabel(f"ours - PySCF: {label}")
         ax.set_ylabel("rows")
     return fig

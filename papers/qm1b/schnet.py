@@ -11,7 +11,8 @@ within 15 Bohr, i.e. every pair of these molecules). One interaction block:
 with ssp(x) = softplus(x) - log 2, rbf_k(d) = exp(-(d - mu_k)^2 / (2 delta^2)) on an even grid of `gaussians`
 centres over [0, cutoff] (delta = their spacing) and f_cut(d) = (cos(pi d / cutoff) + 1) / 2 for d < cutoff. The
 gap is intensive, so atom outputs are averaged over the molecule's atoms (SchNetPack's "avg" aggregation). Targets
-are standardised with the training set's mean and std; the loss is L1, as in QM1B.
+are standardised with the training set's mean and std; the loss is L1, as in QM1B. The model's presets
+(SchNetConfig, PRESETS) and how it trains (TrainConfig) are config: papers.qm1b.config.
 """
 
 from __future__ import annotations
@@ -27,33 +28,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from core.config import check_range
 from core.train import fit_seeds, init_state, optimizer_step
+from papers.qm1b.config import PRESETS, SchNetConfig, TrainConfig  # noqa: F401  (PRESETS: re-exported)
 
 MAX_Z = 10  # H..F
-
-
-@dataclass(frozen=True)
-class SchNetConfig:
-    features: int = 1024
-    filters: int = 256
-    interactions: int = 5
-    gaussians: int = 200
-    cutoff: float = 15.0  # Bohr
-    neighbours: int = 28
-
-    def __post_init__(self) -> None:
-        for name in ("features", "filters", "interactions", "gaussians", "neighbours"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"SchNet {name}={getattr(self, name)} must be at least 1")
-        if not self.cutoff > 0:
-            raise ValueError(f"SchNet cutoff={self.cutoff} must be positive (Bohr)")
-
-
-PRESETS = {
-    "schnet_9m": SchNetConfig(),  # QM1B's SchNet 9M (papers/qm1b/REFERENCES.md [9])
-    "small": SchNetConfig(features=128, filters=64, interactions=3, gaussians=50),
-}
 
 
 def shifted_softplus(x: jax.Array) -> jax.Array:
@@ -145,24 +123,6 @@ def split_by_smiles(smiles: list[str], valid_fraction: float, seed: int) -> tupl
     valid = set(rng.permutation(unique)[:n_valid].tolist())
     is_valid = np.array([s in valid for s in smiles])
     return np.flatnonzero(~is_valid), np.flatnonzero(is_valid)
-
-
-@dataclass
-class TrainConfig:
-    """How SchNet trains (the training keys of the config's qm1b.schnet section)."""
-
-    steps: int = 600  # the fewest at any size (the experiment's qm1b.schnet.epochs raises it with the size)
-    batch_size: int = 32
-    lr: float = 5e-4
-    warmup: int = 60
-    eval_every: int = 200
-    checkpoint_every: int = 200
-
-    def __post_init__(self) -> None:
-        for key in ("steps", "batch_size", "eval_every", "checkpoint_every"):
-            check_range(f"qm1b.schnet.{key}", getattr(self, key), ge=1)
-        check_range("qm1b.schnet.lr", self.lr, gt=0)
-        check_range("qm1b.schnet.warmup", self.warmup, ge=0)
 
 
 class Shuffled:

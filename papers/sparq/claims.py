@@ -1,9 +1,11 @@
-"""The SparQ claims at the paper's 1/8 compression, declared from the config alone before any run, and the functions
-that measure them.
+"""The SparQ claims at the paper's 1/8 compression, declared from the config alone before any run, and their
+decision: a pure function of the stored Results (`decide`), with the function that measures each claim from them.
 
-Each claim names the paper's figure (papers/sparq/REFERENCES.md), the statistic we measure, the rule that decides
-it and the design (confidence, unit of replication, the smallest effect the default design resolves). The report
-module (papers/sparq/report.py) builds the tables and figures.
+Each claim names the paper's figure (papers/sparq/REFERENCES.md; the figures and margins are in
+papers/sparq/published.py), the statistic we measure, the rule that decides it and the design (confidence, unit of
+replication, the smallest effect the default design resolves). `decide` also gives the analytic fact and the
+estimates the report's tables show (every method's ratios to dense with their paired-bootstrap intervals, the
+transfers, the decode-step speed-ups); the report (papers/sparq/report.py) only formats them.
 """
 
 from __future__ import annotations
@@ -12,35 +14,19 @@ import math
 
 import numpy as np
 
+from core.claims import Decided
 from core.report import Claim, Fact, Interval, Rule, at_least, at_most, interval_above
 from core.stats import paired_bootstrap
+from papers.sparq.published import (
+    BEATEN,
+    BPC_INCREASE,
+    NEEDLE_KEPT,
+    REPETITION_KEPT,
+    ratio_key,
+    sparq_attention_transfer,
+)
+from papers.sparq.results import DecodeTiming, Results
 
-# Ribar et al. 2024 (ICML version, arXiv 2312.04985v6) at 1/8 of the dense transfer, Table 2, its two grouped-query
-# models (papers/sparq/REFERENCES.md, "Table 2"): dense / SparQ / H2O / LM-Infinite (sinks + local window)
-PAPER_TABLE2 = {
-    "Llama 3 8B": {
-        "repetition": (213, 213, 30, 27),
-        "bpc": (0.56, 0.58, 0.59, 0.64),
-        "squad": (81.2, 78.3, 61.7, 51.8),
-    },
-    "Mistral 7B": {
-        "repetition": (231, 201, 14, 20),
-        "bpc": (0.62, 0.65, 0.66, 0.72),
-        "squad": (81.0, 77.5, 56.9, 29.0),
-    },
-}
-# Table 3 (needle in a haystack, LLaMA-2-7B-32K, 8k-16k tokens, the shortest range): dense / SparQ / H2O / LM-Infinite
-PAPER_NEEDLE = (1.0, 0.794, 0.029, 0.118)
-PAPER_SPEEDUP = {"A100, S=4096, batch 64, r=32, k=128 (Table 4)": 3.02, "IPU, S=16384, r=32, k=128 (Section 6.1)": 7.41}
-HEAD_DIM = 128  # the paper's models' head dimension (Llama 3, Mistral), the timed S=16384 kernels'
-
-# The margins are the paper's own SparQ at 1/8 on the less favourable of its two GQA models (Mistral 7B on each
-# task): SparQ keeps 201/231 = 0.870 of the dense repetition score, its BPC is 0.65/0.62 - 1 = +4.8% above dense,
-# and on the needle task (Table 3, its only model) it keeps 0.794 of dense at 8k-16k tokens. A claim holds when our
-# whole 95% interval is on the paper's side of its margin.
-REPETITION_KEPT = 201 / 231
-BPC_INCREASE = 0.65 / 0.62 - 1
-NEEDLE_KEPT = PAPER_NEEDLE[1] / PAPER_NEEDLE[0]
 # the thresholds of 2026-11-24/25 (Llama 2 7B at 1/8 from the authors' December 2023 notebook, not the published
 # tables; SQuAD standing in for the needle): papers/sparq/ledger.py evaluates them beside the present rules
 V1_REPETITION_KEPT = 186 / 207
@@ -67,14 +53,6 @@ def _estimate_at_most(bound: float, what: str) -> Rule:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-
-
-def find(results, name, ratio=None):
-    for r in results:
-        m = r["method"]
-        if m.name == name and (ratio is None or abs(m.ratio - ratio) < 1e-9):
-            return r
-    return None
 
 
 def ratio_of_means(a, b, *, seed: int = 0, n_resamples: int = 2000) -> Interval:
@@ -106,62 +84,75 @@ def ratio_of_means(a, b, *, seed: int = 0, n_resamples: int = 2000) -> Interval:
     return Interval(point, low, high, 0.95, f"paired bootstrap over {x.size} examples")
 
 
-def sparq_attention_transfer(S: int, d: int, r: int, k: int) -> int:
-    """The paper's formula, elements per head per step (with step 5's mean of V)."""
-    return (2 + 2 * k) * d + d + S * r + 2 * d
+def bpc_rise(bpcs, dense_bpcs, *, seed: int) -> Interval:
+    """mean BPC / dense mean BPC - 1, with the ratio's paired-bootstrap interval shifted by 1."""
+    rise = ratio_of_means(bpcs, dense_bpcs, seed=seed)
+    return Interval(rise.estimate - 1, rise.low - 1, rise.high - 1, rise.confidence, rise.method)
 
 
-def _pair(cfg, results):
+def speedup(t: DecodeTiming, seed: int = 0) -> Interval:
+    """Dense time / SparQ time: the median of the per-round ratios (rounds paired as timed) with a 95% bootstrap
+    interval over the rounds."""
+    log_ratio = paired_bootstrap(np.log(t.dense_rounds), np.log(t.sparq_rounds), statistic=np.median, seed=seed)
+    return Interval(
+        math.exp(log_ratio.estimate),
+        math.exp(log_ratio.low),
+        math.exp(log_ratio.high),
+        log_ratio.confidence,
+        f"median of {len(t.dense_rounds)} paired rounds, bootstrap interval",
+    )
+
+
+def _pair(cfg, results: Results):
     """(dense, SparQ at the claim ratio, whether dense copies enough for the task to tell methods apart, why not)."""
     c = cfg.sparq
-    dense = find(results, "dense")
-    sparq = find(results, "sparq", float(c.claim_ratio))
-    copies = dense["score"] >= c.min_dense_score  # else the task does not tell the methods apart
+    dense = results.find("dense")
+    sparq = results.find("sparq", float(c.claim_ratio))
+    copies = dense.score >= c.min_dense_score  # else the task does not tell the methods apart
     why = (
         ""
         if copies
-        else f"; not measured: the dense model copies only {dense['score']:.1f} characters (< "
+        else f"; not measured: the dense model copies only {dense.score:.1f} characters (< "
         f"{c.min_dense_score:g}), so the task cannot tell the methods apart at this scale"
     )
     return dense, sparq, copies, why
 
 
 # ---------------------------------------------------------------------------------------------- measuring
-# One function per claim: (cfg, results, speed) -> (ours, detail), or None where it cannot be measured; each is
+# One function per claim: (cfg, results) -> (ours, detail), or None where it cannot be measured; each is
 # fingerprinted into the claims lock (core.ledger) with its claim.
 
 
-def measure_repetition(cfg, results, speed) -> tuple | None:
+def measure_repetition(cfg, results: Results) -> tuple | None:
     dense, sparq, copies, why = _pair(cfg, results)
     if sparq is None:
         return None
     return (
-        ratio_of_means(sparq["scores"], dense["scores"], seed=int(cfg.seed)) if copies else None,
-        f"{sparq['score']:.1f} vs dense {dense['score']:.1f} characters (r={sparq['method'].r}, "
-        f"k={sparq['method'].k}) over {len(dense['scores'])} contexts{why}",
+        ratio_of_means(sparq.scores, dense.scores, seed=int(cfg.seed)) if copies else None,
+        f"{sparq.score:.1f} vs dense {dense.score:.1f} characters (r={sparq.method.r}, "
+        f"k={sparq.method.k}) over {len(dense.scores)} contexts{why}",
     )
 
 
-def measure_bpc(cfg, results, speed) -> tuple | None:
+def measure_bpc(cfg, results: Results) -> tuple | None:
     dense, sparq, _, _ = _pair(cfg, results)
     if sparq is None:
         return None
-    rise = ratio_of_means(sparq["bpcs"], dense["bpcs"], seed=int(cfg.seed))
     return (
-        Interval(rise.estimate - 1, rise.low - 1, rise.high - 1, rise.confidence, rise.method),
-        f"{sparq['bpc']:.4f} vs dense {dense['bpc']:.4f} BPC over {len(dense['bpcs'])} texts",
+        bpc_rise(sparq.bpcs, dense.bpcs, seed=int(cfg.seed)),
+        f"{sparq.bpc:.4f} vs dense {dense.bpc:.4f} BPC over {len(dense.bpcs)} texts",
     )
 
 
-def measure_needle(cfg, results, speed) -> tuple | None:
+def measure_needle(cfg, results: Results) -> tuple | None:
     c = cfg.sparq
     dense, sparq, _, _ = _pair(cfg, results)
-    if sparq is None or "needles" not in dense:
+    if sparq is None or dense.needles is None:
         return None
-    retrieves = dense["needle"] >= c.min_dense_needle
+    retrieves = dense.needle >= c.min_dense_needle
     return (
-        ratio_of_means(sparq["needles"], dense["needles"], seed=int(cfg.seed)) if retrieves else None,
-        f"{sparq['needle']:.3f} vs dense {dense['needle']:.3f} of {len(dense['needles'])} needles retrieved"
+        ratio_of_means(sparq.needles, dense.needles, seed=int(cfg.seed)) if retrieves else None,
+        f"{sparq.needle:.3f} vs dense {dense.needle:.3f} of {len(dense.needles)} needles retrieved"
         + (
             ""
             if retrieves
@@ -171,42 +162,40 @@ def measure_needle(cfg, results, speed) -> tuple | None:
     )
 
 
-def _measure_beats(cfg, results, name: str) -> tuple | None:
+def _measure_beats(cfg, results: Results, name: str) -> tuple | None:
     seed = int(cfg.seed)
     _, sparq, copies, why = _pair(cfg, results)
-    other = find(results, name, float(cfg.sparq.claim_ratio))
+    other = results.find(name, float(cfg.sparq.claim_ratio))
     if sparq is None or other is None:
         return None
-    gain = paired_bootstrap(sparq["scores"], other["scores"], seed=seed)
-    rest = [f"BPC difference {paired_bootstrap(sparq['bpcs'], other['bpcs'], seed=seed)}"]
-    if "needles" in sparq:
-        rest.insert(0, f"needle gain {paired_bootstrap(sparq['needles'], other['needles'], seed=seed)}")
+    gain = paired_bootstrap(sparq.scores, other.scores, seed=seed)
+    rest = [f"BPC difference {paired_bootstrap(sparq.bpcs, other.bpcs, seed=seed)}"]
+    if sparq.needles is not None:
+        rest.insert(0, f"needle gain {paired_bootstrap(sparq.needles, other.needles, seed=seed)}")
     return (
         gain if copies else None,
-        f"{sparq['score']:.1f} vs {other['score']:.1f} characters; reported beside it, not decided: "
-        + "; ".join(rest)
-        + why,
+        f"{sparq.score:.1f} vs {other.score:.1f} characters; reported beside it, not decided: " + "; ".join(rest) + why,
     )
 
 
-def measure_beats_h2o(cfg, results, speed) -> tuple | None:
+def measure_beats_h2o(cfg, results: Results) -> tuple | None:
     return _measure_beats(cfg, results, "h2o")
 
 
-def measure_beats_local(cfg, results, speed) -> tuple | None:
+def measure_beats_local(cfg, results: Results) -> tuple | None:
     return _measure_beats(cfg, results, "local")
 
 
-def measure_beats_streaming(cfg, results, speed) -> tuple | None:
+def measure_beats_streaming(cfg, results: Results) -> tuple | None:
     return _measure_beats(cfg, results, "streaming")
 
 
-def facts(speed) -> list[Fact]:
+def facts(cfg, results: Results) -> list[Fact]:
     """Rows that are not claims. `transfer-counted` (analytic): the transfer of the timed SparQ kernel at the paper's
     S=16384 point counted from its traced program, beside the paper's formula; our kernel checked against our own
     formula, so it is a test (tests/papers/sparq/test_transfer.py::test_timed_kernels_move_the_papers_transfer),
     shown here for context."""
-    t = speed[-1][1]
+    t = results.speed[-1].timing
     formula = sparq_attention_transfer(t.S, t.d, t.r, t.k)
     return [
         Fact(
@@ -222,9 +211,39 @@ def facts(speed) -> list[Fact]:
     ]
 
 
+def estimates(cfg, results: Results) -> dict:
+    """The figures the report's tables show, by name: for every method but dense, its transfer / dense by the
+    paper's formulas and counted from its scoring kernel (points: deterministic), and its repetition, needle and
+    BPC against dense (ratios of means with paired-bootstrap intervals over contexts, the claims' seed; a ratio whose
+    dense mean is 0 is left out); for every timed operating point, both kernels' counted elements and the speed-up
+    they imply (points) and the measured speed-up (median of the rounds' ratios with its bootstrap interval)."""
+    seed = int(cfg.seed)
+    dense = results.find("dense")
+    out: dict = {}
+    for r in results.methods:
+        m = r.method
+        if m.name == "dense":
+            continue
+        key = ratio_key(m.name, m.ratio)
+        out[f"transfer/{key}"] = r.transfer
+        if r.counted is not None:
+            out[f"transfer_counted/{key}"] = r.counted
+        if sum(dense.scores):
+            out[f"repetition_ratio/{key}"] = ratio_of_means(r.scores, dense.scores, seed=seed)
+        if r.needles is not None and sum(dense.needles):
+            out[f"needle_ratio/{key}"] = ratio_of_means(r.needles, dense.needles, seed=seed)
+        out[f"bpc_rise/{key}"] = bpc_rise(r.bpcs, dense.bpcs, seed=seed)
+    for p in results.speed:
+        t = p.timing
+        out[f"decode_elements/{p.key}/dense"] = t.dense_elements
+        out[f"decode_elements/{p.key}/sparq"] = t.sparq_elements
+        out[f"decode_speedup/{p.key}/theoretical"] = t.theoretical_speedup
+        out[f"decode_speedup/{p.key}/measured"] = speedup(t, seed)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- claims
 
-BEATEN = {"h2o": "H2O", "local": "the local window", "streaming": "StreamingLLM"}  # in report order
 _BEATS_MEASURE = {"h2o": measure_beats_h2o, "local": measure_beats_local, "streaming": measure_beats_streaming}
 _BEATS_PAPER = {
     "h2o": "Table 2 at 1/8: SparQ 213 / 201 vs H2O 30 / 14 characters (Llama 3 8B / Mistral 7B)",
@@ -308,12 +327,13 @@ def claims(cfg) -> list[Claim]:
     return out
 
 
-def measure(cfg, results, speed) -> list[Claim]:
-    """Our figure for every declared claim. Where the dense model cannot do a task (it copies under
-    `min_dense_score` characters or retrieves under `min_dense_needle` of the needles) the claims on that task stay
-    in the report, not measured, with a detail saying so: the design cannot tell the methods apart there."""
+def decide(cfg, results: Results) -> Decided:
+    """Our figure for every declared claim, the analytic fact and the tables' estimates, from the Results alone.
+    Where the dense model cannot do a task (it copies under `min_dense_score` characters or retrieves under
+    `min_dense_needle` of the needles) the claims on that task stay in the report, not measured, with a detail saying
+    so: the design cannot tell the methods apart there."""
     out = []
     for claim in claims(cfg):
-        found = claim.measure(cfg, results, speed)
+        found = claim.measure(cfg, results)
         out.append(claim.measured(*found) if found is not None else claim)
-    return out
+    return Decided(out, facts(cfg, results), estimates(cfg, results))

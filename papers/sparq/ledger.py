@@ -3,7 +3,7 @@ and carry no fingerprint: they were found in `git log -p -- papers/sparq/` and t
 last recorded under the old rule (old_rule where it can be evaluated on the present statistic, so the report shows
 its verdict on every run)."""
 
-from core.ledger import Change
+from core.ledger import Change, code_changes
 from core.report import at_least, at_most
 from papers.sparq.claims import (
     V1_BPC_INCREASE,
@@ -279,5 +279,21 @@ LEDGER: list[Change] = [
         run="README row of commit 5172eeb (default run 2026-11-25)",
         moved_to="table decode_step: measured and theoretical speed-ups at the quality claims' operating point and "
         "at S=16384, the paper's A100 and IPU figures as labelled context",
+    ),
+    # ------------------------------------------------------------------ 2026-11-28, issue 57
+    *code_changes(
+        "2026-11-28",
+        "Issue 57: decided from the stored Results (run -> results -> decide): each claim's measuring function reads "
+        "the per-context outcomes of papers/sparq/results.py instead of the dicts `evaluate` returned; the statistic "
+        "(the same ratio-of-means and paired bootstraps, seeded by the run's seed), rule and figure are unchanged, "
+        "and the smoke run's values are identical.",
+        {
+            "sparq-repetition": "cff757d074b3",
+            "sparq-bpc": "51486f7fb2ea",
+            "sparq-needle": "baaff1d8fbbd",
+            "sparq-beats-h2o": "238140bbdb65",
+            "sparq-beats-local": "e1a0f98aaff3",
+            "sparq-beats-streaming": "3455159fc57c",
+        },
     ),
 ]

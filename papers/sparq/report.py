@@ -1,26 +1,25 @@
-"""The SparQ report (the claims are declared and measured in papers/sparq/claims.py): the sweep table, the decode-step
-table, and score and BPC against transfer."""
+"""The SparQ report, `render(cfg, results, decided)`: the sweep table, the paper's figures, the decode-step table,
+score and BPC against transfer, and the notes. It formats the stored Results and what `decide` (papers/sparq/claims.py)
+decided: every interval it shows is a decided claim's or one of `decided.estimates`; it computes none."""
 
 from __future__ import annotations
 
 from core import plots
+from core.claims import Decided
 from core.report import Figure, Interval, Report, Table
-from papers.sparq.claims import (
+from papers.sparq.published import (
     BPC_INCREASE,
     NEEDLE_KEPT,
     PAPER_NEEDLE,
     PAPER_SPEEDUP,
     PAPER_TABLE2,
     REPETITION_KEPT,
-    claims,
-    facts,
-    measure,
-    ratio_of_means,
+    ratio_key,
     sparq_attention_transfer,
 )
-from papers.sparq.claims import find as _find
+from papers.sparq.results import Results
 
-__all__ = ["build_report", "claims", "figures", "measure", "ratio_of_means", "tables"]
+__all__ = ["figures", "render", "tables"]
 
 MARKERS = {"sparq": "o", "h2o": "s", "local": "^", "streaming": "v", "quest": "D"}
 
@@ -65,34 +64,30 @@ def _sweep_setup(c) -> str:
     )
 
 
-def _ratio(values, dense, seed):
-    return ratio_of_means(values, dense, seed=seed) if sum(dense) else "-"
-
-
-def _table_sweep(cfg, results, unreachable) -> Table:
-    """Every method's repetition score, needle retrieval (where run) and BPC against its transfer, as ratios to dense
-    with paired-bootstrap intervals."""
-    c, seed = cfg.sparq, int(cfg.seed)
-    dense = _find(results, "dense")
-    needles = "needles" in dense
+def _table_sweep(cfg, results: Results, estimates: dict) -> Table:
+    """Every method's repetition score, needle retrieval (where run) and BPC against its transfer, with its ratios to
+    dense and their paired-bootstrap intervals as decided (`decided.estimates`)."""
+    c = cfg.sparq
+    dense = results.find("dense")
+    needles = dense.needles is not None
     rows = []
-    for r in results:
-        m = r["method"]
-        counted = "- (masked kernel)" if r["counted"] is None else f"{r['counted']:.3f}"
-        row = [m.label, f"{r['transfer']:.3f}", counted, _budget(m), f"{r['score']:.1f}"]
-        row += [f"{r['needle']:.3f}"] if needles else []
-        row.append(f"{r['bpc']:.4f}")
+    for r in results.methods:
+        m = r.method
+        counted = "- (masked kernel)" if r.counted is None else f"{r.counted:.3f}"
+        row = [m.label, f"{r.transfer:.3f}", counted, _budget(m), f"{r.score:.1f}"]
+        row += [f"{r.needle:.3f}"] if needles else []
+        row.append(f"{r.bpc:.4f}")
         if m.name == "dense":
             row += ["-"] * (3 if needles else 2)
         else:
-            row.append(_ratio(r["scores"], dense["scores"], seed))
+            key = ratio_key(m.name, m.ratio)
+            row.append(estimates.get(f"repetition_ratio/{key}", "-"))
             if needles:
-                row.append(_ratio(r["needles"], dense["needles"], seed))
-            rise = ratio_of_means(r["bpcs"], dense["bpcs"], seed=seed)
-            row.append(Interval(rise.estimate - 1, rise.low - 1, rise.high - 1, rise.confidence, rise.method))
+                row.append(estimates.get(f"needle_ratio/{key}", "-"))
+            row.append(estimates[f"bpc_rise/{key}"])
         rows.append(row)
     width = len(rows[0])
-    for name, ratio in unreachable:
+    for name, ratio in results.unreachable:
         what = f"k={c.k}: r=1 already moves more" if name == "sparq" else "the smallest budget moves more"
         if name == "quest":
             what = f"reading every page's key bounds ({c.page} positions per page) already moves more"
@@ -115,7 +110,7 @@ def _table_sweep(cfg, results, unreachable) -> Table:
         "the nearest to the target fraction of the dense transfer at the decode-start cache length (SparQ: k fixed, "
         "r from the budget; the others: k from the budget); k counts cache positions read, the current token "
         "being free for every method (the reference implementation's k + 1). Transfer (analytic): elements per KV "
-        "head and step by the paper's formulas (tasks.Method.transfer). Transfer (counted): what each scoring "
+        "head and step by the paper's formulas (results.Method.transfer). Transfer (counted): what each scoring "
         "kernel's traced program reads and writes per KV head and step at the same cache length "
         "(tasks.counted_transfer: the current token's key and value included, Quest given its page bounds, SparQ's "
         "write of the new key to its transposed copy of K left to the cache update); H2O's scoring kernel is a masked "
@@ -142,11 +137,13 @@ def _table_paper() -> Table:
     )
 
 
-def _table_decode_step(cfg, speed) -> Table:
+def _table_decode_step(results: Results, estimates: dict) -> Table:
     """The timed decode-step kernels at each operating point: elements read (counted from their programs, beside
-    the paper's formula), milliseconds per step and SparQ's speed-up over dense, measured and in theory."""
+    the paper's formula), milliseconds per step and SparQ's speed-up over dense, measured (as decided) and in
+    theory."""
     rows = []
-    for what, t in speed:
+    for p in results.speed:
+        what, t = p.label, p.timing
         formula = sparq_attention_transfer(t.S, t.d, t.r, t.k)
         rows += [
             [what, f"dense S={t.S} d={t.d}", t.dense_elements, (2 + 2 * t.S) * t.d, t.dense_seconds * 1e3, 1.0, 1.0],
@@ -156,20 +153,21 @@ def _table_decode_step(cfg, speed) -> Table:
                 t.sparq_elements,
                 formula,
                 t.sparq_seconds * 1e3,
-                t.speedup(int(cfg.seed)),
-                t.theoretical_speedup,
+                estimates[f"decode_speedup/{p.key}/measured"],
+                estimates[f"decode_speedup/{p.key}/theoretical"],
             ],
             [what, f"SparQ's step 3 alone: top-{t.k} of {t.S}", "-", "-", t.select_seconds * 1e3, "-", "-"],
         ]
     paper = "; ".join(f"{k}: {v:.2f}x" for k, v in PAPER_SPEEDUP.items())
+    first = results.speed[0].timing
     return Table(
         "decode_step",
-        f"Decode-step attention on this machine, {speed[0][1].rows} heads, float32: transfer counted from the traced "
+        f"Decode-step attention on this machine, {first.rows} heads, float32: transfer counted from the traced "
         "kernels, time measured",
         ["operating point", "kernel", "elements per head (counted)", "paper's formula", "ms per step (median)",
          "speed-up over dense (measured)", "theoretical (counted elements)"],
         rows,
-        caption=f"Both kernels warmed and timed in the same {len(speed[0][1].dense_rounds)} interleaved rounds "
+        caption=f"Both kernels warmed and timed in the same {len(first.dense_rounds)} interleaved rounds "
         "(median; the measured speed-up is the median of the per-round ratios with a 95% bootstrap interval over "
         "rounds). Counted: elements each kernel's traced program reads (gathers count what they return, anything "
         "else the whole array) plus its output; SparQ's 2d writes of the new key to its transposed K copy and of "
@@ -178,19 +176,20 @@ def _table_decode_step(cfg, speed) -> Table:
     )  # fmt: skip
 
 
-def tables(cfg, results, speed, unreachable) -> list[Table]:
+def tables(cfg, results: Results, decided: Decided) -> list[Table]:
     """The report's tables: the sweep over methods, the paper's figures at 1/8, then the timed decode step."""
-    return [_table_sweep(cfg, results, unreachable), _table_paper(), _table_decode_step(cfg, speed)]
+    estimates = decided.estimates
+    return [_table_sweep(cfg, results, estimates), _table_paper(), _table_decode_step(results, estimates)]
 
 
 # ---------------------------------------------------------------------------------------------- figures
 
 
-def figures(results) -> list[Figure]:
+def figures(results: Results) -> list[Figure]:
     return [
         Figure(
             "score_vs_transfer",
-            _plot(results, _find(results, "dense")),
+            _plot(results),
             "Repetition score, needle retrieval (with SmolLM2) and BPC against the analytic fraction of the dense "
             "transfer.",
         )
@@ -216,25 +215,26 @@ def _power(claimed) -> str:
     )
 
 
-def build_report(cfg, results, info, speed, unreachable=()) -> Report:
+def render(cfg, results: Results, decided: Decided) -> Report:
+    """The tables, the figure, the metrics (per-method means and decode-step times, for the logger) and the notes."""
     c = cfg.sparq
-    dense = _find(results, "dense")
-    metrics = {f"score/{r['method'].label}": r["score"] for r in results}
-    metrics.update({f"bpc/{r['method'].label}": r["bpc"] for r in results})
-    for what, t in speed:
-        key = "quality" if what.startswith("quality") else "paper"
+    info = results.lm
+    dense = results.find("dense")
+    metrics = {f"score/{r.method.label}": r.score for r in results.methods}
+    metrics.update({f"bpc/{r.method.label}": r.bpc for r in results.methods})
+    for p in results.speed:
+        t = p.timing
         metrics.update(
             {
-                f"decode_ms/{key}/dense": t.dense_seconds * 1e3,
-                f"decode_ms/{key}/sparq": t.sparq_seconds * 1e3,
-                f"decode_speedup/{key}/theoretical": t.theoretical_speedup,
+                f"decode_ms/{p.key}/dense": t.dense_seconds * 1e3,
+                f"decode_ms/{p.key}/sparq": t.sparq_seconds * 1e3,
+                f"decode_speedup/{p.key}/theoretical": t.theoretical_speedup,
             }
         )
-    metrics.update({f"needle/{r['method'].label}": r["needle"] for r in results if "needle" in r})
-    claimed = measure(cfg, results, speed)
+    metrics.update({f"needle/{r.method.label}": r.needle for r in results.methods if r.needles is not None})
     if c.lm == "smollm2":
         notes = [
-            f"The LM: {info['lm']}: 30 layers, d_model 576, 9 query heads sharing 3 KV heads (head dimension 64, 3 "
+            f"The LM: {info.name}: 30 layers, d_model 576, 9 query heads sharing 3 KV heads (head dimension 64, 3 "
             "query heads per KV head), RoPE, 8192 positions, loaded offline (core.nn.gguf); the paper's GQA models "
             "(Llama 3 8B, Mistral 7B) have head dimension 128 and 4 query heads per KV head, so r of 64 here is "
             "r of 128 there at half the index transfer. SparQ with grouped queries selects by the group's summed "
@@ -246,44 +246,43 @@ def build_report(cfg, results, info, speed, unreachable=()) -> Report:
         notes = [
             f"The LM: {c.model.depth} layers, d_model {c.model.d_model}, {c.model.heads} heads of "
             f"{c.model.d_model // c.model.heads}, {c.model.seq_len} characters, {c.model.position} positions, "
-            f"{c.model.steps} steps ({'loaded from its checkpoint' if info.get('loaded') else 'trained in this run'}; "
-            f"final train loss {info['train_loss'][-1][1]:.3f} nats); {c.model.repeat_share:.0%} of the text windows "
+            f"{c.model.steps} steps ({'loaded from its checkpoint' if info.loaded else 'trained in this run'}; "
+            f"final train loss {info.train_loss[-1][1]:.3f} nats); {c.model.repeat_share:.0%} of the text windows "
             f"end with a {c.model.repeat_span}-character copy of an earlier span.",
         ]
-    notes.append(_power(claimed))
-    windowed = [r for r in results if r["method"].name in ("local", "streaming") and r["bpc"] < dense["bpc"]]
+    notes.append(_power(decided.claims))
+    windowed = [r for r in results.methods if r.method.name in ("local", "streaming") and r.bpc < dense.bpc]
     if windowed:
-        best = min(windowed, key=lambda r: r["bpc"])
+        best = min(windowed, key=lambda r: r.bpc)
         notes.append(
-            f"A windowed method ({best['method'].label}) has a lower BPC than dense attention itself "
-            f"({best['bpc']:.4f} vs {dense['bpc']:.4f})."
+            f"A windowed method ({best.method.label}) has a lower BPC than dense attention itself "
+            f"({best.bpc:.4f} vs {dense.bpc:.4f})."
         )
     return Report(
         "sparq",
         "SparQ Attention: bandwidth-efficient LLM inference",
-        claimed,
-        tables(cfg, results, speed, unreachable),
-        figures(results),
-        metrics,
-        notes,
-        facts=facts(speed),
+        tables=tables(cfg, results, decided),
+        figures=figures(results),
+        metrics=metrics,
+        notes=notes,
     )
 
 
-def _plot(results, dense):
+def _plot(results: Results):
+    dense = results.find("dense")
     panels = [("score", "repetition score (characters)"), ("bpc", "bits per character")]
-    if "needle" in dense:
+    if dense.needles is not None:
         panels.insert(1, ("needle", "needle retrieval (share of examples)"))
     fig, axes = plots.figure(len(panels), panel=(5.5, 4))
     for ax, (key, ylabel) in zip(axes, panels, strict=True):
         series = {}
         for name in MARKERS:
-            pts = sorted((r["transfer"], r[key]) for r in results if r["method"].name == name)
+            pts = sorted((r.transfer, getattr(r, key)) for r in results.methods if r.method.name == name)
             if pts:
                 series[name] = ([p[0] for p in pts], [p[1] for p in pts])
         styles = {name: {"marker": marker, "ms": 6} for name, marker in MARKERS.items()}
         plots.curves(ax, series, xlabel="transfer / dense", ylabel=ylabel, styles=styles, legend=False)
-        ax.axhline(dense[key], color="k", ls="--", label="dense")
+        ax.axhline(getattr(dense, key), color="k", ls="--", label="dense")
         ax.set_xscale("log", base=2)
         ax.legend()
     return fig

@@ -1,74 +1,20 @@
 """Decode-step attention time, dense vs SparQ, on whatever JAX runs on (CPU here; a GPU when present), at a given
-fraction of the dense transfer, with the transfer of both kernels counted from their traced programs."""
+fraction of the dense transfer, with the transfer of both kernels counted from their traced programs. The rounds are
+returned as a `DecodeTiming` (papers/sparq/results.py); the speed-up's interval over them is decided from the stored
+rounds (papers/sparq/claims.py, `speedup`)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from core.bench import time_rounds
 from core.nn.attention import dense_attention
-from core.report import Interval
-from core.stats import paired_bootstrap
+from papers.sparq.results import DecodeTiming
 from papers.sparq.tasks import make_method
 from papers.sparq.transfer import elements_read, elements_written
-
-
-@dataclass(frozen=True)
-class DecodeTiming:
-    """Seconds per decode step of both kernels over the same interleaved rounds, and the elements per head per step
-    each moves, counted from its traced program (`papers.sparq.transfer`)."""
-
-    S: int
-    d: int
-    rows: int
-    r: int
-    k: int
-    dense_rounds: tuple[float, ...]
-    sparq_rounds: tuple[float, ...]
-    dense_elements: int
-    sparq_elements: int
-    select_rounds: tuple[float, ...] = ()  # SparQ's step 3 alone (top-k of S approximate scores), same rounds
-
-    @property
-    def select_seconds(self) -> float:
-        return float(np.median(self.select_rounds)) if self.select_rounds else float("nan")
-
-    @property
-    def dense_seconds(self) -> float:
-        return float(np.median(self.dense_rounds))
-
-    @property
-    def sparq_seconds(self) -> float:
-        return float(np.median(self.sparq_rounds))
-
-    @property
-    def transfer(self) -> float:
-        """SparQ's counted transfer as a fraction of dense's."""
-        return self.sparq_elements / self.dense_elements
-
-    @property
-    def theoretical_speedup(self) -> float:
-        """What a purely memory-bound step would gain: dense elements / SparQ elements."""
-        return self.dense_elements / self.sparq_elements
-
-    def speedup(self, seed: int = 0) -> Interval:
-        """Dense time / SparQ time: the median of the per-round ratios (rounds paired as timed) with a 95% bootstrap
-        interval over the rounds."""
-        log_ratio = paired_bootstrap(
-            np.log(self.dense_rounds), np.log(self.sparq_rounds), statistic=np.median, seed=seed
-        )
-        return Interval(
-            math.exp(log_ratio.estimate),
-            math.exp(log_ratio.low),
-            math.exp(log_ratio.high),
-            log_ratio.confidence,
-            f"median of {len(self.dense_rounds)} paired rounds, bootstrap interval",
-        )
 
 
 def operating_point(ratio: float, S: int, d: int = 128, k: int = 128) -> tuple[int, int]:

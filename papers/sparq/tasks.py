@@ -3,9 +3,10 @@ attention method, on any language model `core.nn.decoding` drives (the character
 
 Prefill (context and prompt) is dense, as in the paper, and runs once per batch of examples: every method starts
 from a copy of the same cache (H2O from the prefill's accumulated attention), so a sweep of methods costs one
-prefill. A method is given by its name and compression ratio and becomes a `core.nn.decoding` step function here;
-with grouped-query attention the g query heads of a KV head share its reads (transfer is counted per KV head).
-Scores are in characters of text, so a token-level and a character-level model are scored alike.
+prefill. A method (`Method`, papers/sparq/results.py) is given by its name and compression ratio and becomes a
+`core.nn.decoding` step function here; with grouped-query attention the g query heads of a KV head share its reads
+(transfer is counted per KV head). Scores are in characters of text, so a token-level and a character-level model
+are scored alike.
 """
 
 from __future__ import annotations
@@ -28,51 +29,10 @@ from core.nn.attention import (
     streaming_attention_gqa,
 )
 from core.nn.decoding import KVCache, decode_step, dense_step, prefill
+from papers.sparq.results import Method
 
 METHODS = ("dense", "sparq", "h2o", "local", "streaming", "quest")
 QUESTION = "\nWhat is the secret number? The secret number is"
-
-
-@dataclass(frozen=True)
-class Method:
-    """A decode-step attention method and its budget. `k` counts the cache positions a step reads besides the
-    current token's: the current key and value are produced by the step itself, so every method attends to them for
-    free, the convention of the authors' reference (llm-inference-research `ann_attention.py`: k + 1 positions, the
-    local window local_k + 1), applied to every method alike. `local_k`: SparQ's local window and H2O's recent window
-    (k/4, the paper's Table G1); `sinks`: StreamingLLM's first positions; `page`: Quest's page size (its k is the
-    tokens of the selected pages, the current page among them); `reallocate`: SparQ's step 5 (the mean-value
-    reallocation), which the paper omits for grouped-query models (Section 4)."""
-
-    name: str
-    ratio: float = 1.0  # target fraction of the dense transfer
-    r: int = 0
-    k: int = 0
-    local_k: int = 0
-    sinks: int = 0
-    page: int = 0
-    reallocate: bool = True
-
-    @property
-    def label(self) -> str:
-        return "dense" if self.name == "dense" else f"{self.name} 1/{round(1 / self.ratio)}"
-
-    def transfer(self, L: int, d: int, g: int) -> float:
-        """Elements read or written per KV head and step at cache length L (the current token included), g query
-        heads sharing the KV head: q and the outputs (2gd) and what the method reads of the cache (the paper's
-        formulas, Section 3 and Appendix G, per KV head). SparQ: K[:, i1] (L r), K and V of its k positions (2kd),
-        the new key written to the transposed copy of K (d), and with step 5 the mean of V read and updated (2d).
-        H2O: K and V of its k positions and their scores read and written (2k). Quest: every page's key min and max
-        (2d per page) and K and V of the selected pages."""
-        base = 2 * g * d
-        if self.name == "dense":
-            return base + 2 * L * d
-        if self.name == "sparq":
-            return base + L * self.r + 2 * self.k * d + d + (2 * d if self.reallocate else 0)
-        if self.name == "h2o":
-            return base + 2 * self.k * d + 2 * self.k
-        if self.name == "quest":
-            return base + 2 * d * math.ceil(L / self.page) + 2 * self.k * d
-        return base + 2 * self.k * d  # local, streaming
 
 
 def make_method(

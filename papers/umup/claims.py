@@ -1,7 +1,8 @@
-"""The u-muP claims: their declarations (from the config alone, before any run) and the functions that measure them.
+"""The u-muP claims: their declarations (from the config alone, before any run), the statistics they are decided on
+and the functions that measure each one from the stored Results (papers/umup/decide.py assembles the decision).
 The paper's side of each claim is in papers/umup/REFERENCES.md (UMUP-FIG1A/B/C, MUP-SP-DRIFT); the thresholds are
 this project's reading of those figures (the same file says so). The ledger of changes to these claims is
-papers/umup/ledger.py."""
+papers/umup/ledger.py. No JAX: numpy, scipy (through core.stats) and the Results."""
 
 from __future__ import annotations
 
@@ -14,12 +15,9 @@ import numpy as np
 
 from core.report import Claim, Interval, at_most, equivalent, interval_above, interval_below, or_diverged
 from core.stats import seed_difference, seed_mean
-from papers.umup.train import GroupResult
+from papers.umup.design import HEADS, TRANSFER_MARGIN
+from papers.umup.results import GroupResult, Results, mean_curve
 
-# u-muP's optimum "stays put" when its move over the swept widths lies within +-0.5 octave: half our grid step, so
-# finer than the grid. The paper gives no number (REFERENCES.md, UMUP-FIG1B: "the best LR for width 256 is ~optimal
-# for 4096", over 16x); the margin is ours.
-TRANSFER_MARGIN = 0.5
 # SP's optimum "moves" when it falls by more than one octave (one grid step) over the swept widths (MUP-SP-DRIFT)
 SP_DRIFT_OCTAVES = 1.0
 # UMUP-FIG1A: "an LR sweep alone reaches near-optimal loss for u-muP"; UMUP-FIG1C: "minimal degradation" in FP8.
@@ -32,7 +30,6 @@ BOOTSTRAP_CONFIDENCE = 0.95
 RESAMPLES = 2000
 # grid points on each side of the best one that the optimum's quadratic fit uses (5 points where the grid allows)
 FIT_REACH = 2
-HEADS = {"low": "the readout included", "fp32": "the readout kept in FP32"}
 
 
 def _seeds(n: int, what: str) -> str:
@@ -155,25 +152,10 @@ def claims(cfg) -> list[Claim]:
     return list(_claims(cfg).values())
 
 
-# ---------------------------------------------------------------------------------------------- analysis
+# ---------------------------------------------------------------------------------------------- statistics
 # The statistics the claims are decided on, here so that the claims lock fingerprints them with the measuring
-# functions (papers/umup/analysis.py reads the same ones for the report's tables and figures).
-
-
-def mean_curve(result: GroupResult, seeds: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(log2 lr, mean valid loss over `seeds`, repeats counted (a resample); default: every seed once) sorted by
-    lr; a diverged run makes its lr's mean +inf."""
-    by_lr: dict[float, dict[int, float]] = {}
-    for lr, seed, loss in zip(result.lr, result.seed, result.valid_loss, strict=True):
-        by_lr.setdefault(lr, {})[seed] = loss if math.isfinite(loss) else math.inf
-    lrs = sorted(by_lr)
-    return np.log2(lrs), np.asarray([np.mean([by_lr[lr][s] for s in seeds or by_lr[lr]]) for lr in lrs])
-
-
-def best_grid_lr(result: GroupResult, seeds: list[int] | None = None) -> float:
-    """The grid learning rate with the lowest seed-mean validation loss, as trained (so runs at it pair up exactly
-    with `GroupResult.at_lr`)."""
-    return sorted(set(result.lr))[int(np.argmin(mean_curve(result, seeds)[1]))]
+# functions (papers/umup/decide.py computes the report's estimates with the same ones). The seed-mean curve they
+# start from is papers/umup/results.mean_curve, which the run also reads.
 
 
 @dataclass(frozen=True)
@@ -334,18 +316,20 @@ def paired_gain(default: dict[int, float], swept: dict[int, float], seeds: list[
 
 
 # Each claim's measuring function (its `measure=`, fingerprinted with its rule into papers/umup/claims.lock.json):
-# `fn(claim, cfg, sweeps, fp8, mult_sweeps)` returns the claim with our figure, or unmeasured when its runs are
-# missing.
+# `fn(claim, cfg, results)` returns the claim with our figure from the stored Results, or unmeasured when its runs
+# are missing.
 
 
-def measure_drift(claim: Claim, cfg, sweeps, fp8, mult_sweeps) -> Claim:
+def measure_drift(claim: Claim, cfg, results: Results) -> Claim:
     """The optimum's move with width of the parametrization the claim names (its id's first word)."""
     p = claim.id.split("-")[0]
     widths = sorted(int(w) for w in cfg.umup.widths)
+    sweeps = results.sweeps
     return claim.measured(drift({w: sweeps[(p, w)] for w in widths}, [int(s) for s in cfg.umup.seeds], optimum)[0])
 
 
-def measure_defaults(claim: Claim, cfg, sweeps, fp8, mult_sweeps) -> Claim:
+def measure_defaults(claim: Claim, cfg, results: Results) -> Claim:
+    sweeps, mult_sweeps = results.sweeps, results.mult_sweeps
     if not mult_sweeps:
         return claim
     proxy = min(int(w) for w in cfg.umup.widths)
@@ -360,8 +344,9 @@ def measure_defaults(claim: Claim, cfg, sweeps, fp8, mult_sweeps) -> Claim:
     return claim.measured(gain, f"best: {best[0]}={best[1]:g}{paired}; all-default loss {default_mean:.3f}")
 
 
-def measure_fp8_close(claim: Claim, cfg, sweeps, fp8, mult_sweeps) -> Claim:
+def measure_fp8_close(claim: Claim, cfg, results: Results) -> Claim:
     """The mean relative gap with its t interval over the paired per-seed gaps (one seed: the gap alone)."""
+    sweeps, fp8 = results.sweeps, results.fp8
     if "umup" not in fp8:
         return claim
     g = rel_gaps(fp8["umup"], sweeps[("umup", fp8["umup"].width)])
@@ -370,7 +355,8 @@ def measure_fp8_close(claim: Claim, cfg, sweeps, fp8, mult_sweeps) -> Claim:
     return claim.measured(seed_mean(g) if len(g) > 1 else float(g[0]))
 
 
-def measure_sp_fp8_worse(claim: Claim, cfg, sweeps, fp8, mult_sweeps) -> Claim:
+def measure_sp_fp8_worse(claim: Claim, cfg, results: Results) -> Claim:
+    sweeps, fp8 = results.sweeps, results.fp8
     if not {"sp", "umup"} <= set(fp8):
         return claim
     sp, um = (rel_gaps(fp8[p], sweeps[(p, fp8[p].width)]) for p in ("sp", "umup"))
@@ -381,13 +367,3 @@ def measure_sp_fp8_worse(claim: Claim, cfg, sweeps, fp8, mult_sweeps) -> Claim:
     else:
         value = float(np.mean(sp) - np.mean(um))
     return claim.measured(value)
-
-
-def measure(
-    cfg,
-    sweeps: dict[tuple[str, int], GroupResult],
-    fp8: dict[str, GroupResult],
-    mult_sweeps: dict[tuple[str, float], GroupResult],
-) -> list[Claim]:
-    """Our figure for every declared claim, in declared order, each by its own measuring function."""
-    return [c.measure(c, cfg, sweeps, fp8, mult_sweeps) if c.measure else c for c in claims(cfg)]

@@ -5,7 +5,7 @@ claim's fingerprint, and a change to a declaration or to the code that measures 
 import math
 
 from core.claims import Interval, Rule, inside
-from core.ledger import Change
+from core.ledger import Change, code_changes
 
 
 def _mean_at_most(bound: float) -> Rule:
@@ -149,5 +149,22 @@ LEDGER: list[Change] = [
         commit="04448ef (modified)",
         run="README 'Last default run' (outputs/umup/2026-11-26_00-16-31, 9.6 min)",
         fingerprint="fb0695b49298",
+    ),
+    *code_changes(
+        "2026-11-28",
+        "issue 57: decided from the stored Results (run -> results -> decide): each measuring function reads the "
+        "Results (every run's validation loss by parametrization, width, learning rate and seed) instead of the "
+        "training groups in memory, and the seed-mean curve (mean_curve, best_grid_lr) moved with the Results to "
+        "papers/umup/results.py, its source unchanged, because the run reads it too (to choose where the FP8 and "
+        "hyperparameter groups train); the statistic, rule, figure, resamples and intervals are unchanged, the smoke "
+        "run's values are identical, and so are all five claims' values and details on hand-made Results of 1 to 5 "
+        "seeds decided by the old and the new code",
+        {
+            "sp-lr-drifts": "5bd8735a1b87",
+            "umup-lr-transfers": "f41467c14650",
+            "umup-defaults-near-optimal": "bc7ed71fcda2",
+            "umup-fp8-close": "9edb8cc8e95e",
+            "sp-fp8-worse": "3e2c258cd89e",
+        },
     ),
 ]

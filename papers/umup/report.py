@@ -1,9 +1,9 @@
 """The u-muP report: the optimal learning rate of every parametrization and width (with its interval over seed
 resamples and the old 3-point estimate beside), how far it moves with width, u-muP's loss against SP's and muP's at
 the widest width, the FP8 runs beside their FP32 twins, the hyperparameter sweeps at the proxy width, and the figures
-in the paper's style (loss against learning rate, one curve per width). The numbers are computed once, in
-papers/umup/analysis.py; each function here formats one table or figure of an `Analysis`. The claims are declared
-and measured in papers/umup/claims.py."""
+in the paper's style (loss against learning rate, one curve per width). It formats: every optimum, move, slope and
+interval is the decision's (papers/umup/decide.py, `decided.estimates`); from the Results it takes only the losses
+themselves, their means over seeds and the best grid point of a seed-mean curve."""
 
 from __future__ import annotations
 
@@ -12,79 +12,95 @@ import math
 import numpy as np
 
 from core import plots
+from core.claims import Decided
 from core.report import Figure, Interval, Report, Table, fixed
-from core.stats import seed_mean
-from papers.umup.analysis import Analysis
-from papers.umup.claims import HEADS, TRANSFER_MARGIN, Optimum, claims, measure  # noqa: F401  (claims: re-exported)
-from papers.umup.train import GroupResult
+from papers.umup.design import HEADS, NAMES, TRANSFER_MARGIN
+from papers.umup.results import GroupResult, Results, best_grid_lr, mean_curve
 
-NAMES = {"sp": "SP", "mup": "muP", "umup": "u-muP"}
+
+def render(cfg, results: Results, decided: Decided) -> Report:
+    c = cfg.umup
+    v = View(cfg, results, decided)
+    tables = [optimal_lr_table(v), drift_table(v)]
+    if v.gap_others:
+        tables.append(loss_gap_table(v, c.steps))
+    figures = [sweeps_figure(v), optimum_figure(v)]
+    if results.mult_sweeps:
+        tables.append(mults_table(v))
+        figures.append(mults_figure(v))
+    if results.fp8:
+        tables.append(fp8_table(v, c.fp8_head))
+    return Report(
+        paper="umup",
+        title=cfg.paper.title,
+        tables=tables,
+        figures=figures,
+        metrics=metrics(v),
+        notes=notes(v, c),
+    )
+
+
+class View:
+    """The run's settings, Results and decided estimates as the tables and figures read them."""
+
+    def __init__(self, cfg, results: Results, decided: Decided) -> None:
+        c = cfg.umup
+        self.results = results
+        self.decided = decided
+        self.est = decided.estimates
+        self.parametrizations = list(c.parametrizations)
+        self.widths = sorted(int(w) for w in c.widths)
+        self.seeds = [int(s) for s in c.seeds]
+        others = [p for p in ("sp", "mup") if p in self.parametrizations]
+        self.gap_others = others if "umup" in self.parametrizations else []
+
+    def optimum(self, p: str, w: int) -> Interval | str:
+        return self.est[f"optimum/{p}/w{w}"]
+
+    def estimate(self, key: str) -> float:
+        """The point estimate of the decided interval `key`; NaN where the decision gave none."""
+        value = self.est.get(key)
+        return value.estimate if isinstance(value, Interval) else math.nan
+
+    def groups(self) -> list[GroupResult]:
+        r = self.results
+        return [*r.sweeps.values(), *r.fp8.values(), *r.mult_sweeps.values()]
 
 
 def _loss(x: float) -> str:
     return fixed(x, 3, missing="diverged")
 
 
-def build_report(
-    cfg,
-    sweeps: dict[tuple[str, int], GroupResult],
-    fp8: dict[str, GroupResult],
-    mult_sweeps: dict[tuple[str, float], GroupResult],
-) -> Report:
-    a = Analysis.from_results(cfg, sweeps, fp8, mult_sweeps)
-    c = cfg.umup
-    tables = [optimal_lr_table(a), drift_table(a)]
-    if a.gaps:
-        tables.append(loss_gap_table(a, c.steps))
-    figures = [sweeps_figure(a), optimum_figure(a)]
-    if a.mults:
-        tables.append(mults_table(a))
-        figures.append(mults_figure(a))
-    if a.fp8:
-        tables.append(fp8_table(a, c.fp8_head))
-    return Report(
-        paper="umup",
-        title=cfg.paper.title,
-        claims=measure(cfg, sweeps, fp8, mult_sweeps),
-        tables=tables,
-        figures=figures,
-        metrics=metrics(a),
-        notes=notes(a, c),
-    )
+def _octaves(x: float) -> str:
+    return fixed(x, 2, missing="-")
 
 
 # ---------------------------------------------------------------------------------------------- tables
 
 
-def _octaves(x: float) -> str:
-    return fixed(x, 2, missing="-")
-
-
-def _optimum_cell(o: Optimum, interval: Interval | str) -> Interval | str:
-    """The optimum with its interval; the estimate alone with the reason where the resamples give no interval; the
-    reason alone where the seed-mean curve gives no estimate."""
-    if not o.bracketed:
-        return f"- ({o.unbracketed})"
-    return interval if isinstance(interval, Interval) else f"{o.log2_lr:.2f} ({interval})"
-
-
-def optimal_lr_table(a: Analysis) -> Table:
+def optimal_lr_table(v: View) -> Table:
     rows = []
-    for p in a.parametrizations:
-        for w in a.widths:
-            s = a.sweeps[(p, w)]
-            o = s.optimum
+    for p in v.parametrizations:
+        for w in v.widths:
+            result = v.results.sweeps[(p, w)]
+            x, mean = mean_curve(result, v.seeds)
+            finite = np.isfinite(mean)
+            if finite.any():
+                b = int(np.argmin(np.where(finite, mean, np.inf)))
+                best = f"{x[b]:g}" + (" (grid edge)" if b in (0, len(x) - 1) else "")
+                loss = mean[b]
+            else:
+                best, loss = "-", math.inf
             rows.append(
                 [
                     NAMES[p],
                     w,
-                    s.result.params,
-                    f"{s.log2_lrs[0]:g} to {s.log2_lrs[-1]:g}",
-                    f"{o.grid_log2_lr:g}" + (" (grid edge)" if o.at_edge else ""),
-                    _optimum_cell(o, s.interval),
-                    _octaves(s.old.log2_lr),
-                    ", ".join(_octaves(v) for v in s.seed_optima),
-                    _loss(o.loss),
+                    result.params,
+                    f"{x[0]:g} to {x[-1]:g}",
+                    best,
+                    v.optimum(p, w),
+                    _octaves(v.estimate(f"optimum_old/{p}/w{w}")),
+                    _loss(loss),
                 ]
             )
     return Table(
@@ -98,7 +114,6 @@ def optimal_lr_table(a: Analysis) -> Table:
             "best grid log2 lr",
             "optimum log2 lr (95% interval over seed resamples)",
             "old: 3-point, clamped",
-            "per seed",
             "valid loss at best (nats/char)",
         ],
         rows,
@@ -107,11 +122,11 @@ def optimal_lr_table(a: Analysis) -> Table:
         "curve does not bracket it (reason given). Interval: percentiles over seed resamples, the same resamples "
         "at every width. 'old' is the estimate used until issue 44: the parabola through the best grid point and "
         "its two neighbours, clamped to half a grid step, which on an even grid never leaves half a step of the "
-        "best grid point. 'per seed' repeats the fit on each seed's curve alone.",
+        "best grid point (its interval over the same resamples is in the estimates, optimum_old/...).",
     )
 
 
-def drift_table(a: Analysis) -> Table:
+def drift_table(v: View) -> Table:
     def half_width(d: Interval | str) -> str:
         return f"{(d.high - d.low) / 2:.2f}" if isinstance(d, Interval) else "-"
 
@@ -120,24 +135,59 @@ def drift_table(a: Analysis) -> Table:
         "How far the optimum moves with width",
         [
             "parametrization",
-            f"optimum moves, width {a.widths[0]} to {a.widths[-1]} (octaves)",
+            f"optimum moves, width {v.widths[0]} to {v.widths[-1]} (octaves)",
             "interval half-width",
             "old: 3-point, clamped",
             "slope d log2 lr* / d log2 width",
         ],
         [
-            [NAMES[p], str(a.drift[p]), half_width(a.drift[p]), str(a.old_drift[p]), _octaves(a.slope[p])]
-            for p in a.parametrizations
+            [
+                NAMES[p],
+                str(v.est[f"drift/{p}"]),
+                half_width(v.est[f"drift/{p}"]),
+                str(v.est[f"drift_old/{p}"]),
+                _octaves(v.estimate(f"slope/{p}")),
+            ]
+            for p in v.parametrizations
         ],
         caption="Interval: percentiles over seed resamples (a resample whose fit does not bracket its optimum counts "
         f"against the claim). u-muP's claim asks the whole interval within +-{TRANSFER_MARGIN:g} octave, so it "
         f"can hold only where the half-width is under {TRANSFER_MARGIN:g} (the power); muP's row is a reported "
         "comparison, not a claim. For Adam, SP's optimum is expected to fall about an octave per doubling "
-        "(slope -1); muP's and u-muP's to stay (0).",
+        "(slope -1); muP's and u-muP's to stay (0). The slope's interval over the same resamples is in the "
+        "estimates (slope/...).",
     )
 
 
-def loss_gap_table(a: Analysis, steps: int) -> Table:
+def loss_gaps(v: View) -> list[tuple[str, float, float, Interval | float]]:
+    """(other, u-muP's seed-mean loss, other's, relative gap) at the widest width, each at the best grid point of
+    its own seed-mean curve: the decided paired interval where there is one, else the mean of the per-seed gaps."""
+    w = v.widths[-1]
+    a = v.results.sweeps[("umup", w)]
+    a_losses = a.at_lr(best_grid_lr(a, v.seeds))
+    out = []
+    for other in v.gap_others:
+        b = v.results.sweeps[(other, w)]
+        b_losses = b.at_lr(best_grid_lr(b, v.seeds))
+        decided = v.est.get(f"loss_gap/umup_vs_{other}")
+        rel = (
+            decided
+            if isinstance(decided, Interval)
+            else float(np.mean([(a_losses[s] - b_losses[s]) / b_losses[s] for s in v.seeds]))
+        )
+        out.append(
+            (
+                other,
+                float(np.mean([a_losses[s] for s in v.seeds])),
+                float(np.mean([b_losses[s] for s in v.seeds])),
+                rel,
+            )
+        )
+    return out
+
+
+def loss_gap_table(v: View, steps: int) -> Table:
+    w = v.widths[-1]
     return Table(
         "loss_gap",
         "u-muP's loss against SP's and muP's at the widest width",
@@ -148,47 +198,89 @@ def loss_gap_table(a: Analysis, steps: int) -> Table:
             "other's valid loss (seed mean)",
             "relative gap (u-muP - other) / other",
         ],
-        [[NAMES[g.other], g.width, _loss(g.umup_loss), _loss(g.other_loss), g.rel] for g in a.gaps],
+        [[NAMES[other], w, _loss(a), _loss(b), rel] for other, a, b, rel in loss_gaps(v)],
         caption="Each at the best grid point of its own seed-mean curve; the gap paired by seed (the same seed's "
         "runs see the same batches), mean with its 95% t interval. A reported comparison, not a claim: the paper "
         f"compares u-muP with muP after full training at widths 256 to 4096 (UMUP-FIG1B); here {steps} steps.",
     )
 
 
-def mults_table(a: Analysis) -> Table:
-    m = a.mults
+def mult_rows(v: View) -> tuple[float, float, list[tuple[str, float, float, float]]]:
+    """(the learning rate of the one-at-a-time groups, the all-default seed-mean loss there, [(name, value, seed-mean
+    loss, relative gain over all-default)]), a diverged run's loss counted as +inf."""
+    mult_sweeps = v.results.mult_sweeps
+    lr = mult_sweeps[next(iter(mult_sweeps))].lr[0]
+    default = v.results.sweeps[("umup", v.widths[0])].at_lr(lr)
+    default_mean = float(np.mean([default[s] for s in v.seeds]))
+    rows = []
+    for (name, value), r in sorted(mult_sweeps.items()):
+        losses = r.at_lr()
+        mean = float(np.mean([losses[s] if math.isfinite(losses[s]) else math.inf for s in v.seeds]))
+        rows.append((name, value, mean, (default_mean - mean) / default_mean))
+    return lr, default_mean, rows
+
+
+def _percent(interval: Interval | None) -> str:
+    """A decided relative interval in percent, '-' where there is none."""
+    if not isinstance(interval, Interval):
+        return "-"
+    return f"{100 * interval.estimate:+.2f}% [{100 * interval.low:+.2f}, {100 * interval.high:+.2f}]"
+
+
+def mults_table(v: View) -> Table:
+    lr, default_mean, rows = mult_rows(v)
     return Table(
         "umup_mults",
         "u-muP's other hyperparameters, one at a time",
-        ["hyperparameter", "value (default 1)", "valid loss, seed mean", "gain over all-default"],
-        [[name, value, _loss(mean), f"{100 * gain:+.2f}%"] for name, value, mean, gain in m.rows],
-        caption=f"u-muP at width {m.width}, learning rate 2^{math.log2(m.lr):g} (the sweep's best grid point); "
-        f"all-default loss {m.default_mean:.3f}.",
+        [
+            "hyperparameter",
+            "value (default 1)",
+            "valid loss, seed mean",
+            "gain over all-default",
+            "gain paired by seed (95% t interval)",
+        ],
+        [
+            [name, value, _loss(mean), f"{100 * gain:+.2f}%", _percent(v.est.get(f"mult_gain/{name}/{value:g}"))]
+            for name, value, mean, gain in rows
+        ],
+        caption=f"u-muP at width {v.widths[0]}, learning rate 2^{math.log2(lr):g} (the sweep's best grid point); "
+        f"all-default loss {default_mean:.3f}. 'gain over all-default' is the relative drop of the seed-mean loss "
+        "(umup-defaults-near-optimal takes the largest); the paired interval is the mean of the per-seed relative "
+        "gains (2 or more seeds).",
     )
 
 
-def _gap_cell(gaps: list[float]) -> str:
-    """The seeds' relative FP8 gaps: a t interval over them where every seed trained, else each seed's."""
+def _gaps(fp8: GroupResult, fp32: GroupResult) -> list[float]:
+    """(FP8 - FP32) / FP32 per seed, the FP32 run at the FP8 run's learning rate (inf: diverged)."""
+    ref = fp32.at_lr(fp8.lr[0])
+    return [(x - ref[s]) / ref[s] if math.isfinite(x) else math.inf for s, x in fp8.at_lr().items()]
+
+
+def _gap_cell(v: View, p: str, gaps: list[float]) -> Interval | str:
+    """The decided t interval over the seeds' relative FP8 gaps where every seed trained; else each seed's."""
+    decided = v.est.get(f"fp8_gap/{p}")
+    if isinstance(decided, Interval):
+        return decided
     finite = [x for x in gaps if math.isfinite(x)]
-    if len(finite) == len(gaps) and len(gaps) > 1:
-        return str(seed_mean(finite))
     if not finite:
         return "diverged"
     return ", ".join(f"{x:.4f}" for x in gaps)
 
 
-def fp8_table(a: Analysis, head: str) -> Table:
-    rows = [
-        [
-            NAMES[p],
-            r.width,
-            f"2^{math.log2(r.lr):g}",
-            _loss(r.fp32_mean),
-            ", ".join(_loss(v) for v in r.valid_loss),
-            _gap_cell(r.gaps),
-        ]
-        for p, r in a.fp8.items()
-    ]
+def fp8_table(v: View, head: str) -> Table:
+    rows = []
+    for p, r in v.results.fp8.items():
+        fp32 = v.results.sweeps[(p, r.width)]
+        rows.append(
+            [
+                NAMES[p],
+                r.width,
+                f"2^{math.log2(r.lr[0]):g}",
+                _loss(float(np.mean(list(fp32.at_lr(r.lr[0]).values())))),
+                ", ".join(_loss(x) for x in r.valid_loss),
+                str(_gap_cell(v, p, _gaps(r, fp32))),
+            ]
+        )
     return Table(
         "fp8",
         "Plain FP8 casts against FP32",
@@ -206,31 +298,42 @@ def fp8_table(a: Analysis, head: str) -> Table:
     )
 
 
-def metrics(a: Analysis) -> dict[str, float]:
-    out = {f"log2_lr_opt/{p}/w{w}": a.optimum(p, w).log2_lr for p in a.parametrizations for w in a.widths}
-    for p in a.parametrizations:
-        for name, d in (("drift_octaves", a.drift[p]), ("drift_octaves_old", a.old_drift[p])):
-            out[f"{name}/{p}"] = d.estimate if isinstance(d, Interval) else math.nan
-    for g in a.gaps:
-        out[f"loss_gap/umup_vs_{g.other}"] = g.rel.estimate if isinstance(g.rel, Interval) else g.rel
-    if a.mults:
-        out["umup_mults/best_gain"] = a.mults.best_gain
-    if "umup" in a.fp8:
-        g = a.fp8["umup"].gaps
+def metrics(v: View) -> dict[str, float]:
+    out = {f"log2_lr_opt/{p}/w{w}": v.estimate(f"optimum/{p}/w{w}") for p in v.parametrizations for w in v.widths}
+    for p in v.parametrizations:
+        out[f"drift_octaves/{p}"] = v.estimate(f"drift/{p}")
+        out[f"drift_octaves_old/{p}"] = v.estimate(f"drift_old/{p}")
+    for other, _, _, rel in loss_gaps(v):
+        out[f"loss_gap/umup_vs_{other}"] = rel.estimate if isinstance(rel, Interval) else rel
+    best_gain = next((c.ours for c in v.decided.claims if c.id == "umup-defaults-near-optimal"), None)
+    if v.results.mult_sweeps and isinstance(best_gain, int | float):
+        out["umup_mults/best_gain"] = float(best_gain)
+    if "umup" in v.results.fp8:
+        r = v.results.fp8["umup"]
+        g = _gaps(r, v.results.sweeps[("umup", r.width)])
         out["fp8_gap/umup"] = float(np.mean(g)) if all(map(math.isfinite, g)) else math.nan
-    out["train_seconds"] = a.train_seconds
+    out["train_seconds"] = sum(r.seconds for r in v.groups())
     return out
 
 
-def notes(a: Analysis, c) -> list[str]:
+def notes(v: View, c) -> list[str]:
+    groups = v.groups()
+    seconds = sum(r.seconds for r in groups)
     out = [
-        f"{a.runs} training runs of {c.steps} steps (batch {c.batch_size} x {c.model.seq_len} characters) in "
-        f"{a.train_seconds / 60:.1f} min of training groups (each group's runs vmapped together)."
+        f"{sum(len(r.lr) for r in groups)} training runs of {c.steps} steps (batch {c.batch_size} x "
+        f"{c.model.seq_len} characters) in {seconds / 60:.1f} min of training groups (each group's runs vmapped "
+        "together)."
     ]
-    for p in a.parametrizations:
-        for w, why in a.unbracketed(p).items():
-            out.append(f"{NAMES[p]} at width {w}: no optimum ({why}): move or widen log2_lrs / grid_shift.")
-    d = a.drift.get("umup")
+    for p in v.parametrizations:
+        for w in v.widths:
+            o = v.optimum(p, w)
+            if isinstance(o, Interval):
+                continue
+            # the decided cell: "- (why)" where the seed-mean curve has no optimum, "<estimate> (why)" where the
+            # resamples give it no interval
+            what = f"no optimum ({o[3:-1]})" if o.startswith("- (") else f"optimum {o}"
+            out.append(f"{NAMES[p]} at width {w}: {what}: move or widen log2_lrs / grid_shift.")
+    d = v.est.get("drift/umup")
     if isinstance(d, Interval):
         out.append(
             f"Power: u-muP's drift interval half-width {(d.high - d.low) / 2:.2f} octave against the "
@@ -242,20 +345,27 @@ def notes(a: Analysis, c) -> list[str]:
 # ---------------------------------------------------------------------------------------------- figures
 
 
-def sweeps_figure(a: Analysis) -> Figure:
-    fig, axes = plots.figure(len(a.parametrizations), 1, panel=(4.5, 3.6), squeeze=False)
-    for ax, p in zip(axes[0], a.parametrizations, strict=True):
-        sweeps = [a.sweeps[(p, w)] for w in a.widths]
+def _per_seed(result: GroupResult, seeds: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(log2 lr, [learning rates, seeds]: each seed's loss, +inf where it diverged)."""
+    x = mean_curve(result, seeds)[0]
+    return x, np.stack([mean_curve(result, [s])[1] for s in seeds], axis=1)
+
+
+def sweeps_figure(v: View) -> Figure:
+    fig, axes = plots.figure(len(v.parametrizations), 1, panel=(4.5, 3.6), squeeze=False)
+    for ax, p in zip(axes[0], v.parametrizations, strict=True):
+        groups = {w: v.results.sweeps[(p, w)] for w in v.widths}
         plots.curves(
             ax,
-            {f"width {w}": (s.log2_lrs, s.per_seed) for w, s in zip(a.widths, sweeps, strict=True)},
+            {f"width {w}": _per_seed(r, v.seeds) for w, r in groups.items()},
             xlabel="log2 learning rate",
             ylabel="valid loss (nats/char)",
         )
-        for s in sweeps:
-            if s.optimum.bracketed:
-                ax.axvline(s.optimum.log2_lr, color="grey", lw=0.5, ls=":")
-        finite = [v for s in sweeps for v in s.mean if math.isfinite(v)]
+        for w in v.widths:
+            o = v.optimum(p, w)
+            if isinstance(o, Interval):
+                ax.axvline(o.estimate, color="grey", lw=0.5, ls=":")
+        finite = [x for r in groups.values() for x in mean_curve(r, v.seeds)[1] if math.isfinite(x)]
         if finite:
             ax.set_ylim(min(finite) - 0.05, min(max(finite), min(finite) + 1.5))
         ax.set_title(NAMES[p])
@@ -267,21 +377,33 @@ def sweeps_figure(a: Analysis) -> Figure:
     )
 
 
-def optimum_figure(a: Analysis) -> Figure:
+def optimum_figure(v: View) -> Figure:
     fig, ax = plots.figure()
-    for p in a.parametrizations:
-        ax.plot(np.log2(a.widths), [a.optimum(p, w).log2_lr for w in a.widths], marker="o", label=NAMES[p])
+    for p in v.parametrizations:
+        optima = [v.optimum(p, w) for w in v.widths]
+        y = np.asarray([o.estimate if isinstance(o, Interval) else math.nan for o in optima])
+        low = np.asarray([o.estimate - o.low if isinstance(o, Interval) else 0.0 for o in optima])
+        high = np.asarray([o.high - o.estimate if isinstance(o, Interval) else 0.0 for o in optima])
+        ax.errorbar(np.log2(v.widths), y, yerr=[low, high], marker="o", capsize=3, label=NAMES[p])
     ax.set_xlabel("log2 width")
     ax.set_ylabel("optimal log2 learning rate")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return Figure("optimum_vs_width", fig, "The optimal learning rate of each parametrization by width.")
+    return Figure(
+        "optimum_vs_width",
+        fig,
+        "The optimal learning rate of each parametrization by width (bars: 95% interval over seed resamples).",
+    )
 
 
-def mults_figure(a: Analysis) -> Figure:
+def mults_figure(v: View) -> Figure:
+    _, default_mean, _ = mult_rows(v)
     fig, ax = plots.figure()
-    for name, pts in a.mults.curves.items():
-        ax.plot(np.log2([v for v, _ in pts]), [loss for _, loss in pts], marker="o", label=name)
+    names = list(dict.fromkeys(name for name, _ in v.results.mult_sweeps))
+    for name in names:
+        swept = [(x, r) for (n, x), r in v.results.mult_sweeps.items() if n == name]
+        pts = sorted([(1.0, default_mean)] + [(x, float(np.mean(list(r.at_lr().values())))) for x, r in swept])
+        ax.plot(np.log2([x for x, _ in pts]), [loss for _, loss in pts], marker="o", label=name)
     ax.set_xlabel("log2 (hyperparameter / default)")
     ax.set_ylabel("valid loss (nats/char)")
     ax.grid(alpha=0.3)

@@ -1,5 +1,6 @@
 """Training groups of runs of the character LM: one parametrization, width, hyperparameter set and number format,
-at several learning rates and seeds, all vmapped into one jitted step; resumable, each group's result kept."""
+at several learning rates and seeds, all vmapped into one jitted step; resumable, each group's result kept (a
+papers/umup/results.GroupResult, which the run's Results hold)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import math
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +23,7 @@ from core.nn import FP32, TransformerLM, param_kinds
 from core.nn.parametrization import by_name, lr_scales
 from core.train import fit_seeds
 from core.unit_scaling import umup
+from papers.umup.results import GroupResult
 
 
 @dataclass(frozen=True)
@@ -51,32 +52,6 @@ class Group:
     @property
     def runs(self) -> list[tuple[float, int]]:
         return list(itertools.product(self.lrs, self.seeds))
-
-
-@dataclass
-class GroupResult:
-    group: str
-    parametrization: str
-    width: int
-    fp8: bool
-    mults: dict[str, float]
-    lr: list[float]  # per run
-    seed: list[int]  # per run
-    valid_loss: list[float]  # per run, nats per character (NaN: diverged)
-    train_loss: list[float]  # per run, the mean over the last logged interval
-    seconds: float
-    params: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def at_lr(self, lr: float | None = None) -> dict[int, float]:
-        """seed -> valid loss of the runs at learning rate `lr` (default: the group's only one)."""
-        if lr is None:
-            if len(set(self.lr)) != 1:
-                raise ValueError(f"{self.group}: {len(set(self.lr))} learning rates; name the one to read")
-            lr = self.lr[0]
-        return {s: v for s, v, r in zip(self.seed, self.valid_loss, self.lr, strict=True) if r == lr}
 
 
 def build_model(cfg, corpus: CharCorpus, group: Group) -> TransformerLM:

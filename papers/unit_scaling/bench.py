@@ -20,7 +20,8 @@ def bench_unit_scaling(size: str) -> list[Comparison]:
     from core.nn import TransformerLM
     from core.numerics import stochastic_rounding
     from core.train import init_state, optimizer_step
-    from papers.unit_scaling.train import ARMS
+    from papers.unit_scaling.arms import ARMS
+    from papers.unit_scaling.train import formats, parametrization
 
     d_model, depth, seq, batch = by_size(size, tiny=(16, 1, 8, 2), quick=(32, 2, 32, 8), full=(64, 2, 64, 16))
     ids = jnp.asarray(np.random.default_rng(0).integers(0, 80, (batch, seq + 1)))
@@ -34,8 +35,8 @@ def bench_unit_scaling(size: str) -> list[Comparison]:
             depth=depth,
             heads=4,
             seq_len=seq,
-            parametrization=ARMS[arm].parametrization(),
-            formats=ARMS[arm].formats(),
+            parametrization=parametrization(ARMS[arm]),
+            formats=formats(ARMS[arm]),
         )
         with stochastic_rounding(jax.random.key(0)):
             params = model.init(jax.random.key(0), ids[:, :-1])

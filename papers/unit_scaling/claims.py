@@ -1,8 +1,8 @@
-"""The unit-scaling claims: their declarations (from the config alone, before any run) and the function that
-measures them. The paper's side of each claim is in papers/unit_scaling/REFERENCES.md (US-FIG1, US-BPC and the gaps
-derived from it, US-MARGIN, US-FP8); the precision claims compare each low-precision arm with FP32 of the same
-parametrization, paired by seed, on a 95% t interval. The ledger of changes to these claims is
-papers/unit_scaling/ledger.py."""
+"""The unit-scaling claims: their declarations (from the config alone, before any run) and their decision, a pure
+function of the stored Results (`decide`). The paper's side of each claim is in papers/unit_scaling/REFERENCES.md
+(US-FIG1, US-BPC and the gaps derived from it, US-MARGIN, US-FP8); the precision claims compare each low-precision
+arm with FP32 of the same parametrization, paired by seed, on a 95% t interval. The ledger of changes to these claims
+is papers/unit_scaling/ledger.py."""
 
 from __future__ import annotations
 
@@ -10,49 +10,14 @@ import math
 
 import numpy as np
 
-from core.report import Claim, Interval, at_most, equivalent, interval_above, or_diverged
+from core.claims import Decided
+from core.report import Claim, Interval, Value, at_most, equivalent, interval_above, or_diverged
 from core.stats import seed_mean
-from core.unit_scaling.analysis import TensorScale
-from papers.unit_scaling.train import ARMS, FP16_STORAGE, IID_LABEL, ArmResult, recipe
-
-# Test bits per character of the authors' character-LM results (WikiText-103 raw), attention rows: papers/unit_scaling/
-# REFERENCES.md, US-BPC (the claims' paper figures derived from it: US-GAP-FP16-UNIT, -LS, -REG). Shown beside ours;
-# the rules decide our paired gaps against the margin read from the same table (US-MARGIN).
-PAPER_BPC = {
-    "post": {
-        "fp16_regular": 1.660,
-        "fp16_unit": 1.540,
-        "fp16_regular_ls2048": 1.555,
-        "fp32_regular": 1.548,
-        "fp32_unit": 1.540,
-    },
-    "pre": {
-        "fp16_regular": 1.661,
-        "fp16_unit": 1.567,
-        "fp16_regular_ls2048": 1.587,
-        "fp32_regular": 1.582,
-        "fp32_unit": 1.562,
-    },
-}
+from papers.unit_scaling.arms import ARMS, FP16_STORAGE, IID_LABEL, MATCH_MARGIN, PAPER_BPC, TWIN, gap_name
+from papers.unit_scaling.results import ArmResult, Results, TensorScale
 
 # "orders of magnitude lower" (US-FIG1 in REFERENCES.md): a median gradient std under 1/100; the threshold is ours
 REGULAR_GRADIENTS_BELOW = math.log2(1 / 100)
-
-# The equivalence margin of the precision claims, from the paper's own table (US-BPC, US-MARGIN in REFERENCES.md):
-# the largest gap it shows between a low-precision arm it calls matching and that arm's FP32 counterpart is 0.48%
-# (RNN, FP16 regular with loss scale 2048: 1.682 / 1.674), the smallest degradation it attributes to FP16 underflow
-# is 1.4% (RNN, FP16 regular without loss scaling: 1.697 / 1.674). 1% separates the two.
-MATCH_MARGIN = 0.01
-
-# arms whose precision claim compares them with FP32 of the same parametrization (the paper's comparisons), and the
-# FP32 twin of each
-TWIN = {
-    "fp16_unit": "fp32_unit",
-    "fp8_unit": "fp32_unit",
-    "fp16_regular_ls2048": "fp32_regular",
-    "fp16_regular": "fp32_regular",
-    "fp8_regular": "fp32_regular",
-}
 
 GAP_STATISTIC = (
     "relative test-BPC gap to FP32 of the same parametrization, paired by seed (same initialisation and batches): "
@@ -110,7 +75,7 @@ def _worse(cfg, cid: str, arm: str, statement: str, paper, source: str) -> Claim
 
 def _claims(cfg) -> dict[str, Claim]:
     c = cfg.unit_scaling
-    fp8 = recipe(c).label
+    fp8 = c.fp8.label
     storage = FP16_STORAGE[c.fp16_storage]
     init_all = (
         "max |log2 std| over every weight, activation, activation gradient and weight gradient of the unit-scaled "
@@ -209,13 +174,6 @@ def claims(cfg) -> list[Claim]:
     return list(_claims(cfg).values())
 
 
-def mean_bpc(result: ArmResult | None) -> float | str | None:
-    if result is None:
-        return None
-    v = np.asarray(result.test_bpc, np.float64)
-    return float(v.mean()) if np.isfinite(v).all() else "diverged"
-
-
 def paired_gap(results: dict[str, ArmResult], arm: str, twin: str) -> Interval | float | str | None:
     """arm / twin - 1 of the test BPC, seed by seed (the arms share each seed's initialisation and batches): the
     mean with its 95% t interval (a point value for one seed); "diverged" when a seed of `arm` is not finite; None
@@ -248,9 +206,12 @@ def _init_claim(claim: Claim, rows: list[TensorScale], setting: str) -> Claim:
     )
 
 
-def measure(cfg, scales: dict[str, list[TensorScale]], results: dict[str, ArmResult]) -> list[Claim]:
-    """Our figure for every declared claim (an arm left out of the run leaves its claim unmeasured)."""
+def decide(cfg, results: Results) -> Decided:
+    """Our figure for every declared claim (an arm left out of the run leaves its claim unmeasured), and the
+    estimates the report's tables show: each arm's mean test BPC over seeds and the paired gaps of the gaps table,
+    with their 95% t intervals."""
     CLAIMS = _claims(cfg)
+    scales, arms = results.init_scales, results.arms
     regular = scales[ARMS["fp32_regular"].label]
     regular_grads = [math.log2(r.std) for r in regular if r.kind == "activation grad" and r.std > 0]
     out = [
@@ -261,23 +222,53 @@ def measure(cfg, scales: dict[str, list[TensorScale]], results: dict[str, ArmRes
         ),
     ]
     for cid, arm in ARM_CLAIMS.items():
-        gap = paired_gap(results, arm, TWIN[arm])
+        gap = paired_gap(arms, arm, TWIN[arm])
         if gap is None:
             out.append(CLAIMS[cid])  # an arm left out of this run: not measured
             continue
-        r = results[arm]
+        r = arms[arm]
         detail = (
             f"test BPC per seed {', '.join(f'{v:.3f}' for v in r.test_bpc)} vs {ARMS[TWIN[arm]].label} "
-            f"{', '.join(f'{v:.3f}' for v in results[TWIN[arm]].test_bpc)}; "
+            f"{', '.join(f'{v:.3f}' for v in arms[TWIN[arm]].test_bpc)}; "
             f"gradient underflow {r.grad_underflow['init']:.1%} at init, {r.grad_underflow['final']:.1%} at the end"
         )
         if sum(r.skipped_steps):
             detail += f"; {sum(r.skipped_steps)} non-finite steps skipped over the seeds"
-        if ARMS[arm].fp8 and recipe(cfg.unit_scaling).rounding == "stochastic":
+        if ARMS[arm].fp8 and cfg.unit_scaling.fp8.rounding == "stochastic":
             detail += (
                 "; underflow counts what round-to-nearest flushes: stochastic rounding turns a gradient g below "
                 "E5M2's smallest subnormal 2^-16 into 2^-16 with probability |g|/2^-16, so it reaches the weights "
                 "unbiased (unit_scaling.fp8.rounding=nearest casts plainly)"
             )
         out.append(CLAIMS[cid].measured(gap, detail))
+    return Decided(out, estimates=estimates(arms))
+
+
+def gap_pairs(arms: dict[str, ArmResult]) -> list[tuple[str, str]]:
+    """The (arm, reference) pairs of the gaps table: every arm run against FP32 of its own parametrization (what the
+    claims decide) and against FP32 regular, and FP32 unit-scaled against FP32 regular (the parametrization alone)."""
+    pairs = []
+    for arm, twin in TWIN.items():
+        if arm in arms:
+            pairs.append((arm, twin))
+            if twin != "fp32_regular":
+                pairs.append((arm, "fp32_regular"))
+    return [*pairs, ("fp32_unit", "fp32_regular")]
+
+
+def estimates(arms: dict[str, ArmResult]) -> dict[str, Value]:
+    """Each arm's test BPC (mean over seeds, 95% t interval; "diverged" where a seed is not finite) and every paired
+    gap of the gaps table (an interval, or "diverged"). Only figures with an interval over seeds: a one-seed run has
+    none, and an arm left out has none."""
+    out: dict[str, Value] = {}
+    for name, r in arms.items():
+        v = np.asarray(r.test_bpc, np.float64)
+        if not np.isfinite(v).all():
+            out[f"bpc/{name}"] = "diverged"
+        elif v.size > 1:
+            out[f"bpc/{name}"] = seed_mean(v)
+    for arm, reference in gap_pairs(arms):
+        gap = paired_gap(arms, arm, reference)
+        if isinstance(gap, Interval | str):
+            out[gap_name(arm, reference)] = gap
     return out

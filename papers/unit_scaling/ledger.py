@@ -7,7 +7,7 @@ default run recorded in the README row of commit 7484b79 had been seen. Their ol
 present run (the statistic or the arm changed, not a threshold), so each shows the verdict last recorded under it.
 """
 
-from core.ledger import Change
+from core.ledger import Change, code_changes
 
 README_7484B79 = "README row of commit 7484b79 (default run of 2026-11-24, 8 arms x 2 seeds)"
 
@@ -250,5 +250,21 @@ LEDGER: list[Change] = [
         commit="04448ef",
         run="README row of commit 04448ef (default run of 2026-11-26, 7 arms x 2 seeds)",
         fingerprint="71c5f5d132dd",
+    ),
+    *code_changes(
+        "2026-11-28",
+        "issue 57: decided from the stored Results (run -> Results -> decide -> render), so a change to how a claim "
+        "is decided or shown is re-decided without re-running; the statistic, rule and figure are unchanged, and the "
+        "smoke run's values are identical",
+        {
+            "init-unit-scales": "5fc236b5f3a2",
+            "init-unit-scales-iid": "8d914cf78081",
+            "init-regular-gradients-small": "7167a9ca7091",
+            "fp16-unit-matches-fp32-unit": "8d8aad186cc3",
+            "fp16-regular-ls-matches-fp32": "9d202f4a43f9",
+            "fp8-unit-matches-fp32-unit": "a5a45c22bb56",
+            "fp16-regular-worse": "910c9c34c22a",
+            "fp8-regular-fails": "55ca31b73db6",
+        },
     ),
 ]

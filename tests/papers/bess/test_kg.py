@@ -8,17 +8,16 @@ import numpy as np
 import pytest
 
 from papers.bess.kg import KGError, load_builtin, load_triples
-from papers.bess.scoring import (
+from papers.bess.ranking import (
     candidate_counts,
     filtered_ranks,
     known_answers,
+    query_answers,
     random_filtered_mrr,
     random_floor,
     ranking_metrics,
-    relation_width,
-    score,
 )
-from papers.bess.train import query_answers
+from papers.bess.scoring import relation_width, score
 
 SIZES = {  # papers/bess/REFERENCES.md, D1-D3: entities, relations, train / valid / test
     "nations": (14, 55, 1592, 199, 201),

@@ -1,6 +1,6 @@
-"""The BESS reproduction end to end at the smoke scale (two simulated devices): every claim, table and figure, BESS
-equal to the single-device computation, checkpoints written per graph and model; config errors name
-the key."""
+"""The BESS reproduction end to end at the smoke scale (two simulated devices): the stored Results, every claim,
+table and figure decided from them, BESS equal to the single-device computation, checkpoints written per graph and
+model; config errors name the key."""
 
 import json
 from types import SimpleNamespace
@@ -9,17 +9,16 @@ import numpy as np
 import pytest
 
 from core.config import ConfigError, validate_section
-from papers import bess
-from papers.bess import Config
-from papers.bess.experiment import ScalingConfig
+from papers.bess import PAPER
+from papers.bess.config import Config, ScalingConfig
+from papers.bess.ranking import ranking_metrics
 
 
 def test_smoke_run_reports_every_claim(smoke_run):
     from scipy import stats
 
     run = smoke_run("bess")  # what every run record holds: tests/papers/test_contract.py
-    results = run.results
-    claims = {c["id"]: c for c in results["claims"]}
+    decision, claims, results = run.decision, run.claims, run.results
     assert list(claims) == [
         "beats-random-floor-as-literature",
         "mrr-nations-distmult",
@@ -31,23 +30,31 @@ def test_smoke_run_reports_every_claim(smoke_run):
     for always in ("bess-equals-single-device", "bess-moves-less"):
         assert claims[always]["verdict"] == "holds", claims[always]
     # the table's 1/n memory left the claims: an analytic fact (n x per-device bytes against one device's)
-    facts = {f["id"]: f for f in results["facts"]}
+    facts = {f["id"]: f for f in decision["facts"]}
     assert list(facts) == ["table-memory-1-over-n"] and facts["table-memory-1-over-n"]["kind"] == "analytic"
     assert facts["table-memory-1-over-n"]["value"] < 0.01
+    # the stored Results: every seed's test ranks give its stored metrics (both directions of every test triple)
+    assert list(results.runs) == [("nations", "distmult"), ("nations", "rotate")]
+    for runs in results.runs.values():
+        assert [r.seed for r in runs] == [0, 1]
+        for r in runs:
+            assert r.test_ranks.shape == (2 * results.graphs["nations"].test_triples,)
+            assert ranking_metrics(r.test_ranks) == r.test
     # figures computed here from each seed's MRR: the t interval over the smoke scale's two seeds (scipy), each
     # against the literature value as printed (REFERENCES.md L2, L4) less 0.05, and the floor ratio's interval
-    m = results["metrics"]
-    floor = m["nations/random_filtered_mrr"]
+    floor = results.graphs["nations"].filtered_floor
     intervals = {}
     for model, lowest_printed in (("distmult", 0.71305), ("rotate", 0.71545)):
-        seeds = np.array([m[f"nations/{model}/seed_{s}/test_mrr"] for s in (0, 1)])
+        seeds = np.array([r.test["mrr"] for r in results.runs[("nations", model)]])
         half = stats.t.ppf(0.975, 1) * seeds.std(ddof=1) / np.sqrt(2)
         intervals[model] = (seeds.mean() - half, seeds.mean(), seeds.mean() + half)
         claim = claims[f"mrr-nations-{model}"]
-        assert claim["ours"]["estimate"] == pytest.approx(m[f"nations/{model}/test_mrr"], rel=1e-12)
+        assert claim["ours"]["estimate"] == pytest.approx(seeds.mean(), rel=1e-12)
         assert (claim["ours"]["low"], claim["ours"]["high"]) == pytest.approx(
             (intervals[model][0], intervals[model][2])
         )
+        assert decision["estimates"][f"mrr/nations/{model}"] == claim["ours"]
+        assert decision["metrics"][f"nations/{model}/test_mrr"] == claim["ours"]["estimate"]
         assert claim["paper"]["low"] == pytest.approx(lowest_printed)
         bound = lowest_printed - 0.05
         want = "holds" if intervals[model][0] >= bound else "fails" if intervals[model][2] < bound else "undecided"
@@ -59,8 +66,13 @@ def test_smoke_run_reports_every_claim(smoke_run):
     assert [ratio["ours"][k] for k in ("low", "estimate", "high")] == pytest.approx(
         [min(i[j] for i in intervals.values()) / floor for j in range(3)]
     )
-    assert {t["name"] for t in results["tables"]} >= {"link_prediction", "seeds", "margins", "scaling"}
-    assert {"mrr.png", "scaling.png"} <= {f["file"] for f in results["figures"]}
+    # BESS against one device: the largest of the stored errors, every scorer, far below float32's 1e-5
+    worst = max(max(e.loss, e.scores, e.d_entities, e.d_relations) for e in results.equivalence.values())
+    assert claims["bess-equals-single-device"]["ours"] == worst < 1e-5
+    assert [r.devices for r in results.scaling] == [1, 2]
+    assert results.scaling[1].bess_bytes_per_step < results.scaling[1].all_gather_bytes_per_step
+    assert {t["name"] for t in decision["tables"]} >= {"link_prediction", "seeds", "margins", "scaling"}
+    assert {"mrr.png", "scaling.png"} <= {f["file"] for f in decision["figures"]}
     # resumption is checked at the training level (test_train: a killed run resumes to the uninterrupted result)
     checkpoints = run.output_root / "bess" / "checkpoints"
     assert sorted(p.name for p in checkpoints.glob("*/nations/*")) == ["distmult", "rotate"]
@@ -73,20 +85,20 @@ def test_smoke_run_reports_every_claim(smoke_run):
 
 def test_declared_claims_follow_the_config():
     one_model = Config(datasets=["nations", "umls"], models=["distmult"], scaling=ScalingConfig(devices=[1]))
-    assert [c.id for c in bess.claims(SimpleNamespace(bess=one_model))] == [
+    assert [c.id for c in PAPER.declare(SimpleNamespace(bess=one_model))] == [
         "beats-random-floor-as-literature",
         "mrr-nations-distmult",
         "mrr-umls-distmult",
         "bess-equals-single-device",
     ]  # one model: no ensemble; one mesh of one device: nothing to move
     two_meshes = Config(models=["distmult"], scaling=ScalingConfig(devices=[1, 4]))
-    assert [c.id for c in bess.claims(SimpleNamespace(bess=two_meshes))][-2:] == [
+    assert [c.id for c in PAPER.declare(SimpleNamespace(bess=two_meshes))][-2:] == [
         "bess-equals-single-device",
         "bess-moves-less",
     ]
     # Kinships' literature figures are unverified (REFERENCES.md L5, L6): no verified margin over the floor to match
     no_scaling = Config(datasets=["kinships"], models=["transe", "complex"], scaling=ScalingConfig(enabled=False))
-    assert [c.id for c in bess.claims(SimpleNamespace(bess=no_scaling))] == [
+    assert [c.id for c in PAPER.declare(SimpleNamespace(bess=no_scaling))] == [
         "mrr-kinships-complex",
         "ensemble-kinships",
         "bess-equals-single-device",
@@ -138,8 +150,8 @@ def test_a_run_over_two_processes_equals_the_single_process_run(cli, tmp_path):
     run_dir = "hydra.run.dir=" + str(tmp_path / "two" / "run_${oc.env:JAX_PROCESS_ID}")
     for code, _, err in run_workers(2, tmp_path, 300, [*cmd, run_dir]):
         assert code == 0, err[-3000:]
-    expected = json.loads((tmp_path / "one" / "bess" / "latest" / "results.json").read_text())
-    got = json.loads((tmp_path / "two" / "run_0" / "results.json").read_text())
+    expected = json.loads((tmp_path / "one" / "bess" / "latest" / "claims.json").read_text())
+    got = json.loads((tmp_path / "two" / "run_0" / "claims.json").read_text())
     # the equivalence error is the float32 rounding of psums whose summation order differs between in-process and
     # cross-process (gloo) collectives: both runs must pass it; every other figure must be identical
     rounding = "bess-equals-single-device"
@@ -150,3 +162,4 @@ def test_a_run_over_two_processes_equals_the_single_process_run(cli, tmp_path):
     mrr = {k: v for k, v in expected["metrics"].items() if "mrr" in k}
     assert mrr and mrr == {k: v for k, v in got["metrics"].items() if "mrr" in k}
     assert not (tmp_path / "two" / "run_1" / "results.json").exists()  # process 1 writes no record
+    assert not (tmp_path / "two" / "run_1" / "claims.json").exists()

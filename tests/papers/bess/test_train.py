@@ -2,8 +2,7 @@
 scorer applied one candidate at a time; training on Nations lifts the filtered MRR far above a random ranking's;
 training returns the parameters of its best validation MRR, and a killed run resumes to exactly the best and final
 parameters of an uninterrupted one; RotatE starts from its paper's initialisation; the ensemble averages
-log-probabilities with members chosen on the validation split, and its claim needs two members and a gain whose
-paired-bootstrap interval lies above zero."""
+log-probabilities with members chosen on the validation split (its claim is decided in test_claims.py)."""
 
 import shutil
 from dataclasses import replace
@@ -12,19 +11,15 @@ import jax
 import numpy as np
 import pytest
 
-from core.claims import Verdict
-from core.report import Interval
-from papers.bess.claims import _ensemble_claim, ensemble_gain, per_triple_rr
 from papers.bess.kg import load_builtin
-from papers.bess.scoring import known_answers, random_filtered_mrr, ranking_metrics, score
+from papers.bess.ranking import known_answers, query_answers, random_filtered_mrr, rank_scores, ranking_metrics
+from papers.bess.scoring import score
 from papers.bess.train import (
     KGEConfig,
     candidate_scores,
     ensemble_scores,
     evaluate,
     init_tables,
-    query_answers,
-    rank_scores,
     rotate_init_range,
     select_ensemble,
     train_kge,
@@ -149,27 +144,6 @@ def test_ensemble_selection_on_validation_keeps_what_helps(nations):
     both = ranking_metrics(rank_scores(ensemble_scores([left, right]), triples, known))["mrr"]
     alone = max(ranking_metrics(rank_scores(x, triples, known))["mrr"] for x in (left, right))
     assert both > alone + 0.1
-
-
-def test_ensemble_claim_needs_two_members_and_a_gain_above_its_bootstrap_interval():
-    rng = np.random.default_rng(0)
-    B = 300
-    a = rng.integers(1, 10, 2 * B).astype(float)  # ranks of the tail queries, then of the head queries
-    better = np.maximum(1.0, a - rng.integers(0, 3, 2 * B))
-    np.testing.assert_allclose(per_triple_rr(a).mean(), ranking_metrics(a)["mrr"])
-    results = {("g", "distmult"): {"test": ranking_metrics(a), "test_ranks": a}}
-    results[("g", "complex")] = {"test": ranking_metrics(a + 1), "test_ranks": a + 1}
-    claim = _ensemble_claim("g", 2)
-    ens = {**ranking_metrics(better), "weights": {"distmult": 1, "complex": 2}, "test_ranks": better}
-    gain, _ = ensemble_gain(ens, results, "g")
-    assert isinstance(gain, Interval) and gain.low > 0 and claim.measured(gain).verdict is Verdict.HOLDS
-    same = {**ranking_metrics(a), "weights": {"distmult": 1, "complex": 1}, "test_ranks": a}
-    gain, _ = ensemble_gain(same, results, "g")
-    assert gain.estimate == gain.low == gain.high == 0  # identical ranks: no gain, the interval is [0, 0]
-    assert claim.measured(gain).verdict is Verdict.FAILS  # none of it lies above 0
-    alone = {**ranking_metrics(a), "weights": {"distmult": 3}, "test_ranks": a}
-    gain, _ = ensemble_gain(alone, results, "g")
-    assert gain == "one member (DistMult x3): not an ensemble" and claim.measured(gain).verdict is Verdict.FAILS
 
 
 def test_bad_training_settings_are_named():

@@ -14,13 +14,9 @@ import pytest
 from core.nn import Formats
 from core.nn.fp8 import fp8_statistics, split_fp8
 from core.nn.llama import Llama
-from papers.fp8_llm.pretrained import (
-    LAYER_TYPES,
-    PretrainedConfig,
-    PretrainedResult,
-    held_out_windows,
-    pretrained_fp8_inference,
-)
+from papers.fp8_llm.config import PretrainedConfig
+from papers.fp8_llm.pretrained import LAYER_TYPES, held_out_windows, pretrained_fp8_inference
+from papers.fp8_llm.results import PretrainedResult
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,11 @@ import pytest
 from scipy import stats
 
 from core.report import Interval, Verdict
-from papers.fp8_llm import Config, claims
-from papers.fp8_llm.claims import facts, measure
-from papers.fp8_llm.pretrained import LAYER_TYPES, PretrainedResult
-from papers.fp8_llm.train import ArmResult
+from papers.fp8_llm.claims import claims, decide, facts
+from papers.fp8_llm.config import Config
+from papers.fp8_llm.results import ArmResult, Inference, PretrainedResult, Results
+
+PRETRAINED_LAYER_TYPES = ("q", "k", "v", "o", "gate", "up", "down")  # papers.fp8_llm.pretrained.LAYER_TYPES
 
 SIZES = {"s": 30_000, "m": 150_000, "l": 450_000}
 LAYERS = {"block_0/mlp/up": [[1.0, 6], [0.1, 11], [1e-6, 27]]}  # (amax, bias) of x, w, g: log2 amax 0, -3.3, -19.9
@@ -36,25 +37,16 @@ def _cfg(seeds=3):
     return SimpleNamespace(fp8_llm=c, seed=0)
 
 
-def _results(losses: dict, seeds=(0, 1, 2), grad_amax=None):
-    """losses: {(size, arm): [loss per seed]}; arms not seeded (delayed, none) get seed 0 only."""
-    out = {}
+def _results(losses: dict, seeds=(0, 1, 2), grad_amax=None, pretrained=None) -> Results:
+    """losses: {(size, arm): [loss per seed]}; arms not seeded (delayed, none) get seed 0 only. Post-training FP8
+    inference 0.1% above each FP32 model's loss."""
+    arms: dict = {}
     for (size, arm), values in losses.items():
         s = list(seeds) if len(values) == len(seeds) else [0]
         stats = _stats(s, grad_amax if len(s) == len(seeds) else None)
-        out[(size, arm)] = ArmResult(arm, size, s, list(values), stats=stats, parameters=SIZES[size])
-    return out
-
-
-def _inference(results):
-    return {
-        s: {
-            "losses": [v * 1.001 for v in results[(s, "fp32")].valid_losses],
-            "fp32": results[(s, "fp32")].valid_losses,
-            "stats": {},
-        }
-        for s in SIZES
-    }
+        arms.setdefault(size, {})[arm] = ArmResult(arm, size, s, list(values), stats=stats, parameters=SIZES[size])
+    inference = {s: Inference([v * 1.001 for v in arms[s]["fp32"].valid_losses], {}) for s in arms}
+    return Results(arms, inference, pretrained)
 
 
 def _losses(cscale_gap: dict, amax_gap=0.002):
@@ -78,14 +70,14 @@ def _pretrained(amax_gap=0.003, none_gap=0.2, windows=8):
         "amax": [v * (1 + amax_gap) + e for v, e in zip(fp32, noise, strict=True)],
         "none": [v * (1 + none_gap) for v in fp32],
     }
-    biases = {"amax": {t: {"x": 4.0, "w": 6.0} for t in LAYER_TYPES}}
+    biases = {"amax": {t: {"x": 4.0, "w": 6.0} for t in PRETRAINED_LAYER_TYPES}}
     return PretrainedResult(512, 8 * 1600, nats, biases, {"amax": {"x": [4], "w": [6]}}, 1.0)
 
 
 def _measured(losses, seeds=3, pretrained=None, grad_amax=None):
     cfg = _cfg(seeds)
-    results = _results(losses, grad_amax=grad_amax)
-    return {c.id: c for c in measure(cfg, results, _inference(results), pretrained or _pretrained())}
+    results = _results(losses, grad_amax=grad_amax, pretrained=pretrained or _pretrained())
+    return {c.id: c for c in decide(cfg, results).claims}
 
 
 def test_pretrained_inference_claim_decides_on_the_windows_interval():
@@ -195,3 +187,84 @@ def test_the_gradient_biases_are_a_construction_fact_not_a_claim():
     assert np.log2(57344 / 448) == 7
     cfg.fp8_llm.arms = ["fp32", "cscale"]
     assert facts(cfg, results) == []
+
+
+def _full(mx_gap=0.002):
+    """Every arm (delayed and none from one seed), the MX inference of every FP32 model and SmolLM2 with MX rows."""
+    cfg = _cfg()
+    cfg.fp8_llm.arms = ["fp32", "amax", "cscale", "delayed", "none"]
+    cfg.fp8_llm.mx = ["mxfp8"]
+    pretrained = _pretrained()
+    pretrained.nats["mxfp8"] = [v * 1.02 for v in pretrained.nats["fp32"]]
+    results = _results(_losses({"s": [0.01, 0.012, 0.011], "m": [0.03] * 3, "l": [0.06] * 3}), pretrained=pretrained)
+    for size, q in results.inference.items():
+        fp32 = results.arm(size, "fp32").valid_losses
+        q.mx["mxfp8"] = [v * (1 + mx_gap + 1e-4 * i) for i, v in enumerate(fp32)]
+    return cfg, results
+
+
+def test_decide_gives_every_interval_the_tables_show():
+    cfg, results = _full()
+    decided = decide(cfg, results)
+    est = decided.estimates
+    assert all(isinstance(v, Interval) for v in est.values())
+    assert est["gap/s/amax"].estimate == pytest.approx(0.002)
+    low, high = _t_interval([(1 + g) / 1.002 - 1 for g in [0.01, 0.012, 0.011]])
+    assert (est["gap/s/cscale-vs-amax"].low, est["gap/s/cscale-vs-amax"].high) == (
+        pytest.approx(low, rel=1e-6),
+        pytest.approx(high, rel=1e-6),
+    )
+    assert est["inference/m/fp8"].estimate == pytest.approx(0.001)
+    low, high = _t_interval([0.002, 0.0021, 0.0022])
+    assert est["inference/l/mxfp8"].estimate == pytest.approx(0.0021)
+    assert (est["inference/l/mxfp8"].low, est["inference/l/mxfp8"].high) == (pytest.approx(low), pytest.approx(high))
+    low, high = _t_interval([2.0, 2.01, 1.99])
+    assert (est["valid-loss/s/fp32"].low, est["valid-loss/s/fp32"].high) == (pytest.approx(low), pytest.approx(high))
+    # SmolLM2: the claim's own interval, and each other policy's
+    claim = next(c for c in decided.claims if c.id == "pretrained-fp8-inference")
+    assert est["smollm2/amax"] == claim.ours
+    assert est["smollm2/none"].estimate == pytest.approx(0.2) and est["smollm2/mxfp8"].estimate == pytest.approx(0.02)
+    # one seed is no interval: the single-seed arms have no estimates
+    assert not [k for k in est if k.split("/")[-1] in ("delayed", "none") and not k.startswith("smollm2/")]
+
+
+def test_the_report_shows_the_decided_intervals():
+    from papers.fp8_llm.report import render
+
+    cfg, results = _full()
+    decided = decide(cfg, results)
+    report = render(cfg, results, decided)
+    assert report.claims == [] and report.facts == []  # render never decides
+    tables = {t.name: t for t in report.tables}
+    assert list(tables) == ["validation_loss", "mx_inference", "pretrained_inference", "pretrained_biases"]
+    rows = {(r[0], r[2]): r for r in tables["validation_loss"].rows}
+    gap = decided.estimates["gap/m/amax"]
+    assert rows[("m", "amax")][5] == f"{gap.estimate:+.2%} [{gap.low:+.2%}, {gap.high:+.2%}]"
+    assert rows[("m", "fp32")][5] == "-"
+    assert rows[("s", "delayed")][5] == f"{2.0 * 1.001 / 2.0 - 1:+.2%}"  # one seed: its value, no interval
+    assert rows[("s", "delayed")][3] == 1 and rows[("s", "amax")][3] == 3
+    fp8 = decided.estimates["inference/l/fp8"]
+    assert rows[("l", "fp32 -> FP8 inference (amax)")][5] == f"{fp8.estimate:+.3%} [{fp8.low:+.3%}, {fp8.high:+.3%}]"
+    mx = tables["mx_inference"].rows
+    assert [r[3] for r in mx] == [
+        *(decided.estimates[f"inference/{s}/mxfp8"] for s in SIZES),
+        decided.estimates["smollm2/mxfp8"],
+        decided.estimates["smollm2/amax"],
+    ]
+    pre = {r[0]: r for r in tables["pretrained_inference"].rows}
+    assert pre["FP8, no scaling (bias 0)"][4] is decided.estimates["smollm2/none"]
+    assert pre["float32 (dequantised GGUF weights)"][2] == pytest.approx(results.pretrained.perplexity("fp32"))
+    assert [f.name for f in report.figures] == ["validation_curves", "scale_biases"]
+    assert report.metrics["s/delayed/valid_loss"] == pytest.approx(2.0 * 1.001)
+
+
+def test_the_results_survive_their_json_round_trip():
+    from core.results import from_json, to_json
+
+    _, results = _full()
+    results.arm("s", "cscale").valid_losses[1] = float("inf")  # a diverged seed
+    data = to_json(results)
+    again = from_json(Results, data)
+    assert to_json(again) == data and again.arm("s", "cscale").valid_losses[1] == float("inf")
+    assert again.arm("l", "amax").stats == results.arm("l", "amax").stats
+    assert isinstance(again.pretrained, PretrainedResult) and again.pretrained.nats == results.pretrained.nats

@@ -1,17 +1,23 @@
-"""The FP8 LLM reproduction at the smoke scale: every claim, the table and both figures; a resumed run retrains
-nothing; config errors name the key."""
+"""The FP8 LLM reproduction at the smoke scale: every claim, the tables and both figures, decided from the Results the
+run stored; a finished SmolLM2 evaluation kept in the checkpoint folder is reused on resume; config errors name the
+key."""
 
+import json
 import math
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from core.config import ConfigError, validate_section
-from papers.fp8_llm import Config
+from core.context import RunContext
+from papers.fp8_llm.config import ARMS, MX_VARIANTS, Config, PretrainedConfig
+from papers.fp8_llm.results import PretrainedResult, Results
 
 
 def test_smoke_run_reports_every_claim(smoke_run):
-    results = smoke_run("fp8_llm").results  # what every run record holds: tests/papers/test_contract.py
-    claims = {c["id"]: c for c in results["claims"]}
+    run = smoke_run("fp8_llm")  # what every run record holds: tests/papers/test_contract.py
+    decision, claims = run.decision, run.claims
     assert list(claims) == [
         "amax-matches-fp32",
         "cscale-worse-than-amax",
@@ -20,18 +26,18 @@ def test_smoke_run_reports_every_claim(smoke_run):
         "gradients-smallest-amax",
     ]
     # the gradients' larger biases hold by construction (E5M2's max is 2^7 x E4M3's): a fact, not a claim
-    facts = {f["id"]: f for f in results["facts"]}
+    facts = {f["id"]: f for f in decision["facts"]}
     assert facts["gradient-biases-largest"]["kind"] == "construction"
     medians = dict(part.split(" ") for part in facts["gradient-biases-largest"]["value"].split(", "))
     assert int(medians["gradients"]) > max(int(medians["activations"]), int(medians["weights"]))
-    assert any(e["claim"] == "gradients-need-largest-biases" and e["kind"] == "removed" for e in results["ledger"])
+    assert any(e["claim"] == "gradients-need-largest-biases" and e["kind"] == "removed" for e in decision["ledger"])
     for cid in claims:  # every claim decided on an interval: 2 seeds in the smoke run
         ours = claims[cid]["ours"]
         assert ours["low"] <= ours["estimate"] <= ours["high"] and ours["confidence"] == 0.95, (cid, ours)
     assert "over 4 points" in claims["cscale-gap-grows"]["ours"]["method"]  # 2 sizes x 2 seeds
     assert all(c["paper"] and "ref." in c["paper"] for c in claims.values())  # the paper's statements
-    table, mx = results["tables"]
-    assert [t["name"] for t in results["tables"]] == ["validation_loss", "mx_inference"]
+    table, mx = decision["tables"]
+    assert [t["name"] for t in decision["tables"]] == ["validation_loss", "mx_inference"]
     seeds = {(row[0], row[2]): row[3] for row in table["rows"]}
     assert seeds[("s", "fp32")] == seeds[("m", "cscale")] == 2
     # post-training MX inference of every size's FP32 models, each variant a row with a t interval over the 2 seeds
@@ -43,9 +49,64 @@ def test_smoke_run_reports_every_claim(smoke_run):
     for size in "sm":
         assert seeds[(size, "fp32 -> MXFP8 (E4M3 activations and weights) inference")] == 2
         for variant in ("mxfp8", "mxfp4", "mxfp8_ceil"):
-            assert math.isfinite(results["metrics"][f"{size}/inference_{variant}/valid_loss"])
-    assert {"validation_curves.png", "scale_biases.png"} <= {f["file"] for f in results["figures"]}
-    assert all(v == 0 for k, v in results["metrics"].items() if k.endswith("bad_amax"))
+            assert math.isfinite(decision["metrics"][f"{size}/inference_{variant}/valid_loss"])
+    assert {"validation_curves.png", "scale_biases.png"} <= {f["file"] for f in decision["figures"]}
+    assert all(v == 0 for k, v in decision["metrics"].items() if k.endswith("bad_amax"))
+
+
+def test_the_stored_results_hold_what_the_claims_read(smoke_run):
+    run = smoke_run("fp8_llm")
+    results, claims, estimates = run.results, run.claims, run.decision["estimates"]
+    assert isinstance(results, Results) and results.pretrained is None  # smoke: SmolLM2 off
+    assert list(results.arms) == ["s", "m"] and all(
+        list(a) == ["fp32", "amax", "cscale"] for a in results.arms.values()
+    )
+    for size, arms in results.arms.items():
+        assert all(r.seeds == [0, 1] and len(r.valid_losses) == 2 for r in arms.values())
+        # the scaling statistics are kept for the amax arm only: 4 recorded steps (1, 3, 5, 6) x 2 seeds
+        assert [(step, seed) for step, seed, _ in arms["amax"].stats] == [(k, s) for k in (1, 3, 5, 6) for s in (0, 1)]
+        assert arms["fp32"].stats == arms["cscale"].stats == []
+        q = results.inference[size]
+        assert len(q.fp8) == 2 and list(q.mx) == list(MX_VARIANTS) and all(len(v) == 2 for v in q.mx.values())
+        assert set(q.stats) == {f"block_0/{t}" for t in ("attention/qkv", "attention/out", "mlp/up", "mlp/down")}
+    # fp8-inference, recomputed from the stored losses with scipy: the size whose t interval reaches farthest from 0
+    per_size = {}
+    for size, q in results.inference.items():
+        gaps = np.asarray(q.fp8) / np.asarray(results.arm(size, "fp32").valid_losses) - 1
+        ci = stats.ttest_1samp(gaps, 0.0).confidence_interval(0.95)
+        per_size[size] = (gaps.mean(), ci.low, ci.high)
+        assert estimates[f"inference/{size}/fp8"]["estimate"] == pytest.approx(gaps.mean(), rel=1e-12)
+    far = max(per_size, key=lambda s: max(abs(per_size[s][1]), abs(per_size[s][2])))
+    ours = claims["fp8-inference"]["ours"]
+    assert (ours["estimate"], ours["low"], ours["high"]) == pytest.approx(per_size[far], rel=1e-9)
+    assert {f"gap/{s}/{a}" for s in "sm" for a in ("amax", "cscale", "cscale-vs-amax")} <= set(estimates)
+
+
+def test_a_kept_smollm2_evaluation_is_reused_on_resume(tmp_path, monkeypatch):
+    """SmolLM2's evaluation is written to the checkpoint folder when it finishes and read back, not recomputed, by a
+    resumed run (a stand-in for the evaluation, so no model runs)."""
+    from papers.fp8_llm import pretrained as module
+    from papers.fp8_llm.run import _pretrained
+
+    pc = PretrainedConfig(windows=2, window=8, policies=["amax"])
+    made = PretrainedResult(8, 40, {"fp32": [3.0, 3.1], "amax": [3.05, 3.12]}, {}, {}, 1.5)
+    calls = []
+    monkeypatch.setattr(module, "pretrained_fp8_inference", lambda *a: calls.append(a) or made)
+    first = _pretrained(pc, RunContext.detached(tmp_path))
+    kept = tmp_path / "pretrained_2x8_amax.json"
+    assert first == made and calls == [(2, 8, ("amax",))] and json.loads(kept.read_text())["nats"] == made.nats
+    again = _pretrained(pc, RunContext.detached(tmp_path, resume=True))
+    assert again == made and len(calls) == 1  # read back, not recomputed
+    assert _pretrained(PretrainedConfig(windows=0), RunContext.detached(tmp_path)) is None
+
+
+def test_the_arm_names_are_the_fp8_policies():
+    from core.numerics.fp8 import POLICIES
+    from papers.fp8_llm.train import build_model
+
+    assert ARMS == ("fp32", *POLICIES)  # config.py holds them without importing JAX
+    with pytest.raises(ValueError, match="unknown MX variant"):
+        build_model(Config().sizes[0], 80, 16, "mx", mx="mxfp5")
 
 
 def test_config_errors_name_the_key():

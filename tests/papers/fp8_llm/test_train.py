@@ -8,9 +8,8 @@ import pytest
 
 from core.data.shakespeare import load_shakespeare
 from core.nn.transformer import TransformerLM
+from papers.fp8_llm.config import RunConfig, SizeConfig
 from papers.fp8_llm.train import (
-    RunConfig,
-    SizeConfig,
     build_model,
     parameter_count,
     quantised_inference,

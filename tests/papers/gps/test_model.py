@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from papers.gps.batching import MODEL_KEYS, PackLimits, assemble, plan
-from papers.gps.claims import PAPER_PARAMETERS
-from papers.gps.model import GPSConfig, GPSPlusPlus, graph_operators, parameter_breakdown, preset
+from papers.gps.config import PRESET_NAMES
+from papers.gps.model import PRESETS, GPSConfig, GPSPlusPlus, graph_operators, parameter_breakdown, preset
+from papers.gps.published import PAPER_PARAMETERS
 
 LIMITS = PackLimits(nodes=24, edges=48, graphs=4)
 TINY = dict(layers=2, node=16, edge=8, globals=8, heads=4, ffn=32, encoder=8, embedding=8, kernels=8)
@@ -32,6 +33,11 @@ def test_44m_preset_matches_table_1():
     # the smaller presets of the paper: 8 layers ~22M, 4 layers ~11M
     assert parameter_breakdown("gps++_22m")["total"] == pytest.approx(22e6, rel=0.1)
     assert parameter_breakdown("gps++_11m")["total"] == pytest.approx(11e6, rel=0.1)
+
+
+def test_the_config_names_the_model_presets():
+    """The config validates gps.model.preset against PRESET_NAMES without loading flax: the same names, in order."""
+    assert tuple(PRESETS) == PRESET_NAMES
 
 
 def _batch(graphs, packs, limits=LIMITS):

@@ -11,8 +11,9 @@ import pytest
 from flax.traverse_util import flatten_dict
 
 from papers.gps.batching import PackLimits
-from papers.gps.experiment import ARMS, Config, arm_training
+from papers.gps.config import ARMS, Config
 from papers.gps.model import DropPath, GPSConfig, GPSPlusPlus
+from papers.gps.run import arm_training
 from papers.gps.train import Epochs, TrainConfig, Trainer
 
 LIMITS = PackLimits(nodes=24, edges=48, graphs=4)

@@ -1,7 +1,8 @@
-"""The GPS++ ablation claims decided on paired seeds: the intervals against a t interval over the per-seed
-differences written out here, each claim's verdict (holds, fails, undecided) on hand-made seed MAEs whose verdict is
-known, the seeds a spread needs against a brute-force search, arms that do not share their seeds refused; the 44M
-preset's parameter count a calibration fact, not a claim; the ledger's old rules shown beside the new verdicts."""
+"""The GPS++ decision and report from hand-made Results: the ablation claims decided on paired seeds (the intervals
+against a t interval over the per-seed differences written out here, each claim's verdict (holds, fails, undecided)
+on hand-made seed MAEs whose verdict is known, arms that do not share their seeds refused); the 44M preset's parameter
+count a calibration fact, not a claim; the estimates the tables show; the ledger's old rules shown beside the new
+verdicts; the ablation table's figures from the decision."""
 
 from types import SimpleNamespace
 
@@ -9,27 +10,49 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from core import plots
 from core.claims import Interval, Verdict
 from core.report import Report
-from papers.gps import Config
-from papers.gps.claims import MPNN_THRESHOLD, PAPER_PARAMETERS, facts, measure, seed_maes
+from core.results import from_json, to_json
+from papers.gps.claims import MPNN_THRESHOLD, decide, facts, seed_maes
+from papers.gps.config import ARMS, PRESET_NAMES, Config
 from papers.gps.ledger import LEDGER
-from papers.gps.report import late_improvement, tables
+from papers.gps.published import PAPER_PARAMETERS
+from papers.gps.report import late_improvement, render, tables
+from papers.gps.results import ArmResult, Data, Packing, Results
 
 CFG = SimpleNamespace(seed=0, gps=Config())
-BREAKDOWNS = {p: dict(PAPER_PARAMETERS, decoder=0) for p in ("gps++_44m", "gps++_22m", "gps++_11m", "small")}
-PACKING = {"nodes": 0.9, "edges": 0.8, "graphs": 0.5, "graphs_per_pack": 4.0}
+BREAKDOWNS = {p: {k: int(v) for k, v in dict(PAPER_PARAMETERS, decoder=0).items()} for p in PRESET_NAMES}
+PACKING = Packing(nodes=0.9, edges=0.8, graphs=0.5, graphs_per_pack=4.0)
+DATA = Data(train=100, valid=20, skipped={}, missing_3d=0, mean_mae=1090.0, featurise_seconds=1.0)
 FULL = [200.0, 203.0, 198.0]
 UNMASKED = [196.0, 201.0, 197.0]
 
 
-def _results(full, mpnn, no_3d, unmasked=UNMASKED) -> dict:
-    info = lambda maes: {"valid_mae": list(maes), "packing": PACKING, "seeds": list(range(len(maes)))}
-    return {"full": info(full), "mpnn_only": info(mpnn), "full_unmasked": info(unmasked), "no_3d": info(no_3d)}
+def _arm(arm: str, maes, curve=None) -> ArmResult:
+    n = len(maes)
+    return ArmResult(
+        seeds=list(range(n)),
+        valid_mae=list(maes),
+        train_mae=[150.0 + i for i in range(n)],
+        curve=curve or [(100, [0.0] * n, list(maes))],
+        packing=PACKING,
+        parameters=100_000,
+        masking=ARMS[arm].masking,
+        graphs_per_second=100.0,
+        seconds=60.0,
+        traces=1,
+        devices=1,
+    )
+
+
+def _results(full, mpnn, no_3d, unmasked=UNMASKED, curve=None) -> Results:
+    maes = {"full": full, "mpnn_only": mpnn, "full_unmasked": unmasked, "no_3d": no_3d}
+    return Results({arm: _arm(arm, m, curve) for arm, m in maes.items()}, DATA, BREAKDOWNS)
 
 
 def _claims(results) -> dict:
-    return {c.id: c for c in measure(CFG, results)}
+    return {c.id: c for c in decide(CFG, results).claims}
 
 
 def _paired_t(values) -> tuple[float, float, float]:
@@ -104,9 +127,11 @@ def test_each_verdict_where_the_numbers_give_it():
 
 def test_arms_that_do_not_share_their_seeds_are_refused():
     results = _results(FULL, [206.0, 209.0, 204.5], [230.0, 226.0, 233.0])
-    results["no_3d"]["seeds"] = [0, 2, 1]
+    results.arms["no_3d"].seeds = [0, 2, 1]
     with pytest.raises(ValueError, match="must share their training seeds"):
         seed_maes(results)
+    with pytest.raises(ValueError, match="must share their training seeds"):
+        decide(CFG, results)
 
 
 def test_late_improvement_is_the_fall_over_the_last_tenth():
@@ -129,10 +154,14 @@ def test_the_old_rules_are_shown_beside_the_new_verdicts():
     evaluated on this run: an interval [+8.5, +10.2]% holds the +10.3% bound but straddles the old 10%; a 3D cost
     [+1, +3]% above attention's holds 'above 0' and fails '>= 5%'. The ledger keeps every later rule with the verdict
     last recorded under it."""
-    latest = {e.claim: e for e in LEDGER}
+    latest = {e.claim: e for e in LEDGER if e.kind != "code"}  # code entries: the same rule, other code
     assert latest["parameters-44m"].kind == "removed" and "calibration" in latest["parameters-44m"].moved_to
     for claim in ("mpnn-keeps-accuracy", "3d-costs-more"):  # issue 45: the Welch rules' verdicts recorded
         assert latest[claim].kind == "respecified" and latest[claim].old_verdict and latest[claim].commit
+    # issue 57: decided from the stored Results, each claim's rule unchanged (a code entry per claim)
+    assert {e.claim for e in LEDGER if e.kind == "code" and e.date == "2026-11-28"} == {
+        "mpnn-keeps-accuracy", "3d-costs-more", "packing-efficiency",
+    }  # fmt: skip
     claims = _claims(_results(FULL, [206.0, 209.0, 204.5], [230.0, 226.0, 233.0]))
     mpnn = claims["mpnn-keeps-accuracy"].measured(Interval(0.093, 0.085, 0.102))
     three_d = claims["3d-costs-more"].measured(Interval(0.02, 0.01, 0.03))
@@ -150,13 +179,10 @@ def test_the_old_rules_are_shown_beside_the_new_verdicts():
 
 def test_ablation_table_reports_mean_spread_and_the_paired_gap():
     mpnn = [206.0, 209.0, 204.5]
-    results = _results(FULL, mpnn, [230.0, 226.0, 233.0])
     curve = [(90, [0.0] * 3, [210.0] * 3), (100, [0.0] * 3, [200.0] * 3)]
-    for arm, info in results.items():
-        info |= {"parameters": 1e5, "masking": arm in ("full", "mpnn_only"), "train_mae": [150.0, 151.0, 152.0]}
-        info |= {"graphs_per_second": 100.0, "traces": 1, "seconds": 60.0, "curve": curve}
-    data = {"mean_mae": 1090.0, "train": 100, "valid": 20}
-    table = next(t for t in tables(CFG, results, data, BREAKDOWNS) if t.name == "ablation")
+    results = _results(FULL, mpnn, [230.0, 226.0, 233.0], curve=curve)
+    decided = decide(CFG, results)
+    table = next(t for t in tables(CFG, results, decided) if t.name == "ablation")
     rows = {r[0]: r for r in table.rows}
     row = rows["MPNN only (no attention)"]
     assert row[2] == "yes" and row[4] == "206.0, 209.0, 204.5"
@@ -168,3 +194,53 @@ def test_ablation_table_reports_mean_spread_and_the_paired_gap():
         "vs GPS++ trained unmasked"
     )
     assert rows["GPS++ (MPNN + attention + 3D)"][6] == "-"  # the comparator of the others has none
+    assert rows["predicting the training mean"][3] == "1090.0"
+
+
+def test_the_table_shows_the_decided_interval():
+    """The paired gap in the ablation table is the decision's estimate, not one the report computes: a decision with
+    another interval shows that interval."""
+    results = _results(FULL, [206.0, 209.0, 204.5], [230.0, 226.0, 233.0])
+    decided = decide(CFG, results)
+    decided.estimates["gap/mpnn_only"] = Interval(0.5, 0.25, 0.75)
+    rows = {r[0]: r for r in next(t for t in tables(CFG, results, decided) if t.name == "ablation").rows}
+    assert rows["MPNN only (no attention)"][6] == "+50.0% [+25.0%, +75.0%] vs GPS++ (MPNN + attention + 3D)"
+
+
+def test_the_estimates_are_intervals_over_the_seeds_and_deterministic_points():
+    mpnn, no_3d = [206.0, 209.0, 204.5], [230.0, 226.0, 233.0]
+    est = decide(CFG, _results(FULL, mpnn, no_3d)).estimates
+    assert set(est) == {
+        *(f"valid_mae/{arm}" for arm in ARMS), "gap/mpnn_only", "gap/full_unmasked", "gap/no_3d",
+        "valid_mae/mean_predictor", "packing/nodes", "packing/edges", "packing/graphs", "packing/graphs_per_pack",
+        *(f"parameters/{arm}" for arm in ARMS),
+    }  # fmt: skip
+    np.testing.assert_allclose(
+        [est["gap/no_3d"].estimate, est["gap/no_3d"].low, est["gap/no_3d"].high], _paired_t(_gaps(no_3d, UNMASKED))
+    )
+    np.testing.assert_allclose([est["valid_mae/full"].low, est["valid_mae/full"].high], _paired_t(FULL)[1:])
+    assert est["packing/nodes"] == 0.9 and est["parameters/full"] == 100_000
+    assert est["valid_mae/mean_predictor"] == 1090.0
+    # one seed: no interval to give, so no MAE or gap estimate (the table shows the seed's value)
+    one = decide(SimpleNamespace(seed=0, gps=Config(seeds=[0])), _results([200.0], [206.0], [230.0], [196.0]))
+    assert [c.id for c in one.claims] == ["packing-efficiency"]
+    assert not [k for k in one.estimates if k.startswith(("valid_mae/full", "gap/"))]
+
+
+def test_hand_made_results_survive_the_json_round_trip():
+    results = _results(FULL, [206.0, 209.0, 204.5], [230.0, 226.0, 233.0])
+    assert from_json(Results, to_json(results)) == results
+
+
+def test_render_never_decides():
+    """The report holds tables, the figure, metrics and notes; the claims and facts are the decision's (core.record
+    adds them)."""
+    results = _results(FULL, [206.0, 209.0, 204.5], [230.0, 226.0, 233.0])
+    report = render(CFG, results, decide(CFG, results))
+    for figure in report.figures:
+        plots.close(figure.figure)
+    assert report.claims == [] and report.facts == []
+    assert [t.name for t in report.tables] == ["ablation", "paper_table", "parameters"]
+    assert [f.name for f in report.figures] == ["validation_curves"]
+    assert report.metrics["mpnn_only/valid_mae_mev/seed_1"] == 209.0
+    assert report.metrics["packing/node_efficiency"] == 0.9

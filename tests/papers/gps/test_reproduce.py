@@ -1,7 +1,8 @@
 """The GPS++ reproduction end to end at the smoke scale: every claim (the ablations decided on t intervals over the
-paired seeds, checked against the interval computed here from each seed's MAE), the calibration fact, table and
-figure; featurisation cached and training resumed (nothing retrained) by a second run (slow); which arms train
-masked; config errors name the key."""
+paired seeds, checked against the interval computed here from each seed's stored MAE), the calibration fact, the
+estimates, tables and figure; a second run reads its features back and resumes each arm's training (in-process with
+a stand-in for training here; the whole smoke run again in a slow test); which arms train masked; config errors name
+the key."""
 
 import json
 from types import SimpleNamespace
@@ -11,11 +12,14 @@ import pytest
 from scipy import stats
 
 from core.config import ConfigError, validate_section
-from papers import gps
-from papers.gps import Config
+from core.context import RunContext
+from core.paper import find_paper
 from papers.gps.batching import PackLimits
-from papers.gps.experiment import ARMS, arm_config, arm_training
+from papers.gps.claims import claims as declare
+from papers.gps.config import ARMS, Config, DataConfig, ModelConfig
 from papers.gps.model import parameter_breakdown
+from papers.gps.results import Results
+from papers.gps.run import arm_config, arm_training
 from papers.gps.train import Epochs, TrainConfig
 
 
@@ -27,18 +31,24 @@ def _paired_t(values) -> tuple[float, float]:
 
 
 def test_smoke_run_reports_every_claim(smoke_run):
-    results = smoke_run("gps").results  # what every run record holds: tests/papers/test_contract.py
-    claims = {c["id"]: c for c in results["claims"]}
+    run = smoke_run("gps")  # what every run record holds: tests/papers/test_contract.py
+    decision, claims, results = run.decision, run.claims, run.results
+    assert isinstance(results, Results) and list(results.arms) == list(ARMS)
     assert list(claims) == ["mpnn-keeps-accuracy", "3d-costs-more", "packing-efficiency"]
     # the 44M preset's parameter count left the claims: a calibration fact, its value the preset's own count
-    facts = {f["id"]: f for f in results["facts"]}
+    facts = {f["id"]: f for f in decision["facts"]}
     assert list(facts) == ["parameters-44m"] and facts["parameters-44m"]["kind"] == "calibration"
     assert facts["parameters-44m"]["value"] == parameter_breakdown("gps++_44m")["total"]
-    assert {e["claim"] for e in results["ledger"]} >= {"parameters-44m", "mpnn-keeps-accuracy", "3d-costs-more"}
-    # the ablation intervals against the paired t interval computed here from each seed's validation MAE
-    m = results["metrics"]
-    seeds = results["config"]["gps"]["seeds"]
-    mae = {arm: np.array([m[f"{arm}/valid_mae_mev/seed_{s}"] for s in seeds]) for arm in ARMS}
+    assert results.breakdowns["gps++_44m"] == parameter_breakdown("gps++_44m")
+    assert {e["claim"] for e in decision["ledger"]} >= {"parameters-44m", "mpnn-keeps-accuracy", "3d-costs-more"}
+    # the ablation intervals against the paired t interval computed here from each seed's stored validation MAE
+    seeds = run.record["config"]["gps"]["seeds"]
+    assert all(r.seeds == seeds for r in results.arms.values())
+    mae = {arm: np.array(r.valid_mae) for arm, r in results.arms.items()}
+    m = decision["metrics"]
+    for arm in ARMS:  # the report's per-seed metrics are the stored values
+        assert [m[f"{arm}/valid_mae_mev/seed_{s}"] for s in seeds] == results.arms[arm].valid_mae
+        assert results.arms[arm].valid_mae == results.arms[arm].curve[-1][2]  # the last evaluation
     threshold = 0.0858 / 0.0778 - 1  # REFERENCES.md [mpnn-threshold]
     attention = mae["mpnn_only"] / mae["full"] - 1
     for name, (values, bound) in {
@@ -58,23 +68,82 @@ def test_smoke_run_reports_every_claim(smoke_run):
             expected = "holds" if above else "fails" if high <= bound else "undecided"
         assert claims[name]["verdict"] == expected, (name, low, high)
         assert claims[name]["holds"] == {"holds": True, "fails": False}.get(expected)
-    packed = m["packing/node_efficiency"]
-    assert claims["packing-efficiency"]["ours"] == packed and 0 < packed <= 1
-    rows = {r[0]: r for r in next(t for t in results["tables"] if t["name"] == "ablation")["rows"]}
+    assert decision["estimates"]["gap/mpnn_only"] == claims["mpnn-keeps-accuracy"]["ours"]
+    packed = results.arms["full"].packing.nodes
+    assert claims["packing-efficiency"]["ours"] == packed == m["packing/node_efficiency"] and 0 < packed <= 1
+    assert decision["estimates"]["packing/nodes"] == packed
+    rows = {r[0]: r for r in next(t for t in decision["tables"] if t["name"] == "ablation")["rows"]}
     masking = {name: row[2] for name, row in rows.items()}
     assert masking == {
         "GPS++ (MPNN + attention + 3D)": "yes", "MPNN only (no attention)": "yes", "GPS++ trained unmasked": "no",
         "no 3D features (unmasked)": "no", "predicting the training mean": "-",
     }  # fmt: skip
+    assert {arm: r.masking for arm, r in results.arms.items()} == {arm: a.masking for arm, a in ARMS.items()}
     for name, row in rows.items():
         if name != "predicting the training mean":
             assert len(row[4].split(", ")) == 2, row  # one validation MAE per seed (smoke: 2 seeds)
-    assert {t["name"] for t in results["tables"]} == {"ablation", "paper_table", "parameters"}
-    assert [f["file"] for f in results["figures"]] == ["validation_curves.png"]
+    assert {t["name"] for t in decision["tables"]} == {"ablation", "paper_table", "parameters"}
+    assert [f["file"] for f in decision["figures"]] == ["validation_curves.png"]
 
 
-@pytest.mark.slow  # ~3 min: the smoke reproduction again (featurisation caching and training resume have unit tests:
-# tests/papers/gps/test_cache.py, tests/core/test_train.py, tests/core/test_runner.py)
+def _fake_training(calls: list):
+    """A stand-in for papers.gps.train.train_gps that records how `run` calls it and returns an info dict of the
+    real one's shape."""
+
+    def train_gps(model_cfg, graphs, train_index, valid_index, tc, limits, *, checkpoint_dir, resume, seeds, name,
+                  progress_bar=None):  # fmt: skip
+        calls.append({"arm": name, "checkpoint_dir": checkpoint_dir, "resume": resume, "masking": tc.masking})
+        n = len(seeds)
+        mae = [100.0 + 10 * i + len(calls) for i in range(n)]
+        info = {
+            "seeds": list(seeds), "valid_mae": mae, "train_mae": [v / 2 for v in mae],
+            "curve": [(tc.steps, [1.0] * n, mae)], "graphs_per_second": 10.0, "resumed_from": 0,
+            "packing": {"nodes": 0.8, "edges": 0.5, "graphs": 0.6, "graphs_per_pack": 4.8}, "traces": 1, "devices": 1,
+        }  # fmt: skip
+        return None, info
+
+    return train_gps
+
+
+def test_a_second_run_reads_its_features_back_and_resumes_its_training(tmp_path, monkeypatch):
+    """What a second run reuses, checked without training: `run` caches the featurised split under
+    output_root/gps/features, which a second run reads back (featurisation is not called again), and gives each
+    arm's training its own directory of the run's checkpoints with the context's resume flag (train_gps resumes from
+    there: tests/core/test_train.py). The whole smoke run again: the slow test below."""
+    from papers.gps import cache, run
+
+    calls: list = []
+    monkeypatch.setattr(run, "train_gps", _fake_training(calls))
+    monkeypatch.setattr(run, "parameter_breakdown", lambda name_or_cfg: {"total": 1})  # the 44M model's shapes
+    cfg = SimpleNamespace(
+        seed=0,
+        output_root=str(tmp_path / "out"),
+        gps=Config(seeds=[0, 1], data=DataConfig(train=30, valid=10), model=ModelConfig(layers=1)),
+    )
+    first = find_paper("papers.gps").compute(cfg, RunContext.detached(tmp_path / "ckpt"))
+    caches = sorted((tmp_path / "out" / "gps" / "features").glob("qm9-*.npz"))
+    assert len(caches) == 2  # the training and the validation molecules
+    stamps = [c.stat().st_mtime_ns for c in caches]
+    assert [c["checkpoint_dir"] for c in calls] == [tmp_path / "ckpt" / arm for arm in ARMS]
+    assert [c["resume"] for c in calls] == [False] * 4
+    assert [c["masking"] for c in calls] == [a.masking for a in ARMS.values()]
+
+    def featurise(*args, **kwargs):
+        raise AssertionError("featurised again although the cache holds the molecules")
+
+    monkeypatch.setattr(cache, "featurise", featurise)
+    calls.clear()
+    again = find_paper("papers.gps").compute(cfg, RunContext.detached(tmp_path / "ckpt", resume=True))
+    assert [c.stat().st_mtime_ns for c in caches] == stamps
+    assert [c["checkpoint_dir"] for c in calls] == [tmp_path / "ckpt" / arm for arm in ARMS]
+    assert [c["resume"] for c in calls] == [True] * 4
+    assert (again.data.train, again.data.valid, again.data.mean_mae) == (
+        first.data.train, first.data.valid, first.data.mean_mae,
+    )  # fmt: skip
+    assert first.data.train + first.data.valid + sum(first.data.skipped.values()) == 40
+
+
+@pytest.mark.slow  # minutes: the smoke reproduction again (the fast test above checks what a second run reuses)
 def test_a_second_smoke_run_reuses_its_features_and_training(smoke_run, cli):
     run = smoke_run("gps")
     caches = sorted((run.output_root / "gps" / "features").glob("qm9-*.npz"))
@@ -83,16 +152,19 @@ def test_a_second_smoke_run_reuses_its_features_and_training(smoke_run, cli):
     again = cli(run.args(), toy=False, timeout=1200)
     assert again.returncode == 0, again.stderr[-3000:]
     assert [c.stat().st_mtime_ns for c in caches] == stamps  # featurisation read back, not recomputed
-    second = json.loads((run.output_root / "gps" / "latest" / "results.json").read_text())
-    assert second["metrics"]["full/valid_mae_mev"] == run.results["metrics"]["full/valid_mae_mev"]  # resumed: same
+    second = json.loads((run.output_root / "gps" / "latest" / "results.json").read_text())["results"]
+    steps = run.record["config"]["gps"]["train"]["steps"]
+    for arm, first in run.record["results"]["arms"].items():
+        assert second["arms"][arm]["resumed_from"] == steps  # resumed at the end: nothing retrained
+        assert second["arms"][arm]["valid_mae"] == first["valid_mae"]  # and the same values
 
 
 def test_declared_claims_follow_the_arms_and_seeds():
-    ids = [c.id for c in gps.claims(SimpleNamespace(gps=Config(arms=["full", "no_3d", "full_unmasked"])))]
+    ids = [c.id for c in declare(SimpleNamespace(gps=Config(arms=["full", "no_3d", "full_unmasked"])))]
     assert ids == ["packing-efficiency"]  # the ablation claims need the arms they compare
-    ids = [c.id for c in gps.claims(SimpleNamespace(gps=Config(arms=["mpnn_only", "full", "no_3d"])))]
+    ids = [c.id for c in declare(SimpleNamespace(gps=Config(arms=["mpnn_only", "full", "no_3d"])))]
     assert ids == ["mpnn-keeps-accuracy", "packing-efficiency"]  # 3d-costs-more also needs no 3D's comparator
-    ids = [c.id for c in gps.claims(SimpleNamespace(gps=Config(seeds=[4])))]
+    ids = [c.id for c in declare(SimpleNamespace(gps=Config(seeds=[4])))]
     assert ids == ["packing-efficiency"]  # and a spread over at least two seeds
     assert Config().seeds == list(range(6)) and len(Config().arms) == 4  # the default design (claims.SEEDS)
 
@@ -160,7 +232,7 @@ def test_a_run_over_two_processes_equals_the_single_process_run(cli, tmp_path):
     run_dir = "hydra.run.dir=" + str(tmp_path / "two" / "run_${oc.env:JAX_PROCESS_ID}")
     for code, _, err in run_workers(2, tmp_path, 600, [*cmd, run_dir]):
         assert code == 0, err[-3000:]
-    expected = json.loads((tmp_path / "one" / "gps" / "latest" / "results.json").read_text())["metrics"]
-    got = json.loads((tmp_path / "two" / "run_0" / "results.json").read_text())["metrics"]
-    assert got["full/valid_mae_mev"] == pytest.approx(expected["full/valid_mae_mev"], rel=1e-5)
+    expected = json.loads((tmp_path / "one" / "gps" / "latest" / "results.json").read_text())["results"]
+    got = json.loads((tmp_path / "two" / "run_0" / "results.json").read_text())["results"]
+    np.testing.assert_allclose(got["arms"]["full"]["valid_mae"], expected["arms"]["full"]["valid_mae"], rtol=1e-5)
     assert os.path.exists(tmp_path / "two" / "gps" / "checkpoints")  # process 0 checkpoints

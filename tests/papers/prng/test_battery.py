@@ -5,9 +5,10 @@ import pytest
 from scipy import stats
 
 from core.random.xoroshiro import aox_output, next_state, plus_output
-from papers.prng import battery, raw_outputs
+from papers.prng import battery
 from papers.prng import cost as netlists
 from papers.prng.cost import MAPPINGS, Circuit, gate_counts, generator_cost, word_bits, word_value
+from papers.prng.run import raw_outputs
 
 
 def rank_by_hand(m: np.ndarray) -> int:

@@ -55,20 +55,27 @@ def test_the_constructions_derive_the_keys_they_name():
 
 
 def test_smoke_run_tables_the_battery_on_jax_streams(smoke_run):
-    results = smoke_run("prng").results
-    (table,) = [t for t in results["tables"] if t["name"] == "jax_streams"]
+    run = smoke_run("prng")
+    decision, results = run.decision, run.results
+    (table,) = [t for t in decision["tables"] if t["name"] == "jax_streams"]
     assert [row[0] for row in table["rows"]] == list(jax_streams.CONSTRUCTIONS.values())
     for row in table["rows"]:
         assert all(0 < p <= 1 for p in row[1:6]), row
         assert row[6] == 0, row  # seed 1 at the smoke scale: no test of any stream fails at p < 1e-4
     # the jax_streams table is not a claim: the claims are the paper's three
-    assert [c["id"] for c in results["claims"]] == ["aox-every-bit-passes", "aox-hamming-weight", "aox-generator-cells"]
+    assert [c["id"] for c in decision["claims"]] == [
+        "aox-every-bit-passes",
+        "aox-hamming-weight",
+        "aox-generator-cells",
+    ]
 
     # the lanes row's Hamming-weight p-value from the numpy stream: value i of bits(key(1), (n,)) is lane i mod 1024
     # at step i div 1024, lane j the state of key(1) jumped j times; then the 3 x 3 table of consecutive weight classes
     # (<= 29, 30..34, >= 35) against Binomial(64, 1/2), chi-squared with 8 df
-    n = results["config"]["prng"]["outputs"]
-    s0, s1 = xp.state_of(xp.key(results["config"]["prng"]["seeds"][0]))
+    config = run.record["config"]["prng"]
+    n, seed = config["outputs"], config["seeds"][0]
+    assert results.jax_seed == seed
+    s0, s1 = xp.state_of(xp.key(seed))
     raw = aox_generate(*brute_force_lanes(s0, s1, 1024), n // 1024)  # [lane, step]
     words = raw.T.reshape(-1)
     np.testing.assert_array_equal(words[:5], np.asarray(jax_streams.construction_stream("lanes", 1, 5)))
@@ -79,5 +86,7 @@ def test_smoke_run_tables_the_battery_on_jax_streams(smoke_run):
     pmf = stats.binom.pmf(np.arange(65), 64, 0.5)
     p = np.array([pmf[:30].sum(), pmf[30:35].sum(), pmf[35:].sum()])
     expected = np.outer(p, p) * (len(cls) - 1)
+    want = stats.chi2.sf(((counts - expected) ** 2 / expected).sum(), 8)
+    assert results.jax_streams["lanes"].hw_p == pytest.approx(want, rel=1e-6)  # what the run stored
     lanes_row = table["rows"][0]
-    assert lanes_row[3] == pytest.approx(stats.chi2.sf(((counts - expected) ** 2 / expected).sum(), 8), rel=1e-6)
+    assert lanes_row[3] == results.jax_streams["lanes"].hw_p  # what the report shows of it

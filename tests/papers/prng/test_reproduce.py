@@ -1,7 +1,9 @@
 """The PRNG reproduction end to end at the smoke scale (claims declared before the run, the fact beside them, the
-dieharder notice), the claims' verdicts on hand-made battery results and at the sample the Hamming-weight claim
-needs, and its config checks."""
+dieharder notice, the stored p-values against a recomputation), the decision on hand-made Results whose verdicts are
+known and on the stored smoke Results, the Hamming-weight rule at the sample it needs, the run in process on a
+config without streams, and the config checks."""
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
@@ -9,41 +11,26 @@ import pytest
 from scipy import optimize, stats
 
 from core.config import ConfigError, validate_section
+from core.context import RunContext
+from core.record import read_record
 from core.report import Interval, Verdict
-from papers.prng import Config, claims, raw_outputs
-from papers.prng.claims import HW_MIN_OUTPUTS, facts, measure, sample_decides
-from papers.prng.cost import cell_ratios
+from core.results import from_json, to_json
+from papers.prng import PAPER
+from papers.prng.claims import HW_MIN_OUTPUTS, claims, decide, facts, sample_decides
+from papers.prng.config import Config
+from papers.prng.cost import cell_ratios, mapping_cells, output_gates
+from papers.prng.paper import MAPPINGS
+from papers.prng.report import render
+from papers.prng.results import Battery, Results, Stream
+from papers.prng.run import raw_outputs
+from tests.conftest import REPO_ROOT
+
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "results" / "prng"
 
 
-def test_smoke_run_declares_its_claims_and_notes_a_missing_dieharder(smoke_run):
-    # run with prng.dieharder=true and a PATH without dieharder (tests/papers/conftest.py): the subset is skipped with
-    # a notice, whether or not this machine has it; what every run record holds: tests/papers/test_contract.py
-    results = smoke_run("prng").results
-    ids = [c["id"] for c in results["claims"]]
-    assert ids == ["aox-every-bit-passes", "aox-hamming-weight", "aox-generator-cells"]
-    assert any("dieharder is not installed" in n for n in results["notes"])
-    claims = {c["id"]: c for c in results["claims"]}
-
-    # the analytic row: two-input gates of the output functions alone, beside the paper's output cells 353 / 906
-    (fact,) = results["facts"]
-    assert (fact["id"], fact["kind"]) == ("aox-cheaper-than-adder", "analytic")
-    assert fact["value"] == pytest.approx(4 * 64 / 1078)  # tests/papers/prng/test_battery.py: AOX 4 gates per bit
-    assert fact["paper"] == pytest.approx(353 / 906)  # REFERENCES.md, PRNG-CELLS
-    removed = {e["claim"] for e in results["ledger"] if e["kind"] == "removed"}
-    assert removed == {"plus-low-bits-fail", "aox-cheaper-than-adder"}
-    # the theorem went to the tests, but the table still shows xoroshiro128+'s linear bit 0: linear complexity 128
-    assert results["metrics"]["min_lc/plus"] == 128
-    for generator in ("aox", "pcg64", "philox"):  # a random sequence of 300 bits: 150 +- a few
-        assert abs(results["metrics"][f"min_lc/{generator}"] - 150) <= 8, generator
-
-    # aox-every-bit-passes: no bit of xoroshiro128aox shows a linear structure (every bit's linear complexity is
-    # 150 +- 8 above), so its count is 0 and it holds
-    assert claims["aox-every-bit-passes"]["ours"] == 0 and claims["aox-every-bit-passes"]["verdict"] == "holds"
-    # aox-hamming-weight: the p-value recomputed here from the raw stream (popcount with numpy, the 3 x 3 table of
-    # consecutive weight classes <= 29, 30..34, >= 35 against Binomial(64, 1/2), chi-squared with 8 df); 65,536
-    # outputs are far below the 1.4e12 our test needs to see the paper's effect, so the claim is undecided, and the
-    # old rule (p >= 1e-4) is shown beside it
-    words = raw_outputs("aox", 1, 65536)
+def hamming_p(words: np.ndarray) -> float:
+    """The Hamming-weight dependency p-value recomputed from a stream: popcount with numpy, the 3 x 3 table of
+    consecutive weight classes <= 29, 30..34, >= 35 against Binomial(64, 1/2), chi-squared with 8 df."""
     weights = np.unpackbits(words.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1)
     cls = (weights >= 30).astype(int) + (weights >= 35)
     table = np.zeros((3, 3))
@@ -51,49 +38,127 @@ def test_smoke_run_declares_its_claims_and_notes_a_missing_dieharder(smoke_run):
     pmf = stats.binom.pmf(np.arange(65), 64, 0.5)
     p = np.array([pmf[:30].sum(), pmf[30:35].sum(), pmf[35:].sum()])
     expected = np.outer(p, p) * (len(cls) - 1)
-    p_value = stats.chi2.sf(((table - expected) ** 2 / expected).sum(), 8)
-    hw = claims["aox-hamming-weight"]
+    return float(stats.chi2.sf(((table - expected) ** 2 / expected).sum(), 8))
+
+
+def test_smoke_run_declares_its_claims_and_notes_a_missing_dieharder(smoke_run):
+    # run with prng.dieharder=true and a PATH without dieharder (tests/papers/conftest.py): the subset is skipped with
+    # a notice, whether or not this machine has it; what every run record holds: tests/papers/test_contract.py
+    run = smoke_run("prng")
+    decision, results = run.decision, run.results
+    assert run.record["config"]["prng"]["dieharder"] is True
+    ids = [c["id"] for c in decision["claims"]]
+    assert ids == ["aox-every-bit-passes", "aox-hamming-weight", "aox-generator-cells"]
+    assert any("dieharder is not installed" in n for n in decision["notes"])
+    assert all(s.dieharder is None for streams in results.streams.values() for s in streams)
+    assert "dieharder" not in [t["name"] for t in decision["tables"]]
+    claims_ = run.claims
+
+    # the analytic row: two-input gates of the output functions alone, beside the paper's output cells 353 / 906
+    (fact,) = decision["facts"]
+    assert (fact["id"], fact["kind"]) == ("aox-cheaper-than-adder", "analytic")
+    assert fact["value"] == pytest.approx(4 * 64 / 1078)  # tests/papers/prng/test_battery.py: AOX 4 gates per bit
+    assert fact["paper"] == pytest.approx(353 / 906)  # REFERENCES.md, PRNG-CELLS
+    removed = {e["claim"] for e in decision["ledger"] if e["kind"] == "removed"}
+    assert removed == {"plus-low-bits-fail", "aox-cheaper-than-adder"}
+    # the theorem went to the tests, but the table still shows xoroshiro128+'s linear bit 0: linear complexity 128
+    assert decision["metrics"]["min_lc/plus"] == 128
+    for generator in ("aox", "pcg64", "philox"):  # a random sequence of 300 bits: 150 +- a few
+        assert abs(decision["metrics"][f"min_lc/{generator}"] - 150) <= 8, generator
+
+    # aox-every-bit-passes: no bit of xoroshiro128aox shows a linear structure (every bit's linear complexity is
+    # 150 +- 8 above), so its count is 0 and it holds
+    assert claims_["aox-every-bit-passes"]["ours"] == 0 and claims_["aox-every-bit-passes"]["verdict"] == "holds"
+    # aox-hamming-weight: the p-value recomputed here from the raw stream; 65,536 outputs are far below the 1.4e12
+    # our test needs to see the paper's effect, so the claim is undecided, and the old rule (p >= 1e-4) is shown
+    # beside it; the stored Results hold the same p-value
+    p_value = hamming_p(raw_outputs("aox", 1, 65536))
+    hw = claims_["aox-hamming-weight"]
     assert hw["ours"] == pytest.approx(p_value, rel=1e-6)
+    assert results.streams["aox"][0].battery.hw_p == hw["ours"]
     assert p_value > 0.01 and hw["verdict"] == "undecided"
-    (entry,) = [e for e in results["ledger"] if e["claim"] == "aox-hamming-weight" and e["kind"] == "respecified"]
+    (entry,) = [e for e in decision["ledger"] if e["claim"] == "aox-hamming-weight" and e["kind"] == "respecified"]
     assert entry["original_verdict"] == "holds on this run"
     # aox-generator-cells: the range over the 8 mappings (tests/papers/prng/test_battery.py checks each count by
-    # formula) lies below the paper's 684 / 1237
-    cells = claims["aox-generator-cells"]
+    # formula) lies below the paper's 684 / 1237; the run stored the counts of papers.prng.cost
+    cells = claims_["aox-generator-cells"]
     assert cells["paper"] == pytest.approx(684 / 1237)
     ratios = sorted(cell_ratios().values())
     assert (cells["ours"]["low"], cells["ours"]["high"]) == pytest.approx((ratios[0], ratios[-1]))
     assert cells["verdict"] == ("holds" if ratios[-1] <= 684 / 1237 else "fails")
+    assert results.cells == mapping_cells() and results.gates == output_gates()
 
 
 def _cfg(**kw):
     return SimpleNamespace(prng=Config(**kw))
 
 
-def _seed_result(rank_p, lc_p, hw_p=0.5, lc_bit0=150):
-    return {
-        "rank_p": np.asarray(rank_p, float),
-        "lc_p": np.asarray(lc_p, float),
-        "rank_deficit": np.zeros(64),
-        "lc": np.full(64, lc_bit0),
-        "hw_p": hw_p,
-    }
-
-
-def test_claims_decide_hand_made_battery_results():
-    cfg = _cfg(generators=["aox", "plus"], seeds=[1, 2])
+def _battery(rank_p=None, lc_p=None, hw_p=0.5, lc=150) -> Battery:
     ok = np.full(64, 0.5)
-    one_bad = ok.copy()
+    return Battery(
+        rank_p=ok if rank_p is None else np.asarray(rank_p, float),
+        lc_p=ok if lc_p is None else np.asarray(lc_p, float),
+        lc=np.full(64, lc, np.int64),
+        hw_p=hw_p,
+        monobit_p=ok.copy(),
+        byte_p=0.5,
+    )
+
+
+def _results(aox: list[Battery], seeds=(1, 2), cells=None) -> Results:
+    return Results(
+        streams={"aox": [Stream(s, b) for s, b in zip(seeds, aox, strict=True)]},
+        jax_streams={},
+        jax_seed=None,
+        cells=mapping_cells() if cells is None else cells,
+        gates=output_gates(),
+    )
+
+
+def test_decide_on_hand_made_results():
+    cfg = _cfg(generators=["aox", "plus"], seeds=[1, 2])
+    one_bad = np.full(64, 0.5)
     one_bad[5] = 1e-6  # one bit fails the rank test at p < 1e-4 in one seed
-    per_gen = {"aox": [_seed_result(ok, ok, 0.3), _seed_result(one_bad, ok, 2e-5)]}
-    got = {c.id: c for c in measure(cfg, per_gen)}
+    results = _results([_battery(hw_p=0.3), _battery(rank_p=one_bad, hw_p=2e-5)])
+    decided = decide(cfg, results)
+    got = {c.id: c for c in decided.claims}
+    assert list(got) == ["aox-every-bit-passes", "aox-hamming-weight", "aox-generator-cells"]
     assert got["aox-every-bit-passes"].ours == 1 and got["aox-every-bit-passes"].verdict == "fails"
     # a dependency seen in 2^20 outputs: the sample is below what the paper's effect needs, so still undecided
     assert got["aox-hamming-weight"].ours == 2e-5 and got["aox-hamming-weight"].verdict == "undecided"
-    per_gen = {"aox": [_seed_result(ok, ok, 0.3), _seed_result(ok, ok, 0.2)]}
-    got = {c.id: c for c in measure(cfg, per_gen)}
+    assert decided.estimates["failures/aox/2/rank"] == 1 and decided.estimates["failures/aox/1/rank"] == 0
+    assert decided.estimates["failures/aox/2/hamming-weight"] == 1
+    # the report's failures table reads the decided counts, and names the failing bit
+    table = render(cfg, results, decided).tables[0]
+    assert table.name == "failures"
+    assert [row[1:3] + row[4:5] + row[7:8] for row in table.rows] == [[1, 0, 0, "-"], [2, 1, 1, "5"]]
+
+    decided = decide(cfg, _results([_battery(hw_p=0.3), _battery(hw_p=0.2)]))
+    got = {c.id: c for c in decided.claims}
     assert got["aox-every-bit-passes"].ours == 0 and got["aox-every-bit-passes"].verdict == "holds"
     assert got["aox-hamming-weight"].ours == 0.2 and got["aox-hamming-weight"].verdict == "undecided"
+    assert [f.id for f in decided.facts] == ["aox-cheaper-than-adder"]
+
+
+def test_dieharder_p_values_are_stored_and_tabled():
+    # where dieharder ran, its p-values per test number survive the JSON round trip (int keys) and get a table; a
+    # seed whose output could not be parsed ({}) gets no row, and no notice says dieharder is missing
+    cfg = _cfg(generators=["aox"], seeds=[1, 2], dieharder=True)
+    results = _results([_battery(), _battery()])
+    results.streams["aox"][0].dieharder = {0: 0.25, 2: 0.5, 3: 0.75, 4: 0.125}
+    results.streams["aox"][1].dieharder = {}
+    again = from_json(Results, to_json(results))
+    assert again.streams["aox"][0].dieharder == {0: 0.25, 2: 0.5, 3: 0.75, 4: 0.125}
+    assert again.streams["aox"][1].dieharder == {}
+    report = render(cfg, again, decide(cfg, again))
+    (table,) = [t for t in report.tables if t.name == "dieharder"]
+    assert table.rows == [["xoroshiro128aox", 0, 0.25, 0.5, 0.75, 0.125]]
+    assert not any("dieharder" in n for n in report.notes)
+    results.streams["aox"][0].dieharder = None
+    results.streams["aox"][1].dieharder = None
+    report = render(cfg, results, decide(cfg, results))
+    assert "dieharder" not in [t.name for t in report.tables]
+    assert any("dieharder is not installed" in n for n in report.notes)
 
 
 def test_the_hamming_rule_decides_only_at_the_sample_the_paper_s_effect_needs():
@@ -114,11 +179,16 @@ def test_the_hamming_rule_decides_only_at_the_sample_the_paper_s_effect_needs():
 
 def test_the_cell_claim_fails_with_a_ripple_carry_adder():
     # the claim can fail: with a ripple-carry adder (the cheapest 64-bit adder) every mapping puts the AOX generator
-    # far above 0.553 of xoroshiro128+
-    claim = next(c for c in claims(_cfg(generators=["aox"])) if c.id == "aox-generator-cells")
+    # far above 0.553 of xoroshiro128+; decided on Results whose xoroshiro128+ counts are the ripple-carry ones
+    cfg = _cfg(generators=["aox"], seeds=[])
     ripple = cell_ratios("ripple").values()
+    claim = next(c for c in claims(cfg) if c.id == "aox-generator-cells")
     assert claim.measured(Interval(0.8, min(ripple), max(ripple), 1.0)).verdict is Verdict.FAILS
-    assert claim.measured(*claim.measure(None, {})).verdict is Verdict.HOLDS
+    swapped = [dataclasses.replace(m, plus=m.plus_ripple) for m in mapping_cells()]
+    (cells,) = decide(cfg, _results([], seeds=(), cells=swapped)).claims
+    assert (cells.ours.low, cells.ours.high) == (min(ripple), max(ripple)) and cells.verdict is Verdict.FAILS
+    (cells,) = decide(cfg, _results([], seeds=())).claims
+    assert cells.verdict is Verdict.HOLDS
 
 
 def test_claims_follow_the_configured_generators():
@@ -129,7 +199,58 @@ def test_claims_follow_the_configured_generators():
         "aox-generator-cells",
     ]
     assert [c.id for c in claims(_cfg(generators=["plus", "aox"], seeds=[]))] == ["aox-generator-cells"]
-    assert [f.id for f in facts()] == ["aox-cheaper-than-adder"]
+    assert [f.id for f in facts(_results([], seeds=()))] == ["aox-cheaper-than-adder"]
+
+
+def test_the_run_in_process_on_a_config_without_streams():
+    # no seeds: no streams and no jax.random streams (JAX is not even drawn from), only the netlist counts, and only
+    # the cell claim is declared and decided
+    cfg = SimpleNamespace(prng=Config(generators=["aox"], seeds=[]), seed=0)
+    results = PAPER.compute(cfg, RunContext.detached())
+    assert isinstance(results, Results)
+    assert results.streams == {} and results.jax_streams == {} and results.jax_seed is None
+    assert [m.mapping for m in results.cells] == list(MAPPINGS)
+    assert {k: (g.gates, g.depth) for k, g in results.gates.items()} == {
+        "aox": (256, 3),
+        "kogge_stone": (1078, 13),
+        "ripple": (314, 126),
+    }
+    decided = PAPER.decide_results(cfg, results)
+    assert [(c.id, c.verdict) for c in decided.claims] == [("aox-generator-cells", Verdict.HOLDS)]
+    assert "jax_streams" not in [t.name for t in render(cfg, results, decided).tables]
+
+
+def test_the_stored_smoke_results_decide_as_the_smoke_run_did():
+    # tests/fixtures/results/prng/results.json (scripts/fixtures.py): the smoke run's Results, decided again here;
+    # every stored p-value array has its 64 bits, and the tables read the decided counts
+    record = read_record(FIXTURE)
+    cfg, results = record.config(), record.results()
+    assert list(results.streams) == ["aox", "plus", "pcg64", "philox"]
+    assert list(results.jax_streams) == ["lanes", "split-2", "split", "fold-in", "split-of-split", "chain"]
+    for b in [s.battery for ss in results.streams.values() for s in ss] + list(results.jax_streams.values()):
+        assert b.rank_p.shape == b.lc_p.shape == b.lc.shape == b.monobit_p.shape == (64,)
+        assert b.lc.dtype == np.int64 and b.rank_p.dtype == np.float64
+    decided = decide(cfg, results)
+    verdicts = {c.id: c.verdict for c in decided.claims}
+    assert verdicts == {
+        "aox-every-bit-passes": Verdict.HOLDS,
+        "aox-hamming-weight": Verdict.UNDECIDED,
+        "aox-generator-cells": Verdict.HOLDS,
+    }
+    # xoroshiro128+'s bit 0 is linear in the state: it fails both linearity tests, and nothing else fails
+    est = decided.estimates
+    assert est["failures/plus/1/rank"] == est["failures/plus/1/linear-complexity"] == 1
+    assert sum(v for k, v in est.items() if k.startswith("failures/") and not k.startswith("failures/plus")) == 0
+    assert all(est[f"jax-streams/{c}/failing"] == 0 for c in results.jax_streams)
+    report = render(cfg, results, decided)
+    failures = next(t for t in report.tables if t.name == "failures")
+    plus = next(row for row in failures.rows if row[0] == "xoroshiro128+")
+    assert plus[2:4] == [1, 1] and plus[7] == "0" and plus[8] == 128
+    cost = next(t for t in report.tables if t.name == "cost")
+    assert [row[4] for row in cost.rows[:-1]] == [f"{r:.3f}" for r in cell_ratios().values()]
+    assert report.metrics == {
+        f"min_lc/{g}": int(min(s.battery.lc.min() for s in ss)) for g, ss in results.streams.items()
+    }
 
 
 def test_config_errors():

@@ -23,7 +23,7 @@ from papers.qm1b.bench import (
     rows,
     table,
 )
-from papers.qm1b.experiment import REFERENCE_CONV_TOL, REFERENCE_CONV_TOL_GRAD
+from papers.qm1b.run import REFERENCE_CONV_TOL, REFERENCE_CONV_TOL_GRAD
 
 TIGHT = Setting(REFERENCE_CONV_TOL, REFERENCE_CONV_TOL_GRAD)
 

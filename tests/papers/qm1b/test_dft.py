@@ -33,11 +33,11 @@ F32_ENERGY_QM1B_HA = 25e-3 / HARTREE_EV  # stated: 25 meV at 9-11 heavy atoms
 
 
 def reference(atom, grid_level=0):
-    """Converged PySCF as the dataset's validation uses it (papers.qm1b.experiment.pyscf_reference): its own error
+    """Converged PySCF as the dataset's validation uses it (papers.qm1b.run.pyscf_reference): its own error
     is ~1e-11 Hartree and ~4e-5 meV on the gap against conv_tol 1e-13."""
     from pyscf import dft, gto
 
-    from papers.qm1b.experiment import REFERENCE_CONV_TOL, REFERENCE_CONV_TOL_GRAD
+    from papers.qm1b.run import REFERENCE_CONV_TOL, REFERENCE_CONV_TOL_GRAD
 
     mol = gto.M(atom=atom, basis="sto-3g", verbose=0)
     mf = dft.RKS(mol, xc="b3lyp5")
@@ -287,7 +287,7 @@ def test_exact_integrals_refuse_a_basis_too_large_for_memory():
 
 
 def test_validation_reference_follows_density_fitting():
-    from papers.qm1b.experiment import pyscf_reference
+    from papers.qm1b.run import pyscf_reference
 
     dft = {"basis": "sto-3g", "xc": "b3lyp5", "grid_level": 0}
     fitted = pyscf_reference(WATER, {**dft, "density_fit": True})["energy"]

@@ -17,14 +17,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import papers.qm1b.dft as dft_module
+import papers.qm1b.checks as checks_module
 from core.config import ConfigError, validate_section
 from core.data.molecules import embed_conformers
-from papers.qm1b import Config
+from papers.qm1b.config import Config
 from papers.qm1b.dft import basis_aos, is_systematic
 from papers.qm1b.dft.pipeline import Labeller
-from papers.qm1b.experiment import check_trainable
 from papers.qm1b.generate import atom_string, conformer_seed, generate_shard, read_dataset, select_molecules
+from papers.qm1b.run import check_trainable
 from tests.papers.qm1b.test_generate import DFT, SEL, _rows, fake_dft
 
 SHARD = "shard_00000_of_00001"
@@ -103,7 +103,9 @@ def test_exact_eris_too_large_for_the_largest_admitted_molecule_are_refused():
 def test_the_generator_refuses_the_same_settings_before_writing_anything(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"basis='sto-3gg' is not a basis PySCF knows"):
         generate_shard(SEL, {**DFT, "basis": "sto-3gg"}, tmp_path, run_batch=never, show_progress=False)
-    monkeypatch.setattr(dft_module, "EXACT_ERI_BYTES", 1e6)  # QM1B's molecules (up to 59 AOs in STO-3G) no longer fit
+    monkeypatch.setattr(
+        checks_module, "EXACT_ERI_BYTES", 1e6
+    )  # QM1B's molecules (up to 59 AOs in STO-3G) no longer fit
     with pytest.raises(ValueError, match=r"\(9 heavy atoms, 14 H\) has up to 59 AOs: exact ERIs of 59 AOs"):
         generate_shard(SEL, DFT, tmp_path, run_batch=never, show_progress=False)
     assert list(tmp_path.iterdir()) == []

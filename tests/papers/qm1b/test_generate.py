@@ -190,7 +190,7 @@ def _copy_labelling_code(root: Path) -> None:
 
 
 def test_a_change_to_the_labelling_code_relabels_instead_of_reusing(tmp_path):
-    from papers.qm1b.experiment import dataset_directory
+    from papers.qm1b.run import dataset_directory
 
     # the fingerprint covers the labelling code: a comment does not change it, a line of code does
     root = tmp_path / "repo"

@@ -248,11 +248,11 @@ def test_an_unwritable_output_fails_before_any_dft(tmp_path):
 
 def test_an_input_too_large_for_exact_integrals_is_refused_before_any_dft(tmp_path, monkeypatch):
     """Ethanol in STO-3G has 3 x 5 + 6 x 1 = 21 AOs (padded to 24: 1.3 MB of float32 ERIs), water 7."""
-    import papers.qm1b.dft as dft_module
+    import papers.qm1b.checks as checks_module
 
     (tmp_path / "w.xyz").write_text(xyz_block("water", WATER))
     inputs = read_inputs([_write(tmp_path / "m.smi", "O\nCCO ethanol\n"), tmp_path / "w.xyz"])
-    monkeypatch.setattr(dft_module, "EXACT_ERI_BYTES", 1e6)
+    monkeypatch.setattr(checks_module, "EXACT_ERI_BYTES", 1e6)
     with pytest.raises(ValueError, match=r"m\.smi:2 \(ethanol\): exact ERIs of 21 AOs need 0\.0 GB"):
         label(inputs, tmp_path / "out.parquet", run_batch=never, show_progress=False)
     assert not (tmp_path / "out.parquet").exists() and not (tmp_path / "out.parquet.parts").exists()

@@ -1,9 +1,10 @@
-"""The QM1B claims decide on their intervals: each holds on data that shows the effect, fails on data that shows
-the opposite, and is undecided where the interval straddles its margin (synthetic SchNet results and drop counts,
-no training, no DFT). The expected intervals are computed here independently: per-seed slopes by the normal
-equations and a t interval over them with numpy and scipy's t quantile, the drop share's bounds by solving the
-binomial tails with scipy's binom, the accuracy maxima with numpy."""
+"""The QM1B decision and report from hand-made Results (no training, no DFT): each claim holds on data that shows
+the effect, fails on data that shows the opposite, and is undecided where the interval straddles its margin. The
+expected intervals are computed here independently: per-seed slopes by the normal equations and a t interval over
+them with numpy and scipy's t quantile, the drop share's bounds by solving the binomial tails with scipy's binom,
+the accuracy maxima with numpy. The report formats those Results and the decision, never deciding."""
 
+import dataclasses
 import math
 from types import SimpleNamespace
 
@@ -11,14 +12,21 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from core.report import Interval, Verdict
-from papers.qm1b import Config, claims
-from papers.qm1b.claims import proportion
+from core.report import Interval, Report, Verdict
+from papers.qm1b import PAPER
+from papers.qm1b.claims import claims, decide, proportion
+from papers.qm1b.config import Config
 from papers.qm1b.ledger import LEDGER
-from papers.qm1b.report import measure
+from papers.qm1b.report import render
+from papers.qm1b.results import Labelled, Results, Size, Validation
 
-MANIFESTS = [{"rows": 99, "dropped": {"std": 1}, "seconds": 10.0, "skipped_smiles": {}}]
-VALIDATION = {"gap_mev": np.array([0.05, -0.08, 0.02]), "energy_mev": np.array([0.3, -0.6, 0.5])}
+DATASET = Labelled(
+    key="0123456789ab", shards=1, rows=99, dropped={"std": 1}, seconds=10.0, skipped_smiles={}, iterations=20,
+    early_stop=True,
+)  # fmt: skip
+VALIDATION = Validation(
+    gap_mev=np.array([0.05, -0.08, 0.02]), energy_mev=np.array([0.3, -0.6, 0.5]), pyscf_seconds_per_row=1.5
+)
 SIZES = [16, 50, 160, 500]
 ALL = [
     "gap-within-0.1mev",
@@ -30,15 +38,18 @@ ALL = [
 ]
 
 
-def _drops(dropped: int, conformers: int) -> dict:
-    """A drop sample's manifest: `dropped` of `conformers` dropped by the std rule."""
-    return {
-        "rows": conformers - dropped,
-        "dropped": {"std": dropped} if dropped else {},
-        "seconds": 1.0,
-        "skipped_smiles": {},
-        "dft": {"iterations": 20},
-    }
+def _drops(dropped: int, conformers: int) -> Labelled:
+    """A drop sample: `dropped` of `conformers` dropped by the std rule, at 20 fixed iterations."""
+    return Labelled(
+        key="ba9876543210",
+        shards=1,
+        rows=conformers - dropped,
+        dropped={"std": dropped} if dropped else {},
+        seconds=1.0,
+        skipped_smiles={},
+        iterations=20,
+        early_stop=False,
+    )
 
 
 DROPS = _drops(0, 480)
@@ -51,25 +62,35 @@ def _config(seeds, drop_molecules=120):
     return c
 
 
+def _cfg(seeds=3, drop_molecules=120):
+    """The run config decide and render get: the qm1b section and the shared keys they read."""
+    return SimpleNamespace(qm1b=_config(seeds, drop_molecules), output_root="outputs", shard=0, num_shards=1)
+
+
 def _scaling(valid, train, mean=1600.0):
     """valid/train: [sizes][seeds] MAEs in meV; every seed's mean predictor at `mean`."""
     return [
-        {
-            "size": n,
-            "steps": 600,
-            "valid_mae": list(v),
-            "train_mae": list(t),
-            "mean_mae": [mean] * len(v),
-            "valid_rows": 180,
-            "valid_molecules": 60,
-        }
+        Size(
+            size=n,
+            steps=600,
+            seeds=list(range(len(v))),
+            train_mae=[float(x) for x in t],
+            valid_mae=[float(x) for x in v],
+            mean_mae=[mean] * len(v),
+            seconds=12.5,
+            valid_rows=180,
+            valid_molecules=60,
+        )
         for n, v, t in zip(SIZES, valid, train, strict=True)
     ]
 
 
+def _results(scaling, validation=VALIDATION, drops=DROPS):
+    return Results("all", DATASET, drops, validation, scaling)
+
+
 def _verdicts(scaling, validation=VALIDATION, seeds=3, drops=DROPS):
-    cfg = SimpleNamespace(qm1b=_config(seeds))
-    return {c.id: c for c in measure(cfg, MANIFESTS, validation, scaling, drops)}
+    return {c.id: c for c in decide(_cfg(seeds), _results(scaling, validation, drops)).claims}
 
 
 def seed_slopes(values):
@@ -95,7 +116,7 @@ def test_claims_hold_when_mae_falls_below_the_mean_predictor_and_the_gap_narrows
     valid = [[1500, 1520, 1490], [1100, 1130, 1080], [950, 960, 940], [850, 870, 845]]
     train = [[10, 12, 11], [300, 310, 290], [500, 520, 505], [600, 610, 590]]
     got = _verdicts(_scaling(valid, train))
-    assert [c.id for c in claims(SimpleNamespace(qm1b=_config(3)))] == list(got) == ALL
+    assert [c.id for c in claims(_cfg(3))] == list(got) == ALL
     falls = mean_interval(seed_slopes([[v / 1600.0 for v in row] for row in valid]))
     gaps = [[v - t for v, t in zip(rv, rt, strict=True)] for rv, rt in zip(valid, train, strict=True)]
     narrows = mean_interval(seed_slopes(gaps))
@@ -113,7 +134,7 @@ def test_claims_hold_when_mae_falls_below_the_mean_predictor_and_the_gap_narrows
 def test_claims_fail_when_mae_rises_above_the_mean_predictor_and_the_gap_widens():
     valid = [[1500, 1510, 1490], [1700, 1720, 1690], [1900, 1910, 1880], [2100, 2120, 2090]]
     train = [[1400, 1410, 1390], [1300, 1310, 1290], [1200, 1210, 1190], [1100, 1110, 1090]]
-    bad = {"gap_mev": np.array([0.05, -0.12, 0.02]), "energy_mev": np.array([1.0, -2.0, 0.5])}
+    bad = Validation(np.array([0.05, -0.12, 0.02]), np.array([1.0, -2.0, 0.5]), pyscf_seconds_per_row=1.5)
     got = _verdicts(_scaling(valid, train), bad, drops=_drops(30, 300))
     falls = mean_interval(seed_slopes([[v / 1600.0 for v in row] for row in valid]))
     beats = mean_interval([v - 1600.0 for v in valid[-1]])
@@ -151,11 +172,13 @@ def test_drop_share_is_the_clopper_pearson_interval_of_the_drop_sample():
         with pytest.raises(ValueError, match="proportion"):
             proportion(*bad)
     # molecules ETKDG could not embed (and labelling errors) never had a DFT result: not QM1B's rules, not counted
-    sample = {**_drops(0, 468), "dropped": {"embedding_failed": 12, "error:ValueError": 4}}
+    sample = dataclasses.replace(_drops(0, 468), dropped={"embedding_failed": 12, "error:ValueError": 4})
     ours = _verdicts(_scaling([[1500] * 3] * 4, [[10] * 3] * 4), drops=sample)["drop-share"]
     assert ours.ours.estimate == 0 and ours.ours.high == pytest.approx(1 - 0.025 ** (1 / 468))
     assert ours.verdict is Verdict.HOLDS and "not counted (no DFT result): {'embedding_failed': 12" in ours.detail
-    sample = {**_drops(0, 468), "dropped": {"embedding_failed": 12, "not_finite": 1, "zero_gap": 1, "std": 3}}
+    sample = dataclasses.replace(
+        _drops(0, 468), dropped={"embedding_failed": 12, "not_finite": 1, "zero_gap": 1, "std": 3}
+    )
     assert _verdicts(_scaling([[1500] * 3] * 4, [[10] * 3] * 4), drops=sample)["drop-share"].ours.estimate == 5 / 473
 
 
@@ -168,10 +191,13 @@ def test_one_bad_seed_at_the_largest_size_leaves_the_mean_predictor_claim_undeci
 
 
 def test_one_seed_declares_no_seed_interval_and_no_drop_sample_no_drop_claim():
-    cfg = SimpleNamespace(qm1b=_config(1, drop_molecules=0))
+    cfg = _cfg(1, drop_molecules=0)
     assert [c.id for c in claims(cfg)] == ["gap-within-0.1mev", "energy-within-1mev"]
-    got = {c.id: c for c in measure(cfg, MANIFESTS, {"gap_mev": np.array([]), "energy_mev": np.array([])}, [], None)}
-    assert all(c.verdict is Verdict.NOT_MEASURED and c.detail == "not measured" for c in got.values())
+    empty = Validation(gap_mev=np.array([]), energy_mev=np.array([]), pyscf_seconds_per_row=0.0)
+    decided = decide(cfg, Results("all", DATASET, None, empty, []))
+    assert [c.id for c in decided.claims] == ["gap-within-0.1mev", "energy-within-1mev"]
+    assert all(c.verdict is Verdict.NOT_MEASURED and c.detail == "not measured" for c in decided.claims)
+    assert decided.estimates == {"dataset/rows": 99, "dataset/conformers": 100}  # no seed interval of one seed
 
 
 def test_the_ledger_records_every_respecified_claim_with_its_last_verdict():
@@ -188,3 +214,63 @@ def test_the_ledger_records_every_respecified_claim_with_its_last_verdict():
         assert (cid, "added", "2026-11-26") in entries
     # every current claim's latest rule text in the ledger names the statistic its measure computes
     assert "Clopper-Pearson" in entries["drop-share", "respecified", "2026-11-26"].new
+
+
+def test_the_key_figures_are_the_counts_and_each_sizes_mean_over_seeds_with_its_t_interval():
+    valid = [[1500, 1520, 1490], [1100, 1130, 1080], [950, 960, 940], [850, 870, 845]]
+    train = [[10, 12, 11], [300, 310, 290], [500, 520, 505], [600, 610, 590]]
+    est = decide(_cfg(3), _results(_scaling(valid, train), drops=_drops(3, 480))).estimates
+    assert (est["dataset/rows"], est["dataset/conformers"]) == (99, 100)  # exact counts
+    assert (est["drops/computed"], est["drops/dropped"]) == (480, 3)
+    for k, n in enumerate(SIZES):
+        gaps = [v - t for v, t in zip(valid[k], train[k], strict=True)]
+        for name, values in (
+            ("valid_mae", valid[k]),
+            ("train_mae", train[k]),
+            ("valid_minus_train", gaps),
+            ("relative", [v / 1600.0 for v in valid[k]]),
+        ):
+            _assert_interval(est[f"schnet/{name}/{n}"], mean_interval(values))
+        assert est[f"schnet/mean_mae/{n}"].estimate == 1600.0  # identical seeds: a point interval
+    # a seed that diverged at one size: no interval there, the other sizes keep theirs
+    diverged = _scaling(valid, train)
+    diverged[1].valid_mae[0] = math.nan
+    est = decide(_cfg(3), _results(diverged)).estimates
+    assert f"schnet/valid_mae/{SIZES[1]}" not in est and f"schnet/valid_mae/{SIZES[2]}" in est
+
+
+def test_the_report_formats_the_results_and_never_decides():
+    valid = [[1500, 1520, 1490], [1100, 1130, 1080], [950, 960, 940], [850, 870, 845]]
+    train = [[10, 12, 11], [300, 310, 290], [500, 520, 505], [600, 610, 590]]
+    cfg, results = _cfg(3), _results(_scaling(valid, train), drops=_drops(3, 480))
+    decided = PAPER.decide_results(cfg, results)
+    report = render(cfg, results, decided)
+    assert isinstance(report, Report) and report.claims == [] and report.facts == []
+    tables = {t.name: t for t in report.tables}
+    assert list(tables) == ["dataset", "schnet_scaling", "drops"]
+    assert tables["dataset"].rows[:2] == [["rows kept", 99], ["conformers computed", 100]]
+    assert tables["dataset"].caption == "Parquet shards under outputs/qm1b/data/0123456789ab"
+    assert tables["drops"].rows[0] == ["conformers with a DFT result", 480]
+    first = tables["schnet_scaling"].rows[0]
+    assert first[:3] == [16, "11 +- 1", "1503 +- 15"] and first[5] == "0.940 +- 0.010"
+    assert [f.name for f in report.figures] == ["schnet_scaling", "errors"]
+    m = report.metrics
+    assert m["validate/gap_max_mev"] == 0.08 and m["validate/energy_max_mev"] == 0.6
+    assert (m["drops/conformers"], m["drops/dropped"]) == (480, 3) and m["schnet/valid_mae/500/seed2"] == 845.0
+    assert m["conformers_per_hour"] == pytest.approx(100 / 10.0 * 3600)
+    # no validated rows: no error figure, no maxima
+    empty = Validation(gap_mev=np.array([]), energy_mev=np.array([]), pyscf_seconds_per_row=0.0)
+    bare = render(cfg, dataclasses.replace(results, validation=empty), decided)
+    assert [f.name for f in bare.figures] == ["schnet_scaling"] and "validate/gap_max_mev" not in bare.metrics
+
+
+def test_a_generate_job_declares_no_claims_and_reports_its_shard():
+    cfg = _cfg()
+    cfg.qm1b.stage, cfg.shard, cfg.num_shards = "generate", 1, 3
+    assert claims(cfg) == []
+    results = Results("generate", DATASET)
+    decided = PAPER.decide_results(cfg, results)
+    assert decided.claims == [] and decided.estimates == {"dataset/rows": 99, "dataset/conformers": 100}
+    report = render(cfg, results, decided)
+    assert report.title == "QM1B generation, shard 1 of 3" and [t.name for t in report.tables] == ["dataset"]
+    assert report.claims == [] and report.metrics["rows"] == 99

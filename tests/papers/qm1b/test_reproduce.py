@@ -1,18 +1,31 @@
-"""The QM1B reproduction end to end at the smoke scale: claims (their intervals recomputed here from the per-seed
-MAEs and the drop counts the run records), Parquet shards with QM1B's columns keyed by the labelling code, reuse of
-the generated data by a second run, a single-shard generate job, and config checks."""
+"""The QM1B reproduction end to end at the smoke scale, made once (tests/papers/conftest.py): its claims, recomputed
+here from the Results it stored (the validated rows' errors, the drop counts, the per-seed MAEs), and the Parquet
+shards with QM1B's columns keyed by the labelling code. Reuse of the labelled data by the next run is checked on the
+stage that keeps it (run.label_dataset and label_drops with a stand-in DFT), and a generate-only job in process; the
+same checks through a second command-line run are slow tests. Config checks last."""
 
+import functools
 import json
 import math
+from collections import Counter
+from dataclasses import asdict
+from types import SimpleNamespace
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from omegaconf import OmegaConf
 from scipy import stats
 
+import papers.qm1b.generate as generate_module
+import papers.qm1b.run as run_module
 from core.config import ConfigError, validate_section
-from papers.qm1b import Config
-from papers.qm1b.generate import labelling_fingerprint
+from core.context import RunContext
+from core.provenance import REPO_ROOT
+from papers.qm1b import PAPER
+from papers.qm1b.config import Config, drop_dft, drop_selection, selection
+from papers.qm1b.generate import dataset_key, generate_shard, labelling_fingerprint, read_dataset
+from tests.papers.qm1b.test_generate import fake_dft
 
 
 def _t_interval(values):
@@ -26,67 +39,179 @@ def _ols_slope(x, y):
     return float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
 
 
-def test_smoke_run_generates_validates_trains_and_reuses_its_data(smoke_run, cli):
+def _shards(output_root):
+    """{early_stop: the shard folder}: the dataset (early stopping) and the drop sample (20 fixed iterations)."""
+    shards = list((output_root / "qm1b" / "data").glob("*/shard_00000_of_00001"))
+    manifests = {json.loads((d / "manifest.json").read_text())["dft"]["early_stop"]: d for d in shards}
+    assert len(shards) == 2 and set(manifests) == {True, False}
+    return manifests
+
+
+def test_smoke_run_generates_validates_and_trains(smoke_run):
     run = smoke_run("qm1b")  # what every run record holds: tests/papers/test_contract.py
-    results = run.results
+    results, decision, claims = run.results, run.decision, run.claims
     ids = ["gap-within-0.1mev", "energy-within-1mev", "drop-share", "valid-mae-falls", "beats-mean-predictor"]
-    assert [c["id"] for c in results["claims"]] == [*ids, "gap-narrows"]
-    claims = {c["id"]: c for c in results["claims"]}
-    m = results["metrics"]
+    assert list(claims) == [*ids, "gap-narrows"]
+    assert results.stage == "all"
     # the labels' accuracy: the largest validated errors (meV; ~0.1 and ~0.02 in float32)
-    assert claims["gap-within-0.1mev"]["ours"] == m["validate/gap_max_mev"] < 1.0
-    assert claims["energy-within-1mev"]["ours"] == m["validate/energy_max_mev"] < 10.0
+    gap, energy = np.abs(results.validation.gap_mev), np.abs(results.validation.energy_mev)
+    assert gap.size == energy.size == 2  # qm1b.validate.rows at the smoke scale
+    assert claims["gap-within-0.1mev"]["ours"] == gap.max() < 1.0
+    assert claims["energy-within-1mev"]["ours"] == energy.max() < 10.0
+    assert decision["metrics"]["validate/gap_max_mev"] == gap.max()
     assert "Fig. 2" in claims["gap-within-0.1mev"]["paper"]  # the paper's statement beside
     # the drop sample: QM1B's 20 fixed iterations, its share with the exact binomial interval
+    drops = results.drops
+    assert (drops.iterations, drops.early_stop) == (20, False)
+    k = sum(v for r, v in drops.dropped.items() if r in ("std", "zero_gap", "not_finite"))
+    n = drops.rows + k
     drop = claims["drop-share"]["ours"]
-    k, n = m["drops/dropped"], m["drops/conformers"]
     assert (
         n == 4
         and drop["estimate"] == k / n
         and drop["high"] == pytest.approx(stats.binomtest(k, n).proportion_ci(method="exact").high)
     )
-    # the claims' intervals, recomputed here from the per-seed MAEs the run records: one slope per seed
-    sizes = sorted({int(k.split("/")[2]) for k in m if k.startswith("schnet/mean_mae/")})
-    seeds = sorted({k.split("/")[3] for k in m if k.startswith("schnet/valid_mae/") and k.count("/") == 3})
-    assert len(sizes) >= 2 and len(seeds) == 2
-    last = sizes[-1]
-    expected = _t_interval([m[f"schnet/valid_mae/{last}/{s}"] - m[f"schnet/mean_mae/{last}/{s}"] for s in seeds])
+    assert (decision["estimates"]["drops/computed"], decision["estimates"]["drops/dropped"]) == (n, k)
+    # the claims' intervals, recomputed here from the per-seed MAEs the run stored: one slope per seed
+    scaling = results.scaling
+    sizes = [r.size for r in scaling]
+    assert sizes == [2, 4] and all(len(r.valid_mae) == len(r.seeds) == 2 for r in scaling)
+    last = scaling[-1]
+    expected = _t_interval([v - m for v, m in zip(last.valid_mae, last.mean_mae, strict=True)])
     ours = claims["beats-mean-predictor"]["ours"]
     assert (ours["estimate"], ours["low"], ours["high"]) == pytest.approx(expected, rel=1e-6)
     x = [math.log(n) for n in sizes]
-    rel = [
-        _ols_slope(x, [m[f"schnet/valid_mae/{n}/{s}"] / m[f"schnet/mean_mae/{n}/{s}"] for n in sizes]) for s in seeds
-    ]
-    gap = [
-        _ols_slope(x, [m[f"schnet/valid_mae/{n}/{s}"] - m[f"schnet/train_mae/{n}/{s}"] for n in sizes]) for s in seeds
-    ]
-    for cid, slopes in (("valid-mae-falls", rel), ("gap-narrows", gap)):
+    rel = [_ols_slope(x, [r.valid_mae[s] / r.mean_mae[s] for r in scaling]) for s in range(2)]
+    gap_slopes = [_ols_slope(x, [r.valid_mae[s] - r.train_mae[s] for r in scaling]) for s in range(2)]
+    for cid, slopes in (("valid-mae-falls", rel), ("gap-narrows", gap_slopes)):
         ours = claims[cid]["ours"]
         assert (ours["estimate"], ours["low"], ours["high"]) == pytest.approx(_t_interval(slopes), rel=1e-6), cid
     for cid in ("valid-mae-falls", "beats-mean-predictor", "gap-narrows"):  # decided on intervals over 2 seeds
         ours = claims[cid]["ours"]
         assert ours["low"] <= ours["estimate"] <= ours["high"] and ours["confidence"] == 0.95, (cid, ours)
         assert claims[cid]["verdict"] in ("holds", "fails", "undecided")
-    assert any(e["claim"] == "gap-accuracy" and e["kind"] == "removed" for e in results["ledger"])
-    (scaling,) = [t for t in results["tables"] if t["name"] == "schnet_scaling"]
-    assert "+-" in scaling["rows"][0][2]  # validation MAE as mean +- std over the seeds
-    shards = list((run.output_root / "qm1b" / "data").glob("*/shard_00000_of_00001"))
-    manifests = {json.loads((d / "manifest.json").read_text())["dft"]["early_stop"]: d for d in shards}
-    assert len(shards) == 2 and set(manifests) == {True, False}  # the dataset, and the drop sample at 20 iterations
-    shard = manifests[True]
-    manifest = json.loads((shard / "manifest.json").read_text())
+    est = decision["estimates"]["schnet/valid_mae/4"]
+    assert (est["estimate"], est["low"], est["high"]) == pytest.approx(_t_interval(last.valid_mae), rel=1e-6)
+    assert any(e["claim"] == "gap-accuracy" and e["kind"] == "removed" for e in decision["ledger"])
+    (table,) = [t for t in decision["tables"] if t["name"] == "schnet_scaling"]
+    assert "+-" in table["rows"][0][2]  # validation MAE as mean +- std over the seeds
+
+    # the Parquet shards, keyed by the labelling code, and the counts the Results hold of them
+    shards = _shards(run.output_root)
+    for labelled, shard in ((results.dataset, shards[True]), (drops, shards[False])):
+        manifest = json.loads((shard / "manifest.json").read_text())
+        assert labelled.key == shard.parent.name == manifest["key"]
+        assert (labelled.rows, labelled.dropped, labelled.seconds) == (
+            manifest["rows"],
+            manifest["dropped"],
+            manifest["seconds"],
+        )
+    manifest = json.loads((shards[True] / "manifest.json").read_text())
     assert len(manifest["done"]) == 6
     assert manifest["code"] == labelling_fingerprint()  # the labelling code, part of the dataset's key
-    table = pq.read_table(shard / manifest["parts"][0]["file"])
-    assert table.column_names[:10] == ["smile", "atoms", "z", "energy", "homo", "lumo", "N", "std", "y", "pos"]
-    assert b"versions" in table.schema.metadata and b"selection" in table.schema.metadata
-    assert json.loads(table.schema.metadata[b"code"]) == manifest["code"]
+    parquet = pq.read_table(shards[True] / manifest["parts"][0]["file"])
+    assert parquet.column_names[:10] == ["smile", "atoms", "z", "energy", "homo", "lumo", "N", "std", "y", "pos"]
+    assert b"versions" in parquet.schema.metadata and b"selection" in parquet.schema.metadata
+    assert json.loads(parquet.schema.metadata[b"versions"])["pyscf"]
+    assert json.loads(parquet.schema.metadata[b"code"]) == manifest["code"]
+
+
+@pytest.mark.slow
+def test_a_second_smoke_run_reuses_its_data(smoke_run, cli):
+    """The whole smoke run again into the same output root: it labels nothing (the fast check of the same reuse:
+    test_the_labelled_datasets_are_kept_and_reused_by_the_next_run)."""
+    run = smoke_run("qm1b")
+    before = {k: json.loads((d / "manifest.json").read_text()) for k, d in _shards(run.output_root).items()}
     again = cli(run.args(), toy=False)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert json.loads((shard / "manifest.json").read_text())["seconds"] == manifest["seconds"]  # nothing recomputed
+    after = {k: json.loads((d / "manifest.json").read_text()) for k, d in _shards(run.output_root).items()}
+    assert after == before  # nothing recomputed: the same parts, counts and labelling seconds
 
 
-def test_generate_stage_makes_only_its_shard(cli, tmp_path):
+# ---------------------------------------------------------------------------------------------- reuse, in process
+
+
+# QM9-like SMILES of 1-3 heavy atoms: the smoke selection (2-3 heavy atoms) scans most of QM9 for its few
+# molecules that small (about a minute on a busy 2-core machine), so these tests select from this list instead
+SMALL_SMILES = [
+    "C", "CC", "CCC", "CO", "CCO", "COC", "CC=O", "CN", "CCN", "C#N", "CC#N", "O", "OC=O", "NC=O", "C1CC1", "CF",
+    "N", "C=O",
+]  # fmt: skip
+
+
+def _smoke_config(output_root, **shared):
+    """The smoke scale's run config (configs/paper_scale/qm1b/smoke.yaml) as `run` gets it."""
+    section = OmegaConf.load(REPO_ROOT / "configs" / "paper_scale" / "qm1b" / "smoke.yaml")["qm1b"]
+    c, _ = validate_section(section, Config, "qm1b")
+    keys = {"seed": 0, "output_root": str(output_root), "shard": 0, "num_shards": 1, **shared}
+    return SimpleNamespace(qm1b=c, **keys)
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    """The run's generator with test_generate's stand-in DFT, selecting from SMALL_SMILES: the conformers it
+    labels, by early_stop (True: the dataset, False: the drop sample at fixed iterations)."""
+    monkeypatch.setattr(generate_module, "qm9_smiles", lambda: SMALL_SMILES)
+    labelled = Counter()
+
+    def counting(atoms, **dft):
+        labelled[dft["early_stop"]] += len(atoms)
+        return fake_dft(atoms, **dft)
+
+    monkeypatch.setattr(
+        run_module, "generate_shard", functools.partial(generate_shard, run_batch=counting, show_progress=False)
+    )
+    return labelled
+
+
+def test_the_labelled_datasets_are_kept_and_reused_by_the_next_run(tmp_path, stand_in):
+    """The run's data stage at the smoke scale: the dataset and the drop sample are labelled into output_root,
+    keyed by their selection, DFT and labelling code; the next run (any compute code, resumed or not) finds them done
+    and labels nothing, and the Results count what the manifests hold."""
+    cfg = _smoke_config(tmp_path)
+    c = cfg.qm1b
+    directory, manifests = run_module.label_dataset(cfg)
+    drops_dir, drops = run_module.label_drops(cfg)
+    assert stand_in == {True: 6 * 2, False: 2 * 2}  # 6 molecules and 2 of the drop sample, 2 conformers each
+    code = labelling_fingerprint()
+    assert directory == tmp_path / "qm1b" / "data" / dataset_key(selection(c, 0), asdict(c.dft), code)
+    assert drops_dir == tmp_path / "qm1b" / "data" / dataset_key(drop_selection(c, 0), drop_dft(c), code)
+    assert [m["code"] for m in (*manifests, drops)] == [code, code]
+
+    again_dir, again = run_module.label_dataset(cfg)
+    again_drops = run_module.label_drops(cfg)
+    assert stand_in == {True: 12, False: 4}  # nothing labelled again
+    assert (again_dir, again, again_drops) == (directory, manifests, (drops_dir, drops))
+    counted = run_module.labelled(again, again_dir)
+    assert counted.key == directory.name and counted.rows == read_dataset(directory, 1).num_rows == manifests[0]["rows"]
+    assert counted.conformers == 12 and (counted.iterations, counted.early_stop) == (c.dft.iterations, True)
+    off = _smoke_config(tmp_path)
+    off.qm1b.drops.molecules = 0
+    assert run_module.label_drops(off) is None  # no drop sample: nothing labelled for it
+
+
+def test_a_generate_job_labels_only_its_shard_and_declares_no_claims(tmp_path, stand_in):
+    cfg = _smoke_config(tmp_path, shard=1, num_shards=3)
+    cfg.qm1b.stage = "generate"
+    assert PAPER.declare(cfg) == []
+    results = PAPER.compute(cfg, RunContext.detached())
+    (shard,) = (tmp_path / "qm1b" / "data").glob("*/shard_*")
+    assert shard.name == "shard_00001_of_00003"
+    manifest = json.loads((shard / "manifest.json").read_text())
+    assert len(manifest["done"]) == 2  # molecules 1 and 4 of 6
+    assert stand_in == {True: 2 * 2}  # no drop sample, no validation, no training
+    assert results.stage == "generate" and results.drops is None and results.validation is None
+    assert (results.dataset.key, results.dataset.rows, results.dataset.shards) == (
+        shard.parent.name,
+        manifest["rows"],
+        1,
+    )
+    assert PAPER.decide_results(cfg, results).claims == []
+
+
+@pytest.mark.slow
+def test_the_generate_command_makes_only_its_shard(cli, tmp_path):
+    """A generate job from the command line, with the real DFT (the cluster's job: README)."""
     args = ["paper=qm1b", "scale=smoke", "logger=none", f"output_root={tmp_path}", "qm1b.stage=generate"]
     r = cli([*args, "shard=1", "num_shards=3"], toy=False)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -94,8 +219,9 @@ def test_generate_stage_makes_only_its_shard(cli, tmp_path):
     assert shard.name == "shard_00001_of_00003"
     assert len(json.loads((shard / "manifest.json").read_text())["done"]) == 2  # molecules 1 and 4 of 6
     run = tmp_path / "qm1b" / "latest"
-    assert json.loads((run / "claims.json").read_text())["declared"] == []  # a generate job checks no claims
-    assert json.loads((run / "results.json").read_text())["claims"] == []
+    decision = json.loads((run / "claims.json").read_text())
+    assert decision["declared"] == [] and decision["claims"] == []  # a generate job checks no claims
+    assert json.loads((run / "results.json").read_text())["results"]["stage"] == "generate"
 
 
 def test_config_errors_name_the_key():

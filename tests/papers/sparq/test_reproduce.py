@@ -1,44 +1,86 @@
-"""The SparQ reproduction end to end at the smoke scale (the LM checkpoint is reused), and its config checks."""
+"""The SparQ reproduction: its smoke run (made once per session, tests/papers/conftest.py) and the reuse of its kept
+work (the character LM it trained, loaded again in process; the evaluation's store), its decision and report on
+hand-made Results whose verdicts are known, and its config checks."""
+
+import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from core.claims import Decided
 from core.config import ConfigError, validate_section
-from core.report import Interval, Verdict
-from papers.sparq import Config
-from papers.sparq.claims import CLAIMS, ratio_of_means
-from papers.sparq.model import induction_windows
+from core.context import RunContext
+from core.record import read_record
+from core.report import Interval, Report, Verdict
+from papers.sparq.claims import CLAIMS, decide, ratio_of_means, speedup
+from papers.sparq.config import Config
+from papers.sparq.model import induction_windows, model_key
+from papers.sparq.report import render
+from papers.sparq.results import DecodeTiming, LMInfo, Method, MethodResult, Results, TimingPoint
 
 
-def test_smoke_run_reports_every_claim_and_reuses_the_model(smoke_run, cli):
+def test_smoke_run_reports_every_claim_and_its_model_is_reused(smoke_run, tmp_path, monkeypatch):
     run = smoke_run("sparq")  # what every run record holds: tests/papers/test_contract.py
-    results = run.results
-    ids = [c["id"] for c in results["claims"]]
+    decision = run.decision
+    ids = [c["id"] for c in decision["claims"]]
     assert ids == ["sparq-repetition", "sparq-bpc", "sparq-beats-h2o", "sparq-beats-local", "sparq-beats-streaming"]
     # the timed kernel at S=512, r=16, k=32, d=128 moves what the paper's formula says: a fact and a test
     formula = (2 + 2 * 32) * 128 + 128 + 512 * 16 + 2 * 128
-    facts = {f["id"]: f for f in results["facts"]}
+    facts = {f["id"]: f for f in decision["facts"]}
     assert facts["transfer-counted"]["kind"] == "analytic"
     assert facts["transfer-counted"]["value"] == facts["transfer-counted"]["paper"] == formula
-    removed = {e["claim"]: e for e in results["ledger"] if e["kind"] == "removed"}
+    removed = {e["claim"]: e for e in decision["ledger"] if e["kind"] == "removed"}
     assert "test_transfer.py::test_timed_kernels_move_the_papers_transfer" in removed["transfer-formula"]["moved_to"]
     assert "table decode_step" in removed["decode-speed"]["moved_to"]  # a table now, its old verdicts kept
-    kernels = next(t for t in results["tables"] if t["name"] == "decode_step")
+    kernels = next(t for t in decision["tables"] if t["name"] == "decode_step")
     # two operating points: the quality claims' (SparQ at the claim ratio on the LM's cache) and S=512's
     points = [row[0] for row in kernels["rows"]]
     assert points[0].startswith("quality claims' point") and points[-1].startswith("timing point S=512")
     assert [row[2] for row in kernels["rows"][-3:-1]] == [(2 + 2 * 512) * 128, formula]
     assert kernels["rows"][-2][6] == pytest.approx((2 + 2 * 512) * 128 / formula)  # theory: counted dense / SparQ
-    sweep = next(t for t in results["tables"] if t["name"] == "sweep")
+    sweep = next(t for t in decision["tables"] if t["name"] == "sweep")
     assert sweep["columns"][1] == "transfer / dense (analytic)"
     labels = [row[0] for row in sweep["rows"]]
     assert labels[0] == "dense" and "sparq 1/4" in labels and "streaming 1/2" in labels
     assert (run.run_dir / "score_vs_transfer.png").stat().st_size > 1000
-    assert list((run.output_root / "sparq" / "models").iterdir())  # the trained LM is kept
-    again = cli(run.args(), toy=False)
-    assert again.returncode == 0, again.stderr[-3000:]
-    report = (run.output_root / "sparq" / "latest" / "report.md").read_text()
-    assert "loaded from its checkpoint" in report
+    # the Results hold every context's outcome per method, and the timing rounds the speed-ups are decided from
+    results = run.results
+    assert [r.method.label for r in results.methods] == labels[: len(results.methods)]
+    assert all(len(r.scores) == len(r.bpcs) == 4 and r.needles is None for r in results.methods)
+    assert [p.key for p in results.speed] == ["quality", "paper"]
+    assert all(len(p.timing.dense_rounds) == len(p.timing.sparq_rounds) == 3 for p in results.speed)
+    assert isinstance(decision["estimates"]["decode_speedup/paper/measured"], dict)  # an interval
+    # the trained LM is kept under its model key; this run trained it
+    config = read_record(run.run_dir).config()  # the config the run got
+    assert [p.name for p in (run.output_root / "sparq" / "models").iterdir()] == [model_key(config.sparq, 0)]
+    assert results.lm.loaded is False and "trained in this run" in (run.run_dir / "report.md").read_text()
+    # a second run of the same config loads that model instead of training it (checked where the model is kept,
+    # with the run's own config; the smoke run itself is not run again): no training step, the same curve
+    from papers.sparq import run as run_module
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the kept model was trained again")
+
+    monkeypatch.setattr("papers.sparq.model.optimizer_step", lambda *a: refuse)
+    _, _, again = run_module._charlm(config, RunContext.detached(tmp_path, resume=True))
+    assert again.loaded is True and again.train_loss == results.lm.train_loss
+
+
+def test_the_evaluation_store_is_kept_with_resume_and_cleared_without(tmp_path):
+    """The evaluation's finished batches live in the run's checkpoint folder: kept for a run with resume (which reads
+    them back: tests/papers/sparq/test_tasks.py::test_evaluate_reports_every_method_and_resumes_from_its_store),
+    emptied for a run without it, and nowhere for a run that keeps nothing."""
+    from papers.sparq import run as run_module
+
+    ctx = RunContext.detached(tmp_path, resume=True)
+    store = run_module._store(ctx)
+    assert store == tmp_path / "evaluation"
+    store.mkdir(parents=True)
+    (store / "context_0_2.json").write_text("{}")
+    assert run_module._store(ctx) == store and (store / "context_0_2.json").exists()
+    assert run_module._store(RunContext.detached(tmp_path)) == store and not list(store.iterdir())
+    assert run_module._store(RunContext.detached()) is None
 
 
 def test_config_errors_name_the_key():
@@ -159,3 +201,113 @@ def test_ratio_of_means_resamples_the_pairs():
     boot = noisy[idx].mean(1) / dense[idx].mean(1)
     assert r.low == pytest.approx(np.percentile(boot, 2.5), abs=0.01)
     assert r.high == pytest.approx(np.percentile(boot, 97.5), abs=0.01)
+
+
+# ---------------------------------------------------------------------------------------------- hand-made Results
+
+
+def _timing(ratio: float = 4.0) -> DecodeTiming:
+    """Decode-step rounds where dense takes exactly `ratio` times SparQ's time in every round."""
+    sparq = (0.010, 0.011, 0.009, 0.012, 0.010)
+    return DecodeTiming(512, 128, 4, 16, 32, tuple(ratio * t for t in sparq), sparq, 131328, 17280, (0.001,) * 5)
+
+
+def _results(dense: list, sparq: list, others: list, *, bpc_rise: float = 0.01, needles=(1.0, 1.0)) -> Results:
+    """Dense, SparQ and the three baselines at the default claim ratio 1/8, on len(dense) contexts: repetition scores
+    as given (the baselines all `others`), SparQ's BPC `bpc_rise` above dense's on every context, needle hit shares
+    `needles` (dense, SparQ) as the first share of the contexts."""
+    n = len(dense)
+    bpcs = [1.5 + 0.01 * (i % 7) for i in range(n)]
+
+    def hits(share):
+        return [1.0 if i < round(share * n) else 0.0 for i in range(n)]
+
+    def result(name, scores, bpc, needle):
+        m = Method(name) if name == "dense" else Method(name, 1 / 8, r=8, k=128)
+        return MethodResult(m, 1.0 if name == "dense" else 0.125, None, scores, bpc, hits(needle))
+
+    rows = [
+        result("dense", dense, bpcs, needles[0]),
+        result("sparq", sparq, [b * (1 + bpc_rise) for b in bpcs], needles[1]),
+    ]
+    rows += [result(name, others, [b * 1.1 for b in bpcs], 0.0) for name in ("h2o", "local", "streaming")]
+    return Results(LMInfo("a hand-made LM"), rows, [TimingPoint("paper", "timing point S=512", _timing())])
+
+
+CFG = SimpleNamespace(sparq=Config(), seed=0)  # SmolLM2 with the needle: every claim declared
+HOLDING = _results([40] * 10 + [60] * 10, [40] * 10 + [60] * 10, [0] * 20)
+
+
+def verdicts(decided: Decided) -> dict[str, str]:
+    return {c.id: c.verdict.value for c in decided.claims}
+
+
+def test_known_outcomes_give_known_verdicts():
+    """SparQ copying as much as dense, +1% BPC, every needle kept and the baselines copying nothing: every claim
+    holds; half the copying and +20% BPC fail the non-inferiority claims; a baseline copying as much as SparQ fails
+    the superiority claims (a gain of exactly 0)."""
+    decided = decide(CFG, HOLDING)
+    assert verdicts(decided) == dict.fromkeys(
+        ["sparq-repetition", "sparq-bpc", "sparq-needle", "sparq-beats-h2o", "sparq-beats-local",
+         "sparq-beats-streaming"], "holds",
+    )  # fmt: skip
+    ours = {c.id: c.ours for c in decided.claims}
+    assert (ours["sparq-repetition"].low, ours["sparq-repetition"].high) == (1.0, 1.0)
+    assert ours["sparq-bpc"].estimate == pytest.approx(0.01) and ours["sparq-needle"].estimate == 1.0
+    assert ours["sparq-beats-h2o"].estimate == 50.0
+    worse = _results([40] * 10 + [60] * 10, [20] * 10 + [30] * 10, [20] * 10 + [30] * 10, bpc_rise=0.2)
+    assert verdicts(decide(CFG, worse)) == {
+        "sparq-repetition": "fails", "sparq-bpc": "fails", "sparq-needle": "holds", "sparq-beats-h2o": "fails",
+        "sparq-beats-local": "fails", "sparq-beats-streaming": "fails",
+    }  # fmt: skip
+
+
+def test_a_task_dense_cannot_do_is_not_measured():
+    """Dense copying under min_dense_score characters leaves the repetition claims unmeasured (BPC is still
+    decided); dense retrieving under min_dense_needle of the needles leaves the needle claim unmeasured."""
+    weak = _results([3] * 20, [3] * 20, [0] * 20, needles=(0.25, 0.25))
+    decided = decide(CFG, weak)
+    assert verdicts(decided) == {
+        "sparq-repetition": "not measured", "sparq-bpc": "holds", "sparq-needle": "not measured",
+        "sparq-beats-h2o": "not measured", "sparq-beats-local": "not measured", "sparq-beats-streaming": "not measured",
+    }  # fmt: skip
+    detail = {c.id: c.detail for c in decided.claims}
+    assert "not measured: the dense model copies only 3.0 characters" in detail["sparq-repetition"]
+    assert "not measured: dense retrieves under 0.5" in detail["sparq-needle"]
+
+
+def test_the_report_shows_the_decided_intervals():
+    """render formats what decide decided: the sweep's ratios to dense and the decode step's measured speed-up are
+    the decision's estimates (a speed-up of exactly 4 in every round is 4 [4, 4]); it adds no claims or facts."""
+    decided = decide(CFG, HOLDING)
+    est = decided.estimates
+    measured = est["decode_speedup/paper/measured"]
+    assert (measured.estimate, measured.low, measured.high) == pytest.approx((4.0, 4.0, 4.0))
+    assert speedup(_timing(2.0)).estimate == pytest.approx(2.0)
+    assert est["decode_speedup/paper/theoretical"] == 131328 / 17280
+    assert est["repetition_ratio/sparq/1_8"] == decided.claims[0].ours  # the claim's interval, the same bootstrap
+    assert {f.id for f in decided.facts} == {"transfer-counted"}
+    report = render(CFG, HOLDING, decided)
+    assert isinstance(report, Report) and not report.claims and not report.facts
+    sweep = next(t for t in report.tables if t.name == "sweep")
+    rows = {row[0]: row for row in sweep.rows}
+    col = sweep.columns.index("repetition / dense (95% CI)")
+    assert rows["sparq 1/8"][col] is est["repetition_ratio/sparq/1_8"]
+    assert rows["h2o 1/8"][sweep.columns.index("BPC / dense - 1 (95% CI)")] is est["bpc_rise/h2o/1_8"]
+    step = next(t for t in report.tables if t.name == "decode_step")
+    assert step.rows[1][5] is est["decode_speedup/paper/measured"]
+
+
+def test_the_config_positions_are_the_models():
+    from core.nn.transformer import POSITIONS
+    from papers.sparq.config import POSITIONS as CONFIG_POSITIONS
+
+    assert CONFIG_POSITIONS == POSITIONS
+
+
+def test_the_report_says_whether_the_character_lm_was_loaded():
+    cfg = SimpleNamespace(sparq=Config(lm="charlm"), seed=0)
+    for loaded, said in ((False, "trained in this run"), (True, "loaded from its checkpoint")):
+        results = dataclasses.replace(HOLDING, lm=LMInfo("charlm", train_loss=[(0, 4.4), (4, 4.3)], loaded=loaded))
+        notes = render(cfg, results, decide(cfg, results)).notes
+        assert f"({said}; final train loss 4.300 nats)" in notes[0]

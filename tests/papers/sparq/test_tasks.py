@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from papers.sparq import Config, EvalData, evaluate, methods_for, spaced_windows
+from papers.sparq.config import Config
+from papers.sparq.run import EvalData, evaluate, methods_for, spaced_windows
 from papers.sparq.tasks import (
     LM,
     QUESTION,
@@ -212,11 +213,11 @@ def test_evaluate_reports_every_method_and_resumes_from_its_store(lm, ids, tmp_p
     assert [m.label for m in methods] == ["dense", "sparq 1/2", "h2o 1/2", "local 1/2", "h2o 1/4", "local 1/4"]
     assert unreachable == [("sparq", 0.25)]  # k = 8 of a 36-position cache is already beyond 1/4
     results = evaluate(c, lm_, data, methods, tmp_path, seed=0)
-    assert [r["method"].label for r in results] == [m.label for m in methods]
+    assert [r.method.label for r in results] == [m.label for m in methods]
     for r in results:
-        assert len(r["scores"]) == 3 and len(r["needles"]) == 3 and len(r["bpcs"]) == 3  # the padded row dropped
-        assert all(np.isfinite(r["bpcs"])) and r["bpc"] == pytest.approx(np.mean(r["bpcs"]))
-    assert results[0]["transfer"] == 1.0 and results[1]["transfer"] == pytest.approx(0.5, rel=0.25)
+        assert len(r.scores) == 3 and len(r.needles) == 3 and len(r.bpcs) == 3  # the padded row dropped
+        assert all(np.isfinite(r.bpcs)) and r.bpc == pytest.approx(np.mean(r.bpcs))
+    assert results[0].transfer == 1.0 and results[1].transfer == pytest.approx(0.5, rel=0.25)
     files = sorted(p.name for p in tmp_path.glob("*.json"))
     assert files == ["context_0_2.json", "context_2_3.json"]
     part = json.loads((tmp_path / "context_2_3.json").read_text())
@@ -229,7 +230,7 @@ def test_evaluate_reports_every_method_and_resumes_from_its_store(lm, ids, tmp_p
     monkeypatch.setattr(Decoder, "start", refuse)
     again = evaluate(c, lm_, data, methods, tmp_path, seed=0)
     for a, b in zip(results, again, strict=True):
-        assert a["scores"] == b["scores"] and a["bpcs"] == b["bpcs"] and a["needles"] == b["needles"]
+        assert a == b  # every outcome, transfer and count, read back from the store
 
 
 def test_spaced_windows_cover_the_stream():

@@ -1,6 +1,6 @@
 """The u-muP reproduction: its config checks, the optimum and drift estimates against known curves and a numpy
-reference, why the old 3-point estimate was tied to the grid, a group's resumability, and the smoke run end to
-end."""
+reference, why the old 3-point estimate was tied to the grid, the decision on hand-made Results whose verdicts are
+known, a group's resumability, and what the smoke run stores."""
 
 import json
 import math
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from core.config import ConfigError, validate_section
-from core.data.shakespeare import load_shakespeare
 from core.report import Interval
-from papers.umup import Config, grid
-from papers.umup.claims import drift, measure, optimum, percentile_interval, three_point_optimum
-from papers.umup.train import Group, GroupResult, train_group
+from papers.umup.claims import drift, optimum, percentile_interval, three_point_optimum
+from papers.umup.config import MULT_NAMES, PARAMETRIZATIONS, Config, grid
+from papers.umup.decide import decide
+from papers.umup.results import GroupResult, Results, best_grid_lr
 
 
 def test_config_rejects_bad_settings_by_name():
@@ -33,6 +33,16 @@ def test_config_rejects_bad_settings_by_name():
         validate_section({"mults": ["tau"]}, Config, "umup")
     with pytest.raises(ConfigError, match="grid_shift='ntk' is not allowed"):
         validate_section({"grid_shift": {"ntk": -1.0}}, Config, "umup")
+
+
+def test_the_config_names_the_parametrizations_and_hyperparameters_of_core():
+    # core.unit_scaling.hparams (no JAX), which the ops' module re-exports: one definition
+    from core.unit_scaling import umup
+
+    assert PARAMETRIZATIONS is umup.PARAMETRIZATIONS == ("sp", "mup", "umup")
+    assert MULT_NAMES == tuple(umup.Mults.__dataclass_fields__) == (
+        "residual", "residual_attn_ratio", "attn_softmax", "ffn_act", "loss_softmax",
+    )  # fmt: skip
 
 
 def test_each_width_trains_its_parametrizations_grid_moved_by_its_shift():
@@ -174,15 +184,24 @@ def _hand_made(sp_fp8_factor, umup_fp8_factor, mult_factor):
         "sp": scaled("sp", 128, -6, sp_fp8_factor, fp8=True),
     }
     mults = {("residual", 2.0): scaled("umup", 16, -2, mult_factor, mults={"residual": 2.0})}
-    cfg = NS(umup=Config(widths=[16, 128], seeds=[0, 1, 2], mults=["residual"], mult_values=[2.0]))
-    return cfg, sweeps, fp8, mults
+    cfg = NS(
+        umup=Config(widths=[16, 128], seeds=[0, 1, 2], mults=["residual"], mult_values=[2.0]),
+        paper=NS(title="u-muP"),
+    )
+    return cfg, Results(sweeps=sweeps, fp8=fp8, mult_sweeps=mults)
+
+
+def _decided(cfg, results):
+    return {c.id: c for c in decide(cfg, results).claims}
 
 
 def test_verdicts_on_hand_made_results_whose_outcome_is_known():
     # SP's optimum falls 3 octaves, u-muP's stays; u-muP's FP8 gap 0.5% +- 0.1% (within 1%); SP's FP8 gap ~20%
     # against u-muP's 0.5%; the hyperparameter sweep only loses (gain 0)
-    cfg, sweeps, fp8, mults = _hand_made([1.18, 1.2, 1.22], [1.004, 1.005, 1.006], [1.02, 1.02, 1.02])
-    got = {c.id: c for c in measure(cfg, sweeps, fp8, mults)}
+    cfg, results = _hand_made([1.18, 1.2, 1.22], [1.004, 1.005, 1.006], [1.02, 1.02, 1.02])
+    got = _decided(cfg, results)
+    assert list(got) == ["sp-lr-drifts", "umup-lr-transfers", "umup-defaults-near-optimal", "umup-fp8-close",
+                         "sp-fp8-worse"]  # fmt: skip
     assert got["sp-lr-drifts"].ours.estimate == pytest.approx(-3.0)
     assert got["umup-lr-transfers"].ours.estimate == pytest.approx(0.0, abs=1e-9)
     assert (
@@ -198,8 +217,8 @@ def test_verdicts_on_hand_made_results_whose_outcome_is_known():
         "sp-fp8-worse": "holds",
     }
     # u-muP's FP8 gap 3%, a sweep that gains 5%, SP's FP8 gap spread across u-muP's (the interval straddles 0)
-    cfg, sweeps, fp8, mults = _hand_made([0.99, 1.03, 1.05], [1.03, 1.03, 1.03], [0.95, 0.95, 0.95])
-    got = {c.id: c for c in measure(cfg, sweeps, fp8, mults)}
+    cfg, results = _hand_made([0.99, 1.03, 1.05], [1.03, 1.03, 1.03], [0.95, 0.95, 0.95])
+    got = _decided(cfg, results)
     assert got["umup-fp8-close"].ours.estimate == pytest.approx(0.03)
     assert got["umup-defaults-near-optimal"].ours == pytest.approx(0.05)
     assert "paired by seed: 0.05 [" in got["umup-defaults-near-optimal"].detail
@@ -207,17 +226,17 @@ def test_verdicts_on_hand_made_results_whose_outcome_is_known():
     assert got["umup-defaults-near-optimal"].verdict.value == "fails"
     assert got["sp-fp8-worse"].verdict.value == "undecided"
     # u-muP's FP8 gaps 0.5%, 1%, 1.5%: the mean is within 1%, its interval is not (the old point rule held)
-    cfg, sweeps, fp8, mults = _hand_made([1.18, 1.2, 1.22], [1.005, 1.01, 1.015], [1.02, 1.02, 1.02])
-    fp8_close = {c.id: c for c in measure(cfg, sweeps, fp8, mults)}["umup-fp8-close"]
+    cfg, results = _hand_made([1.18, 1.2, 1.22], [1.005, 1.01, 1.015], [1.02, 1.02, 1.02])
+    fp8_close = _decided(cfg, results)["umup-fp8-close"]
     assert fp8_close.ours.estimate == pytest.approx(0.01) and fp8_close.verdict.value == "undecided"
 
 
 def test_u_mup_transfer_fails_when_its_optimum_moves_an_octave():
-    cfg, sweeps, fp8, mults = _hand_made([1.18, 1.2, 1.22], [1.004, 1.005, 1.006], [1.02, 1.02, 1.02])
-    sweeps[("umup", 128)] = _group(
+    cfg, results = _hand_made([1.18, 1.2, 1.22], [1.004, 1.005, 1.006], [1.02, 1.02, 1.02])
+    results.sweeps[("umup", 128)] = _group(
         "umup", 128, lambda e, s: (e + 3.0 - 0.1 * (s - 1)) ** 2 + 2.0, tuple(range(-10, 0))
     )  # centre -3: one octave below width 16's -2
-    got = {c.id: c for c in measure(cfg, sweeps, fp8, mults)}["umup-lr-transfers"]
+    got = _decided(cfg, results)["umup-lr-transfers"]
     assert got.ours.estimate == pytest.approx(-1.0) and got.verdict.value == "fails"
 
 
@@ -234,6 +253,9 @@ TINY = NS(
 
 
 def test_a_group_trains_every_run_and_is_reused_when_resumed(tmp_path):
+    from core.data.shakespeare import load_shakespeare
+    from papers.umup.train import Group, train_group
+
     corpus = load_shakespeare()
     group = Group("umup", 16, (2.0**-3, 2.0**-1), (0, 1))
     first = train_group(TINY, corpus, group, tmp_path, resume=False)
@@ -250,70 +272,70 @@ def test_a_group_trains_every_run_and_is_reused_when_resumed(tmp_path):
 
 
 def test_mup_group_at_the_base_width_equals_sp(tmp_path):
+    from core.data.shakespeare import load_shakespeare
+    from papers.umup.train import Group, train_group
+
     corpus = load_shakespeare()
     sp = train_group(TINY, corpus, Group("sp", 8, (2.0**-5,), (0,)), None, resume=False)
     mup = train_group(TINY, corpus, Group("mup", 8, (2.0**-5,), (0,)), None, resume=False)
     assert sp.valid_loss == mup.valid_loss
 
 
-def test_smoke_run_writes_every_claim_table_and_figure(smoke_run):
+def test_the_smoke_run_stores_every_group_and_decides_from_them(smoke_run):
     run = smoke_run("umup")  # what every run record holds: tests/papers/test_contract.py
-    results = run.results
-    assert [c["id"] for c in results["claims"]] == [
+    results, decision, cfg = run.results, run.decision, run.record["config"]["umup"]
+    widths, seeds = sorted(cfg["widths"]), cfg["seeds"]
+    c = NS(widths=cfg["widths"], log2_lrs=cfg["log2_lrs"], grid_shift=cfg["grid_shift"])
+
+    # every learning-rate sweep: its grid at every seed, one run each
+    assert set(results.sweeps) == {(p, w) for p in cfg["parametrizations"] for w in widths}
+    for (p, w), r in results.sweeps.items():
+        assert (r.parametrization, r.width, r.fp8, r.params > 0) == (p, w, False, True)
+        assert sorted(zip(r.lr, r.seed, strict=True)) == sorted((lr, s) for lr in grid(c, p, w) for s in seeds)
+        assert len(r.valid_loss) == len(r.lr)
+    # the FP8 groups at the widest width and the hyperparameter groups at the narrowest, each at its FP32 sweep's
+    # best grid rate
+    assert set(results.fp8) == set(cfg["fp8_parametrizations"])
+    for p, r in results.fp8.items():
+        assert r.fp8 and r.width == widths[-1] and set(r.lr) == {best_grid_lr(results.sweeps[(p, widths[-1])])}
+    assert set(results.mult_sweeps) == {(n, v) for n in cfg["mults"] for v in cfg["mult_values"]}
+    umup_best = best_grid_lr(results.sweeps[("umup", widths[0])])
+    for (name, value), r in results.mult_sweeps.items():
+        assert r.mults[name] == value and r.width == widths[0] and set(r.lr) == {umup_best}
+
+    # the decision, recomputed with numpy from the stored losses
+    claims = {c["id"]: c for c in decision["claims"]}
+    assert list(claims) == [
         "sp-lr-drifts",
         "umup-lr-transfers",
         "umup-defaults-near-optimal",
         "umup-fp8-close",
         "sp-fp8-worse",
     ]
-    tables = {t["name"]: t for t in results["tables"]}
-    assert set(tables) == {"optimal_lr", "lr_drift", "loss_gap", "umup_mults", "fp8"}
-    assert len(tables["optimal_lr"]["rows"]) == 3 * 2  # parametrizations x widths
-    assert len(tables["umup_mults"]["rows"]) == 2  # the smoke's two hyperparameters, one value each
-    for name in ("lr_sweeps", "optimum_vs_width", "umup_mults"):
-        assert (run.run_dir / f"{name}.png").stat().st_size > 0
-    claims = {c["id"]: c for c in results["claims"]}
-
-    # the figures recomputed with numpy from the group results the run kept beside its checkpoints
-    (ckpt,) = (run.output_root / "umup" / "checkpoints").iterdir()
-    groups = [json.loads(f.read_text()) for f in ckpt.glob("*.json")]
-    cfg = results["config"]["umup"]
-    widths = sorted(cfg["widths"])
-
-    def find(p, width, fp8=False, mults=None):
-        (g,) = [
-            g
-            for g in groups
-            if (g["parametrization"], g["width"], g["fp8"]) == (p, width, fp8)
-            and {k: v for k, v in g["mults"].items() if v != 1.0} == (mults or {})
-        ]
-        return g
-
-    def at(g, lr):  # seed -> valid loss at learning rate lr
-        return {s: v for v, r, s in zip(g["valid_loss"], g["lr"], g["seed"], strict=True) if r == lr}
-
-    fp8 = find("umup", widths[-1], fp8=True)
-    lr = fp8["lr"][0]
-    ref, low = at(find("umup", widths[-1]), lr), at(fp8, lr)
+    fp8 = results.fp8["umup"]
+    ref, low = results.sweeps[("umup", widths[-1])].at_lr(fp8.lr[0]), fp8.at_lr()
     gap = np.mean([(low[s] - ref[s]) / ref[s] for s in ref])
     assert claims["umup-fp8-close"]["ours"] == pytest.approx(gap, rel=1e-9)  # one seed: the gap alone
     assert claims["umup-fp8-close"]["verdict"] in ("holds", "fails")  # a point value is never undecided
-
-    mult_groups = [g for g in groups if any(v != 1.0 for v in g["mults"].values())]
-    default = at(find("umup", widths[0]), mult_groups[0]["lr"][0])
+    default = results.sweeps[("umup", widths[0])].at_lr(umup_best)
     default_mean = np.mean(list(default.values()))
-    gains = [(default_mean - np.mean(g["valid_loss"])) / default_mean for g in mult_groups]
+    gains = [(default_mean - np.mean(r.valid_loss)) / default_mean for r in results.mult_sweeps.values()]
     assert claims["umup-defaults-near-optimal"]["ours"] == pytest.approx(max(0.0, *gains), rel=1e-9, abs=1e-12)
 
     # umup-lr-transfers left the claims in issue 41 (a construction with the clamped estimate) and came back in
-    # issue 44, decided on the quadratic fit: the drift of the u-muP rows of the optimum table
-    transfer = claims["umup-lr-transfers"]
-    optima = {int(r[1]): r[5] for r in tables["optimal_lr"]["rows"] if r[0] == "u-muP"}
+    # issue 44, decided on the quadratic fit: the drift of the decided optima
+    transfer, est = claims["umup-lr-transfers"], decision["estimates"]
     if isinstance(transfer["ours"], dict):
-        drift = optima[widths[-1]]["estimate"] - optima[widths[0]]["estimate"]
-        assert transfer["ours"]["estimate"] == pytest.approx(drift)
+        drift_ = est[f"optimum/umup/w{widths[-1]}"]["estimate"] - est[f"optimum/umup/w{widths[0]}"]["estimate"]
+        assert transfer["ours"]["estimate"] == pytest.approx(drift_)
     else:
         assert transfer["ours"].startswith("not bracketed") and transfer["verdict"] == "fails"
-    entries = [e["kind"] for e in results["ledger"] if e["claim"] == "umup-lr-transfers"]
-    assert entries == ["removed", "added"]
-    assert results["facts"] == []
+    assert est["drift/umup"] == transfer["ours"] and est["drift/sp"] == claims["sp-lr-drifts"]["ours"]
+    entries = [e["kind"] for e in decision["ledger"] if e["claim"] == "umup-lr-transfers"]
+    assert entries[:2] == ["removed", "added"] and set(entries[2:]) <= {"code"}  # code: issue 57's Results
+    assert decision["facts"] == []
+    tables = {t["name"]: t for t in decision["tables"]}
+    assert set(tables) == {"optimal_lr", "lr_drift", "loss_gap", "umup_mults", "fp8"}
+    assert len(tables["optimal_lr"]["rows"]) == 3 * 2  # parametrizations x widths
+    for name in ("lr_sweeps", "optimum_vs_width", "umup_mults"):
+        assert (run.run_dir / f"{name}.png").stat().st_size > 0

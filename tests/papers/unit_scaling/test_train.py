@@ -84,3 +84,21 @@ def test_paper_storage_rounds_weights_and_first_moment_stochastically_and_keeps_
     assert np.array_equal(mu.astype(np.float16).astype(np.float32), mu)  # the first moment on the FP16 grid
     np.testing.assert_array_equal(nu, np.asarray(state[0].nu["w"]))  # the second moment untouched (FP32)
     assert (nu > 0).all() and (nu.astype(np.float16) == 0).mean() > 0.5  # which FP16 would have flushed
+
+
+def test_gradient_underflow_is_measured_at_the_loss_scale_it_is_given():
+    """A dynamic arm's final underflow is measured at its final scale: FP16's underflow share falls as the loss
+    scale rises (the gradients move up past FP16's smallest subnormal), and 1 and 2^15 give different shares."""
+    from core.data.shakespeare import load_shakespeare
+    from papers.unit_scaling.arms import ARMS
+    from papers.unit_scaling.config import Config, ModelConfig
+    from papers.unit_scaling.train import build_model, gradient_underflow
+
+    cfg = Config(model=ModelConfig(d_model=16, depth=1, heads=2, seq_len=16), batch_size=4)
+    corpus = load_shakespeare()
+    arm = ARMS["fp16_regular_dynamic"]
+    model = build_model(cfg, corpus, arm)
+    variables = model.init(jax.random.key(0), jnp.zeros((1, 16), jnp.int32))
+    stacked = jax.tree_util.tree_map(lambda x: x[None], variables)  # one seed, as train_arm stacks them
+    shares = [gradient_underflow(cfg, corpus, arm, model, stacked, s) for s in (1.0, 2.0**15)]
+    assert shares[0] > shares[1] >= 0.0, shares

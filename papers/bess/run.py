@@ -1,0 +1,215 @@
+"""The BESS run: train every scoring function on Nations, Kinships and UMLS with BESS on n simulated devices, rank
+the test triples, ensemble the models of each graph, check BESS against the single-device computation, and measure
+scaling over 1, 2, 4, 8 devices. Everything the claims, tables and figures read is in the Results it returns
+(papers/bess/results.py); nothing here decides.
+
+The paper's own experiment (WikiKG90Mv2, 91M entities, 16 IPUs) cannot run here; these small graphs exercise the
+same method end to end, and `scale=full` widens the models and runs longer.
+
+Every (graph, model) trains from `bess.seeds` seeds (the run's seed, seed + 1, ...), each a full replicate of its
+recipe: initialisation, entity sharding, batches and, for RotatE, the margin search. Every model keeps the parameters
+of its best validation MRR (evaluated every `bess.train.eval_every` steps); RotatE trains once per margin of
+`bess.hyper.rotate.gammas` on each graph and seed and keeps the margin with the best validation MRR. The ensemble is
+built from the first seed's models: its members and weights are chosen on the validation split, and its test ranks
+are kept for the paired bootstrap against its best member (papers/bess/claims.py). Each training keeps its
+checkpoints under `<checkpoint dir>/<graph>/<model>/seed_<s>[/gamma_<g>]`, and a resumed run continues from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from functools import partial
+
+import numpy as np
+
+from core.config import ConfigError
+from core.context import RunContext
+from core.progress import progress
+from papers.bess.config import Config, training_seeds
+from papers.bess.results import Ensemble, Equivalence, Graph, Results, ScalingRow, SeedRun
+
+
+def kge_config(c: Config, model: str, seed: int):
+    """What one scorer trains with (a papers.bess.train.KGEConfig): its hyperparameters, the shared training
+    settings, the mesh and the seed."""
+    from papers.bess.train import KGEConfig
+
+    return KGEConfig(model=model, **asdict(getattr(c.hyper, model)), **asdict(c.train), devices=c.devices, seed=seed)
+
+
+def margins(kcfg) -> list[float]:
+    """The margins a model trains with on each graph: its grid, or its one gamma."""
+    return [float(g) for g in kcfg.gammas] or [float(kcfg.gamma)]
+
+
+def run(cfg, ctx: RunContext) -> Results:
+    from core.devices import require_devices
+
+    c = cfg.bess
+    seed = int(cfg.seed)
+    needed = max([c.devices, *(c.scaling.devices if c.scaling.enabled else [])])
+    require_devices(needed)  # before any JAX work: the simulated CPU devices are fixed when JAX starts
+
+    from papers.bess.bess import BalancedSampler, shard_entities
+    from papers.bess.kg import load_builtin
+    from papers.bess.ranking import (
+        known_answers,
+        query_answers,
+        random_filtered_mrr,
+        random_floor,
+        rank_scores,
+        ranking_metrics,
+    )
+    from papers.bess.scaling import scaling
+    from papers.bess.train import (
+        candidate_scores,
+        ensemble_scores,
+        evaluate,
+        init_tables,
+        select_ensemble,
+        train_kge,
+        with_reciprocals,
+    )
+
+    kgs = {name: load_builtin(name) for name in c.datasets}
+    for kg in kgs.values():  # before any training: every graph must shard into balanced blocks
+        if c.devices > kg.num_entities:
+            raise ConfigError(f"bess.devices={c.devices} exceeds {kg.name}'s {kg.num_entities} entities")
+        try:
+            BalancedSampler(
+                with_reciprocals(kg.train, kg.num_relations),
+                shard_entities(kg.num_entities, c.devices, seed),
+                1,
+                1,
+                seed,
+            )
+        except ValueError as e:
+            raise ConfigError(f"bess.devices={c.devices} on {kg.name}: {e}") from None
+    graphs: dict[str, Graph] = {}
+    runs: dict[tuple[str, str], list[SeedRun]] = {}
+    ensembles: dict[str, Ensemble] = {}
+    seeds = training_seeds(c, seed)
+    trainings = sum(len(margins(kge_config(c, m, seed))) for m in c.models) * len(seeds)
+    bar = progress(total=len(kgs) * trainings * c.train.steps, desc="BESS training", unit="step")
+    for name, kg in kgs.items():
+        known = known_answers(kg.all_triples())
+        base = kge_config(c, "distmult", seed)
+        graphs[name] = Graph(
+            entities=kg.num_entities,
+            relations=kg.num_relations,
+            test_triples=len(kg.test),
+            filtered_floor=random_filtered_mrr(*query_answers(kg.test, known), kg.num_entities),
+            unfiltered_floor=random_floor(kg.num_entities),
+            untrained=evaluate(kg, *init_tables(base, kg.num_entities, kg.num_relations), base, "test", known),
+        )
+        member_scores = {}  # the first seed's models: the ensemble's candidates
+        for model in c.models:
+            runs[(name, model)] = []
+            for s in seeds:
+                trials, grid = {}, margins(kge_config(c, model, s))
+                for gamma in grid:
+                    kcfg = replace(kge_config(c, model, s), gamma=gamma, gammas=[])
+                    ckpt = ctx.checkpoint_path(
+                        name, model, f"seed_{s}", *([f"gamma_{gamma:g}"] if len(grid) > 1 else [])
+                    )
+                    trials[gamma] = (
+                        kcfg,
+                        *train_kge(kg, kcfg, checkpoint_dir=ckpt, resume=ctx.resume, progress_bar=bar),
+                    )
+                kcfg, E, R, info = max(trials.values(), key=lambda t: t[3]["best_valid_mrr"])
+                scores = {split: candidate_scores(E, R, kcfg, getattr(kg, split)) for split in ("valid", "test")}
+                if s == seeds[0]:
+                    member_scores[model] = scores
+                test_ranks = rank_scores(scores["test"], kg.test, known)
+                runs[(name, model)].append(
+                    SeedRun(
+                        seed=s,
+                        gamma=float(kcfg.gamma),
+                        grid={g: float(t[3]["best_valid_mrr"]) for g, t in trials.items()},
+                        best_step=int(info["best_step"]),
+                        best_valid_mrr=float(info["best_valid_mrr"]),
+                        triples_per_second=float(info["triples_per_second"]),
+                        search_seconds=float(sum(t[3]["seconds"] for t in trials.values())),  # every margin's
+                        resumed_from=int(info["resumed_from"]),
+                        test=ranking_metrics(test_ranks),
+                        valid=ranking_metrics(rank_scores(scores["valid"], kg.valid, known)),
+                        test_ranks=test_ranks,
+                    )
+                )
+        if len(member_scores) > 1:
+            weights = select_ensemble({m: sc["valid"] for m, sc in member_scores.items()}, kg.valid, known)
+            test = ensemble_scores([member_scores[m]["test"] for m in weights], list(weights.values()))
+            ranks = rank_scores(test, kg.test, known)
+            ensembles[name] = Ensemble(
+                weights={m: int(k) for m, k in weights.items()}, test=ranking_metrics(ranks), test_ranks=ranks
+            )
+    bar.close()
+
+    equivalence = check_equivalence(kgs[c.datasets[0]], c, seed)
+    rows = []
+    if c.scaling.enabled:
+        sbar = progress(total=len(c.scaling.devices), desc="BESS scaling", unit="mesh")
+        rows = scaling(
+            tuple(c.scaling.devices),
+            num_entities=c.scaling.entities,
+            dim=c.scaling.dim,
+            steps=c.scaling.steps,
+            seed=seed,
+            progress_bar=sbar,
+        )
+        sbar.close()
+    return Results(graphs, runs, ensembles, equivalence, [ScalingRow(**r) for r in rows])
+
+
+def check_equivalence(kg, c: Config, seed: int) -> dict[str, Equivalence]:
+    """For one balanced batch of `kg`, BESS on c.devices devices against the single-device reference, per
+    scoring function: the largest relative error of the loss, the scores and both gradients."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from core.devices import to_host
+    from papers.bess.bess import AXIS, BalancedSampler, bess_loss_fn, reference_loss, shard_entities
+    from papers.bess.losses import Loss
+    from papers.bess.train import init_tables, make_mesh, with_reciprocals
+
+    mesh = make_mesh(c.devices)
+    sharding = shard_entities(kg.num_entities, c.devices, seed)
+    triples = with_reciprocals(kg.train, kg.num_relations)
+    batch = BalancedSampler(triples, sharding, c.train.batch // c.devices**2, c.train.negatives, seed).sample(0)
+    out = {}
+    for model in c.models:
+        kcfg = replace(kge_config(c, model, seed), gamma=margins(kge_config(c, model, seed))[0])
+        loss = Loss(kcfg.loss, kcfg.adversarial, kcfg.margin, kg.num_entities)
+        E, R = init_tables(kcfg, kg.num_entities, kg.num_relations)
+        bess = bess_loss_fn(mesh, model, kcfg.gamma, loss)
+        grad = jax.jit(jax.value_and_grad(bess, argnums=(0, 1), has_aux=True))
+        shards, rel, placed = jnp.asarray(sharding.to_shards(E)), jnp.asarray(R), batch
+        if jax.process_count() > 1:  # a mesh over several processes takes global arrays
+            shards = jax.device_put(sharding.to_shards(E), NamedSharding(mesh, P(AXIS)))
+            rel, placed = jax.device_put((R, batch), NamedSharding(mesh, P()))
+        (value, (pos, neg)), (dE, dR) = to_host(grad(shards, rel, placed))
+        ref = jax.jit(
+            jax.value_and_grad(
+                partial(reference_loss, batch=batch, model=model, gamma=kcfg.gamma, loss=loss),
+                argnums=(0, 1),
+                has_aux=True,
+            )
+        )
+        (rvalue, (rpos, rneg)), (rdE, rdR) = ref(jnp.asarray(E), jnp.asarray(R))
+
+        def err(a, b):
+            a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+            return float(np.max(np.abs(a - b)) / (np.max(np.abs(b)) + 1e-30))
+
+        out[model] = Equivalence(
+            loss=err(value, rvalue),
+            scores=max(err(pos, rpos), err(neg, rneg)),
+            d_entities=err(sharding.to_global(np.asarray(dE)), rdE),
+            d_relations=err(dR, rdR),
+        )
+    return out
+
+
+__all__ = ["check_equivalence", "kge_config", "margins", "run"]

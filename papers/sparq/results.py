@@ -1,0 +1,161 @@
+"""What a SparQ run computes (the Results `run` returns and `decide` and `render` read): every method's per-context
+outcomes on each task with its transfer, the LM evaluated, the budgets no setting reaches, and the decode-step
+timing rounds with both kernels' counted transfer. Imports no JAX: the compute modules (tasks.py, speed.py) import
+`Method` and `DecodeTiming` from here."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Method:
+    """A decode-step attention method and its budget. `k` counts the cache positions a step reads besides the
+    current token's: the current key and value are produced by the step itself, so every method attends to them for
+    free, the convention of the authors' reference (llm-inference-research `ann_attention.py`: k + 1 positions, the
+    local window local_k + 1), applied to every method alike. `local_k`: SparQ's local window and H2O's recent window
+    (k/4, the paper's Table G1); `sinks`: StreamingLLM's first positions; `page`: Quest's page size (its k is the
+    tokens of the selected pages, the current page among them); `reallocate`: SparQ's step 5 (the mean-value
+    reallocation), which the paper omits for grouped-query models (Section 4)."""
+
+    name: str
+    ratio: float = 1.0  # target fraction of the dense transfer
+    r: int = 0
+    k: int = 0
+    local_k: int = 0
+    sinks: int = 0
+    page: int = 0
+    reallocate: bool = True
+
+    @property
+    def label(self) -> str:
+        return "dense" if self.name == "dense" else f"{self.name} 1/{round(1 / self.ratio)}"
+
+    def transfer(self, L: int, d: int, g: int) -> float:
+        """Elements read or written per KV head and step at cache length L (the current token included), g query
+        heads sharing the KV head: q and the outputs (2gd) and what the method reads of the cache (the paper's
+        formulas, Section 3 and Appendix G, per KV head). SparQ: K[:, i1] (L r), K and V of its k positions (2kd),
+        the new key written to the transposed copy of K (d), and with step 5 the mean of V read and updated (2d).
+        H2O: K and V of its k positions and their scores read and written (2k). Quest: every page's key min and max
+        (2d per page) and K and V of the selected pages."""
+        base = 2 * g * d
+        if self.name == "dense":
+            return base + 2 * L * d
+        if self.name == "sparq":
+            return base + L * self.r + 2 * self.k * d + d + (2 * d if self.reallocate else 0)
+        if self.name == "h2o":
+            return base + 2 * self.k * d + 2 * self.k
+        if self.name == "quest":
+            return base + 2 * d * math.ceil(L / self.page) + 2 * self.k * d
+        return base + 2 * self.k * d  # local, streaming
+
+
+@dataclass
+class MethodResult:
+    """One method's outcomes, one value per context (in context order): the repetition score (characters copied
+    before the first mismatch), the BPC of the text that followed the context, and (with the needle task) 1.0 where
+    the needle was retrieved; with its transfer as a fraction of dense's at the decode-start cache length, by the
+    paper's formulas and counted from its scoring kernel's traced program (None for H2O's masked kernel)."""
+
+    method: Method
+    transfer: float
+    counted: float | None
+    scores: list[int]
+    bpcs: list[float]
+    needles: list[float] | None = None
+
+    @property
+    def score(self) -> float:
+        return float(np.mean(self.scores))
+
+    @property
+    def bpc(self) -> float:
+        return float(np.mean(self.bpcs))
+
+    @property
+    def needle(self) -> float | None:
+        return None if self.needles is None else float(np.mean(self.needles))
+
+
+@dataclass(frozen=True)
+class DecodeTiming:
+    """Seconds per decode step of both kernels over the same interleaved rounds, and the elements per head per step
+    each moves, counted from its traced program (`papers.sparq.transfer`)."""
+
+    S: int
+    d: int
+    rows: int
+    r: int
+    k: int
+    dense_rounds: tuple[float, ...]
+    sparq_rounds: tuple[float, ...]
+    dense_elements: int
+    sparq_elements: int
+    select_rounds: tuple[float, ...] = ()  # SparQ's step 3 alone (top-k of S approximate scores), same rounds
+
+    @property
+    def select_seconds(self) -> float:
+        return float(np.median(self.select_rounds)) if self.select_rounds else float("nan")
+
+    @property
+    def dense_seconds(self) -> float:
+        return float(np.median(self.dense_rounds))
+
+    @property
+    def sparq_seconds(self) -> float:
+        return float(np.median(self.sparq_rounds))
+
+    @property
+    def transfer(self) -> float:
+        """SparQ's counted transfer as a fraction of dense's."""
+        return self.sparq_elements / self.dense_elements
+
+    @property
+    def theoretical_speedup(self) -> float:
+        """What a purely memory-bound step would gain: dense elements / SparQ elements."""
+        return self.dense_elements / self.sparq_elements
+
+
+@dataclass
+class TimingPoint:
+    """The decode step timed at one operating point: `key` names it in metrics and estimates ("quality": SparQ at the
+    claim ratio on the evaluated LM's cache; "paper": the configured S, r, k), `label` as the table shows it."""
+
+    key: str
+    label: str
+    timing: DecodeTiming
+
+
+@dataclass
+class LMInfo:
+    """The LM evaluated: its description and, for SmolLM2, the held-out tokens; for the character LM its training
+    curve ((step, train loss in nats)), seconds, and whether it was loaded from a finished checkpoint."""
+
+    name: str
+    test_tokens: int = 0
+    train_loss: list[tuple[int, float]] = field(default_factory=list)
+    train_seconds: float = 0.0
+    loaded: bool = False
+
+
+@dataclass
+class Results:
+    """Every method in the order evaluated (dense first, then each ratio's methods), the (method, ratio) budgets no
+    setting reaches, and the decode step at each timed operating point (the quality claims' first where SparQ runs
+    at the claim ratio, the configured S last)."""
+
+    lm: LMInfo
+    methods: list[MethodResult]
+    speed: list[TimingPoint]
+    unreachable: list[tuple[str, float]] = field(default_factory=list)
+
+    def find(self, name: str, ratio: float | None = None) -> MethodResult | None:
+        """The result of method `name` (at `ratio`, where given), or None where it was not run."""
+        for r in self.methods:
+            m = r.method
+            if m.name == name and (ratio is None or abs(m.ratio - ratio) < 1e-9):
+                return r
+        return None

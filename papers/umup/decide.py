@@ -1,0 +1,110 @@
+"""The u-muP decision: every declared claim measured from the stored Results (each by its own function in
+papers/umup/claims.py), and the estimates the report's tables and figures show, by name. A pure function of the
+Results and the config: numpy and scipy only, the seed resamples deterministic (every ordered resample, or a seeded
+draw of them: claims.resamples).
+
+Estimates (an Interval where one exists, else the text the table shows):
+    optimum/<p>/w<width>      the optimal log2 learning rate of the seed-mean curve (the quadratic fit's vertex), with
+                              its percentile interval over seed resamples (the same resamples at every width)
+    optimum_old/<p>/w<width>  the estimate used until issue 44 (3 points, clamped), with the same kind of interval
+    drift/<p>, drift_old/<p>  the optimum's move from the narrowest width to the widest (octaves), by either estimate
+    slope/<p>                 least-squares slope of the optimal log2 lr against log2 width, the same resamples
+    loss_gap/umup_vs_<p>      u-muP's loss relative to SP's or muP's at the widest width, paired by seed (t interval)
+    fp8_gap/<p>               the relative FP8 gap of each FP8 group, paired by seed (t interval)
+    mult_gain/<name>/<value>  each one-at-a-time setting's relative gain over all-default, paired by seed
+The paired t intervals need 2 seeds and finite losses; where they cannot be made there is no estimate, and the
+report shows the per-seed values from the Results.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from core.claims import Decided
+from core.report import Interval, Value
+from core.stats import seed_mean
+from papers.umup.claims import (
+    Optimum,
+    claims,
+    drift,
+    optimum,
+    paired_gain,
+    percentile_interval,
+    rel_gaps,
+    resampled_optima,
+    three_point_optimum,
+)
+from papers.umup.results import GroupResult, Results, best_grid_lr, mean_curve
+
+
+def decide(cfg, results: Results) -> Decided:
+    """Every declared claim, in declared order, by its own measuring function; and the report's estimates."""
+    decided = [c.measure(c, cfg, results) if c.measure else c for c in claims(cfg)]
+    return Decided(decided, estimates=estimates(cfg, results))
+
+
+def estimates(cfg, results: Results) -> dict[str, Value]:
+    """The figures the report's tables and figures show, by name (the module's docstring lists them)."""
+    c = cfg.umup
+    seeds = [int(s) for s in c.seeds]
+    widths = sorted(int(w) for w in c.widths)
+    sweeps = results.sweeps
+    out: dict[str, Value] = {}
+    for p in c.parametrizations:
+        by_width = {w: sweeps[(p, w)] for w in widths}
+        draws = resampled_optima(by_width, seeds, optimum)  # [resample, width]
+        old_draws = resampled_optima(by_width, seeds, three_point_optimum)
+        fits = []
+        for i, w in enumerate(widths):
+            x, mean = mean_curve(by_width[w], seeds)
+            best = optimum(x, mean)
+            fits.append(best)
+            out[f"optimum/{p}/w{w}"] = optimum_cell(best, draws[:, i])
+            out[f"optimum_old/{p}/w{w}"] = percentile_interval(three_point_optimum(x, mean).log2_lr, old_draws[:, i])
+        out[f"drift/{p}"] = drift(by_width, seeds, optimum)[0]
+        out[f"drift_old/{p}"] = drift(by_width, seeds, three_point_optimum)[0]
+        out[f"slope/{p}"] = percentile_interval(
+            slope(widths, [o.log2_lr for o in fits]), np.asarray([slope(widths, row) for row in draws])
+        )
+    if "umup" in c.parametrizations:
+        for other in (p for p in ("sp", "mup") if p in c.parametrizations):
+            gap = loss_gap(sweeps[("umup", widths[-1])], sweeps[(other, widths[-1])], seeds)
+            if gap is not None:
+                out[f"loss_gap/umup_vs_{other}"] = gap
+    for p, r in results.fp8.items():
+        gaps = rel_gaps(r, sweeps[(p, r.width)])
+        if len(gaps) > 1 and all(map(math.isfinite, gaps)):
+            out[f"fp8_gap/{p}"] = seed_mean(gaps)
+    if results.mult_sweeps and len(seeds) > 1:
+        lr = results.mult_sweeps[next(iter(results.mult_sweeps))].lr[0]
+        default = sweeps[("umup", widths[0])].at_lr(lr)
+        for (name, value), r in sorted(results.mult_sweeps.items()):
+            swept = r.at_lr()
+            if all(math.isfinite(default[s]) and math.isfinite(swept[s]) for s in seeds):
+                out[f"mult_gain/{name}/{value:g}"] = paired_gain(default, swept, seeds)
+    return out
+
+
+def optimum_cell(best: Optimum, draws: np.ndarray) -> Interval | str:
+    """The seed-mean curve's optimum with its percentile interval over the resamples' optima; the estimate alone
+    with the reason where the resamples give no interval; the reason alone where the curve gives no estimate."""
+    if not best.bracketed:
+        return f"- ({best.unbracketed})"
+    interval = percentile_interval(best.log2_lr, draws)
+    return interval if isinstance(interval, Interval) else f"{best.log2_lr:.2f} ({interval})"
+
+
+def slope(widths: list[int], optima) -> float:
+    """Least-squares slope of the optimal log2 lr against log2 width (NaN where a width has no optimum)."""
+    y = np.asarray(optima, float)
+    return float(np.polyfit(np.log2(widths), y, 1)[0]) if np.isfinite(y).all() else math.nan
+
+
+def loss_gap(umup: GroupResult, other: GroupResult, seeds: list[int]) -> Interval | None:
+    """(u-muP - other) / other per seed, each at the best grid point of its own seed-mean curve, paired by seed (the
+    same seed's runs see the same batches): the mean with its t interval; None for one seed or a diverged run."""
+    a, b = (r.at_lr(best_grid_lr(r, seeds)) for r in (umup, other))
+    gaps = [(a[s] - b[s]) / b[s] for s in seeds]
+    return seed_mean(gaps) if all(map(math.isfinite, gaps)) and len(gaps) > 1 else None
