@@ -24,6 +24,8 @@ RTOL = 1e-6  # point values: deterministic figures agree to this relative tolera
 # settings that change where or how a run is recorded, not what it computes
 _RECORD_ONLY = ("logger", "output_root", "resume", "hydra")
 
+SHOWN = 10  # key figures named in the summary line of a comparison that differs (all are in its table)
+
 
 @dataclass(frozen=True)
 class Row:
@@ -80,9 +82,12 @@ class Comparison:
         if n == 0:
             lines.append(f"reproduces: all {len(self.rows)} claims, facts and key figures agree with the reference")
         else:
-            lines.append(
-                f"differs: {n} of {len(self.rows)} rows: " + ", ".join(f"{r.kind} {r.id}" for r in self.differing)
-            )
+            # every differing claim and fact by name; key figures by name up to SHOWN, then how many more
+            named = [r for r in self.differing if r.kind != "estimate"]
+            figures = [r for r in self.differing if r.kind == "estimate"]
+            names = [f"{r.kind} {r.id}" for r in named + figures[:SHOWN]]
+            more = f", and {len(figures) - SHOWN} more estimates (above)" if len(figures) > SHOWN else ""
+            lines.append(f"differs: {n} of {len(self.rows)} rows: " + ", ".join(names) + more)
         return "\n".join(lines)
 
 

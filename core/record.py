@@ -301,6 +301,7 @@ def promote(run_dir: Path | str, dest: Path) -> Report:
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; a reference is read by everyone who clones
     try:
         for name in (RESULTS_FILE, CLAIMS_FILE):
             shutil.copy2(record.run_dir / name, staging / name)

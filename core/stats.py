@@ -6,6 +6,7 @@ rather than on one number. The intervals come from scipy (`scipy.stats.bootstrap
 
     gain = paired_bootstrap(ensemble_rr, best_member_rr, seed=0)   # mean difference over the same test queries
     gap = seed_difference(mpnn_maes, full_maes)                   # mean over seeds, Welch t interval
+    worse = paired_relative_gap(fp8_losses, fp32_losses)          # mean of a / b - 1 over paired seeds, t interval
     trend = slope(np.log(params), gaps)                           # OLS slope, t interval on its standard error
 """
 
@@ -64,6 +65,31 @@ def seed_difference(a: Sequence[float], b: Sequence[float], *, confidence: float
     )
 
 
+def relative_gaps(values: Sequence[float], reference: Sequence[float]) -> np.ndarray:
+    """a / b - 1 for each pair (a, b) of `values` and `reference` (the same seed of two arms, which share its
+    initialisation and batches): how much worse (> 0) or better each value is than its reference. A value that is
+    not finite (an arm that diverged) gives +inf; a reference that is not finite gives what the division gives."""
+    a = np.asarray(values, np.float64).ravel()
+    b = np.asarray(reference, np.float64).ravel()
+    if a.shape != b.shape:
+        raise ValueError(f"relative_gaps: values and reference must pair up, got {a.size} and {b.size}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(np.isfinite(a), a / b - 1, np.inf)
+
+
+def paired_relative_gap(
+    values: Sequence[float], reference: Sequence[float], *, confidence: float = 0.95
+) -> Interval | float | str:
+    """The mean of `relative_gaps(values, reference)` over the pairs, with a t interval over them (`seed_mean`); the
+    gap itself for a single pair; "diverged" where a value is not finite (no interval says anything then)."""
+    gaps = relative_gaps(values, reference)
+    if gaps.size == 0:
+        raise ValueError("paired_relative_gap: need at least one pair")
+    if not np.all(np.isfinite(gaps)):
+        return "diverged"
+    return seed_mean(gaps, confidence=confidence) if gaps.size > 1 else float(gaps[0])
+
+
 def paired_bootstrap(
     a: Sequence[float],
     b: Sequence[float] | None = None,
@@ -100,6 +126,23 @@ def paired_bootstrap(
     )
     ci = res.confidence_interval
     return Interval(point, ci.low, ci.high, confidence, f"paired bootstrap over {x.size} examples")
+
+
+def paired_speedup(
+    reference_seconds: Sequence[float], seconds: Sequence[float], *, confidence: float = 0.95, seed: int = 0
+) -> Interval:
+    """Reference time / time over timing rounds paired as they were timed (interleaved, both warmed): the median of
+    the per-round ratios, with a percentile bootstrap interval over the rounds (`paired_bootstrap` of the median on
+    log times, exponentiated). Above 1: faster than the reference. At least two rounds."""
+    a, b = np.log(np.asarray(reference_seconds, np.float64)), np.log(np.asarray(seconds, np.float64))
+    log_ratio = paired_bootstrap(a, b, statistic=np.median, confidence=confidence, seed=seed)
+    return Interval(
+        math.exp(log_ratio.estimate),
+        math.exp(log_ratio.low),
+        math.exp(log_ratio.high),
+        log_ratio.confidence,
+        f"median of {a.size} paired rounds, bootstrap interval",
+    )
 
 
 def slope(x: Sequence[float], y: Sequence[float], *, confidence: float = 0.95) -> Interval:

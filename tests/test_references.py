@@ -90,3 +90,36 @@ def test_a_reference_re_decides_to_its_stored_values_or_the_ledger_says_why(pape
         assert now["facts"] == stored["facts"] and now["estimates"] == stored["estimates"], (
             f"{paper}: facts or estimates re-decide differently with the decision code that made them"
         )
+
+
+# Issue 57's demonstration: decision helpers that several papers wrote for themselves, moved into core.stats and the
+# affected references re-decided from their stored Results with no training (values and verdicts identical but for
+# u-muP's gaps, now a / b - 1 where they were (a - b) / b: the last bits of a float, in its ledger). What keeps the
+# move: each paper decides with core.stats' function itself, and the re-decision test above holds its references.
+SHARED_HELPERS = {
+    "unit_scaling": {"claims": ("paired_relative_gap",)},
+    "umup": {"claims": ("paired_relative_gap", "relative_gaps"), "decide": ("paired_relative_gap",)},
+    "fp8_llm": {"claims": ("relative_gaps",)},
+    "gps": {"claims": ("relative_gaps",)},
+    "popsparse": {"claims": ("paired_speedup",)},
+    "sparq": {"claims": ("paired_speedup",)},
+}
+
+
+@pytest.mark.parametrize("paper", sorted(SHARED_HELPERS))
+def test_a_moved_decision_helper_is_core_stats_own_in_every_paper_that_used_it(paper):
+    import importlib
+
+    import core.stats
+
+    for module, names in SHARED_HELPERS[paper].items():
+        mod = importlib.import_module(f"papers.{paper}.{module}")
+        for name in names:
+            assert getattr(mod, name, None) is getattr(core.stats, name), f"papers.{paper}.{module}.{name}"
+    # and no private copy of the per-seed relative gap is left in the paper's decision code
+    private = {"_rel", "rel_gap", "_gaps", "_relative_gap"}  # the names the copies had
+    for module in ("claims", "decide", "report"):
+        path = REPO_ROOT / "papers" / paper / f"{module}.py"
+        if path.is_file():
+            text = path.read_text()
+            assert not [n for n in private if f"def {n}(" in text], f"papers/{paper}/{module}.py"

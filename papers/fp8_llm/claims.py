@@ -15,7 +15,7 @@ import numpy as np
 
 from core.claims import Decided
 from core.report import Claim, Fact, Interval, equivalent, interval_above, interval_below
-from core.stats import paired_bootstrap, seed_mean, slope
+from core.stats import paired_bootstrap, relative_gaps, seed_mean, slope
 from papers.fp8_llm.config import arm_seeds
 from papers.fp8_llm.results import Results
 
@@ -35,28 +35,23 @@ PAPER_GRADIENTS = "gradients need the largest scalings: our reading of the scale
 # ---------------------------------------------------------------------------------------------- helpers
 
 
-def _rel(a: float, b: float) -> float:
-    return a / b - 1 if math.isfinite(a) else float("inf")
-
-
 def paired_gaps(results: Results, size: str, arm: str, reference: str) -> list[float]:
-    """arm / reference - 1 of the final validation loss for every seed both arms trained from."""
+    """arm / reference - 1 of the final validation loss for every seed both arms trained from (core.stats
+    .relative_gaps: +inf where the arm diverged)."""
     a, b = results.arm(size, arm), results.arm(size, reference)
-    return [_rel(a.loss(s), b.loss(s)) for s in a.seeds if s in b.seeds]
+    seeds = [s for s in a.seeds if s in b.seeds]
+    return relative_gaps([a.loss(s) for s in seeds], [b.loss(s) for s in seeds]).tolist()
 
 
 def inference_gaps(results: Results) -> dict[str, list[float]]:
     """FP8 / FP32 - 1 of each seed's FP32 model's validation loss, per size (the FP32 arm's own final loss)."""
-    return {
-        s: [_rel(q, f) for q, f in zip(v.fp8, results.arm(s, "fp32").valid_losses, strict=True)]
-        for s, v in results.inference.items()
-    }
+    return {s: relative_gaps(v.fp8, results.arm(s, "fp32").valid_losses).tolist() for s, v in results.inference.items()}
 
 
 def mx_gaps(results: Results, variant: str) -> dict[str, list[float]]:
     """MX / FP32 - 1 of each seed's FP32 model's validation loss, per size, for one MX variant."""
     return {
-        s: [_rel(q, f) for q, f in zip(v.mx[variant], results.arm(s, "fp32").valid_losses, strict=True)]
+        s: relative_gaps(v.mx[variant], results.arm(s, "fp32").valid_losses).tolist()
         for s, v in results.inference.items()
         if variant in v.mx
     }
@@ -377,30 +372,35 @@ def claims(cfg) -> list[Claim]:
     return out
 
 
-def estimates(cfg, results: Results) -> dict[str, Interval]:
-    """The intervals the tables show, by name: per size, each seeded arm's final validation loss and its paired gap
-    to FP32 (cscale's to amax too), the post-training FP8 and MX gaps of the FP32 models (t intervals over seeds,
-    where an arm has 2 or more), and SmolLM2's gap per policy (paired bootstrap over windows). Single-seed values
-    are not estimates: the report shows them as they are."""
-    out: dict[str, Interval] = {}
+def _gap_estimate(gaps: list[float]) -> Interval | float:
+    """Paired relative gaps as an estimate: their t interval over two or more seeds (infinite where a run diverged),
+    one seed's gap as it is."""
+    return _finite_interval(gaps) if len(gaps) > 1 else float(gaps[0])
+
+
+def estimates(cfg, results: Results) -> dict[str, Interval | float]:
+    """The figures the tables show, by name: per size, each seeded arm's final validation loss (a t interval over
+    its seeds, where it has 2 or more) and its paired gap to FP32 (cscale's to amax too), and the post-training FP8
+    and MX gaps of the FP32 models (t intervals over the seeds, one seed's gap as it is); SmolLM2's gap per policy
+    (paired bootstrap over windows)."""
+    out: dict[str, Interval | float] = {}
     c = cfg.fp8_llm
     for size in _sizes(cfg):
         for arm in c.arms:
-            if len(arm_seeds(cfg, arm)) < 2:
-                continue
-            out[f"valid-loss/{size}/{arm}"] = _finite_interval(results.arm(size, arm).valid_losses)
+            if len(arm_seeds(cfg, arm)) > 1:
+                out[f"valid-loss/{size}/{arm}"] = _finite_interval(results.arm(size, arm).valid_losses)
             gaps = paired_gaps(results, size, arm, "fp32") if arm != "fp32" else []
-            if len(gaps) > 1:
-                out[f"gap/{size}/{arm}"] = _finite_interval(gaps)
-        if {"cscale", "amax"} <= set(c.arms) and len(paired_gaps(results, size, "cscale", "amax")) > 1:
-            out[f"gap/{size}/cscale-vs-amax"] = _finite_interval(paired_gaps(results, size, "cscale", "amax"))
+            if gaps:
+                out[f"gap/{size}/{arm}"] = _gap_estimate(gaps)
+        if {"cscale", "amax"} <= set(c.arms) and paired_gaps(results, size, "cscale", "amax"):
+            out[f"gap/{size}/cscale-vs-amax"] = _gap_estimate(paired_gaps(results, size, "cscale", "amax"))
     for size, gaps in inference_gaps(results).items():
-        if len(gaps) > 1:
-            out[f"inference/{size}/fp8"] = _finite_interval(gaps)
+        if gaps:
+            out[f"inference/{size}/fp8"] = _gap_estimate(gaps)
     for variant in c.mx:
         for size, gaps in mx_gaps(results, variant).items():
-            if len(gaps) > 1:
-                out[f"inference/{size}/{variant}"] = _finite_interval(gaps)
+            if gaps:
+                out[f"inference/{size}/{variant}"] = _gap_estimate(gaps)
     if results.pretrained is not None:
         for policy in (p for p in results.pretrained.nats if p != "fp32"):
             out[f"smollm2/{policy}"] = pretrained_gap(results.pretrained, policy)

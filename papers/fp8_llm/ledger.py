@@ -193,4 +193,19 @@ LEDGER: list[Change] = [
         "result",
         {"pretrained-fp8-inference": "9f666f4f64bd"},
     ),
+    *code_changes(
+        "2026-11-28",
+        "issue 57's demonstration: a decision helper written in several papers moved into core.stats, decided "
+        "again from the stored Results without training. The per-seed relative gap arm / reference - 1 (+inf "
+        "where the arm diverged), written here as _rel, is now core.stats.relative_gaps; the statistic, rule, "
+        "figure and intervals are unchanged, and every claim's value and verdict on the smoke fixture's Results "
+        "is identical to the old code's. The estimates now also hold a one-seed arm's gap (a number), which the "
+        "report computed itself before and now shows from the decision",
+        {
+            "amax-matches-fp32": "1f9cc2832f45",
+            "cscale-worse-than-amax": "fb640e923d7c",
+            "cscale-gap-grows": "a258d579b9a9",
+            "fp8-inference": "cf9cb556d008",
+        },
+    ),
 ]

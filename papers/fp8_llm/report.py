@@ -10,7 +10,7 @@ import numpy as np
 from core import plots
 from core.claims import Decided, Interval
 from core.report import Figure, Report, Table, mean_std
-from papers.fp8_llm.results import ArmResult, PretrainedResult, Results
+from papers.fp8_llm.results import PretrainedResult, Results
 
 TENSOR_NAMES = ("activations (E4M3)", "weights (E4M3)", "gradients (E5M2)")
 MX_LABELS = {
@@ -26,25 +26,12 @@ __all__ = ["figures", "render", "tables"]
 # ---------------------------------------------------------------------------------------------- tables
 
 
-def _gap(decided: Decided, key: str, pairs: list[tuple[float, float]], spec: str) -> str:
-    """The decided interval `key` (mean [95% interval]) in the format `spec`; where there is none (one seed), the
-    one paired value as it is (a ratio of two losses); '-' for none."""
+def _gap(decided: Decided, key: str, spec: str) -> str:
+    """The decided gap `key` in the format `spec`: mean [95% interval], or one seed's gap as it is; '-' for none."""
     iv = decided.estimates.get(key)
     if isinstance(iv, Interval):
         return f"{iv.estimate:{spec}} [{iv.low:{spec}}, {iv.high:{spec}}]"
-    if len(pairs) == 1:
-        a, b = pairs[0]
-        return f"{a / b - 1:{spec}}"
-    return "-"
-
-
-def _pairs(r: ArmResult, reference: ArmResult) -> list[tuple[float, float]]:
-    """(loss, reference loss) for every seed both trained from."""
-    return [(r.loss(s), reference.loss(s)) for s in r.seeds if s in reference.seeds]
-
-
-def _per_seed(losses: list[float], fp32: ArmResult) -> list[tuple[float, float]]:
-    return list(zip(losses, fp32.valid_losses, strict=True))
+    return f"{iv:{spec}}" if isinstance(iv, float) else "-"
 
 
 def tables(cfg, results: Results, decided: Decided) -> list[Table]:
@@ -61,7 +48,7 @@ def tables(cfg, results: Results, decided: Decided) -> list[Table]:
                     arm,
                     len(r.seeds),
                     mean_std(r.valid_losses),
-                    _gap(decided, f"gap/{s}/{arm}", _pairs(r, fp32), "+.2%") if arm != "fp32" else "-",
+                    _gap(decided, f"gap/{s}/{arm}", "+.2%") if arm != "fp32" else "-",
                     r.bad_amax,
                     f"{r.seconds:.0f}",
                 ]
@@ -74,7 +61,7 @@ def tables(cfg, results: Results, decided: Decided) -> list[Table]:
                 "fp32 -> FP8 inference (amax)",
                 len(q.fp8),
                 mean_std(q.fp8),
-                _gap(decided, f"inference/{s}/fp8", _per_seed(q.fp8, fp32), "+.3%"),
+                _gap(decided, f"inference/{s}/fp8", "+.3%"),
                 "-",
                 "-",
             ]
@@ -87,7 +74,7 @@ def tables(cfg, results: Results, decided: Decided) -> list[Table]:
                     f"fp32 -> {MX_LABELS[variant]} inference",
                     len(losses),
                     mean_std(losses),
-                    _gap(decided, f"inference/{s}/{variant}", _per_seed(losses, fp32), "+.3%"),
+                    _gap(decided, f"inference/{s}/{variant}", "+.3%"),
                     "-",
                     "-",
                 ]
@@ -132,14 +119,13 @@ def mx_tables(results: Results, decided: Decided) -> list[Table]:
         for size, q in results.inference.items():
             if variant not in q.mx:
                 continue
-            losses, fp32 = q.mx[variant], results.arm(size, "fp32").valid_losses
-            ci = decided.estimates.get(f"inference/{size}/{variant}")
+            losses = q.mx[variant]
             rows.append(
                 [
                     MX_LABELS[variant],
                     f"trained FP32 model, size {size}",
                     f"{len(losses)} seeds",
-                    ci if ci is not None else losses[0] / fp32[0] - 1,
+                    decided.estimates.get(f"inference/{size}/{variant}", "-"),
                 ]
             )
     if pretrained is not None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from core.claims import Claim, Decided, Fact, Interval, at_least, interval_above, interval_below
 from core.report import mean_std
-from core.stats import seed_mean, seeds_for_half_width, t_half_width
+from core.stats import relative_gaps, seed_mean, seeds_for_half_width, t_half_width
 from papers.gps.config import ARMS, SEEDS
 from papers.gps.published import PAPER_PACKING_EFFICIENCY, PAPER_PARAMETERS, PAPER_PCQM4MV2
 from papers.gps.results import Packing, Results
@@ -66,8 +66,9 @@ def seed_maes(results: Results) -> dict[str, np.ndarray]:
 
 
 def paired_gaps(mae: dict[str, np.ndarray], arm: str, comparator: str) -> np.ndarray:
-    """MAE arm / MAE comparator - 1, seed by seed (the two arms share each seed's initialisation and batches)."""
-    return mae[arm] / mae[comparator] - 1
+    """MAE arm / MAE comparator - 1, seed by seed (the two arms share each seed's initialisation and batches;
+    core.stats.relative_gaps)."""
+    return relative_gaps(mae[arm], mae[comparator])
 
 
 def packing(results: Results) -> Packing:
@@ -200,16 +201,17 @@ def facts(breakdowns: dict) -> list[Fact]:
 
 def estimates(cfg, results: Results) -> dict:
     """The key figures the report's tables show: per arm the validation MAE (meV) and, for an ablation, its MAE over
-    its comparator's - 1 paired by seed, each a 95% t interval over the seeds (at least two); the packing of the
-    training batches, the arms' parameter counts and the mean predictor's MAE (deterministic: points)."""
+    its comparator's - 1 paired by seed, each a 95% t interval over the seeds (a gap of one seed: that value); the
+    packing of the training batches, the arms' parameter counts and the mean predictor's MAE (deterministic: points)."""
     out: dict = {}
     mae = seed_maes(results)
     for arm, values in mae.items():
         if values.size > 1:
             out[f"valid_mae/{arm}"] = seed_mean(values)
-            comparator = ARMS[arm].comparator if arm in ARMS else None
-            if comparator in mae:
-                out[f"gap/{arm}"] = seed_mean(paired_gaps(mae, arm, comparator))
+        comparator = ARMS[arm].comparator if arm in ARMS else None
+        if comparator in mae:
+            gaps = paired_gaps(mae, arm, comparator)
+            out[f"gap/{arm}"] = seed_mean(gaps) if gaps.size > 1 else float(gaps[0])
     out["valid_mae/mean_predictor"] = results.data.mean_mae
     packed = packing(results)
     out |= {f"packing/{k}": getattr(packed, k) for k in ("nodes", "edges", "graphs", "graphs_per_pack")}

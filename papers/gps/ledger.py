@@ -131,4 +131,16 @@ LEDGER: list[Change] = [
             "packing-efficiency": "542f0f4cc6ef",
         },
     ),
+    *code_changes(
+        "2026-11-28",
+        "issue 57's demonstration: a decision helper written in several papers moved into core.stats, decided "
+        "again from the stored Results without training. The per-seed relative MAE gap arm / comparator - 1 "
+        "is now core.stats.relative_gaps; the statistic, rule and intervals are unchanged, and every claim's "
+        "value and verdict on the smoke fixture's Results is identical to the old code's. The estimates now also "
+        "hold one seed's gap (a number), which the report computed itself before and now shows from the decision",
+        {
+            "mpnn-keeps-accuracy": "cca0cfedac51",
+            "3d-costs-more": "27176631798e",
+        },
+    ),
 ]

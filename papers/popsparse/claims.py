@@ -26,7 +26,7 @@ import numpy as np
 
 from core.claims import Decided, inside
 from core.report import Claim, Fact, Interval, Rule, fixed, interval_above, is_true, within_abs
-from core.stats import paired_bootstrap, slope
+from core.stats import paired_speedup, slope
 from papers.popsparse.paper import (
     FIGURE_M,
     FIGURE_SPEEDUPS,
@@ -456,17 +456,9 @@ def _measure_sides(ipu_rows, crossover_rows, seeds: int, ours: dict) -> None:
 
 def speedup_interval(cell: CpuCell, method: str, over: str = "dense", *, seed: int = 0) -> Interval:
     """Time of `over` / time of `method` in one CPU cell: the median of the per-round ratios (rounds paired as
-    timed) with a 95% bootstrap interval over the rounds (`core.stats.paired_bootstrap` on log times). Above 1:
-    `method` is faster. Needs at least two rounds."""
-    a, b = np.log(cell.rounds[over]), np.log(cell.rounds[method])
-    log_ratio = paired_bootstrap(a, b, statistic=np.median, seed=seed)
-    return Interval(
-        math.exp(log_ratio.estimate),
-        math.exp(log_ratio.low),
-        math.exp(log_ratio.high),
-        log_ratio.confidence,
-        f"median of {a.size} paired rounds, bootstrap interval",
-    )
+    timed) with a 95% bootstrap interval over the rounds (`core.stats.paired_speedup`). Above 1: `method` is
+    faster. Needs at least two rounds."""
+    return paired_speedup(cell.rounds[over], cell.rounds[method], seed=seed)
 
 
 def measure(cfg, results: Results) -> list[Claim]:

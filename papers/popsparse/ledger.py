@@ -258,4 +258,22 @@ LEDGER: list[Change] = [
             "cpu-grows-with-block": "c33e01358cf7",
         },
     ),
+    *code_changes(
+        "2026-11-28",
+        "issue 57's demonstration: a decision helper written in several papers moved into core.stats, decided "
+        "again from the stored Results without training. The CPU speedup interval (the median of the "
+        "per-round time ratios, rounds paired as timed, with its bootstrap interval over the rounds on log "
+        "times), written here and in sparq, is now core.stats.paired_speedup; speedup_interval calls it with "
+        "the same rounds and resampling seed, and the decision of the smoke fixture's Results is identical to "
+        "the old code's in every value",
+        {
+            "ipu-paper-table": "ef3b3f31eb86",
+            "ipu-paper-figures": "459c246dbfd9",
+            "ipu-static-beats-dynamic": "407c97faf107",
+            "ipu-headline-crossover": "00f466e8afae",
+            "ipu-crossover-falls-with-block": "1d237fb37f0a",
+            "cpu-static-beats-dynamic": "b97892dce00e",
+            "cpu-grows-with-block": "55f4b7943b4d",
+        },
+    ),
 ]

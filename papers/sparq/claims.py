@@ -16,7 +16,7 @@ import numpy as np
 
 from core.claims import Decided
 from core.report import Claim, Fact, Interval, Rule, at_least, at_most, interval_above
-from core.stats import paired_bootstrap
+from core.stats import paired_bootstrap, paired_speedup
 from papers.sparq.published import (
     BEATEN,
     BPC_INCREASE,
@@ -92,15 +92,8 @@ def bpc_rise(bpcs, dense_bpcs, *, seed: int) -> Interval:
 
 def speedup(t: DecodeTiming, seed: int = 0) -> Interval:
     """Dense time / SparQ time: the median of the per-round ratios (rounds paired as timed) with a 95% bootstrap
-    interval over the rounds."""
-    log_ratio = paired_bootstrap(np.log(t.dense_rounds), np.log(t.sparq_rounds), statistic=np.median, seed=seed)
-    return Interval(
-        math.exp(log_ratio.estimate),
-        math.exp(log_ratio.low),
-        math.exp(log_ratio.high),
-        log_ratio.confidence,
-        f"median of {len(t.dense_rounds)} paired rounds, bootstrap interval",
-    )
+    interval over the rounds (core.stats.paired_speedup)."""
+    return paired_speedup(t.dense_rounds, t.sparq_rounds, seed=seed)
 
 
 def _pair(cfg, results: Results):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from core.report import Claim, Interval, at_most, equivalent, interval_above, interval_below, or_diverged
-from core.stats import seed_difference, seed_mean
+from core.stats import paired_relative_gap, relative_gaps, seed_difference, seed_mean
 from papers.umup.design import HEADS, TRANSFER_MARGIN
 from papers.umup.results import GroupResult, Results, mean_curve
 
@@ -283,10 +283,22 @@ def drift(
     return percentile_interval(estimate, draws[:, -1] - draws[:, 0]), optima
 
 
-def rel_gaps(fp8: GroupResult, fp32: GroupResult) -> list[float]:
-    """(FP8 - FP32) / FP32 per seed, the FP32 run at the FP8 run's learning rate."""
+def fp8_pairs(fp8: GroupResult, fp32: GroupResult) -> tuple[list[float], list[float]]:
+    """Per seed, the FP8 run's validation loss and the FP32 run's at the FP8 run's learning rate."""
     ref = fp32.at_lr(fp8.lr[0])
-    return [(v - ref[s]) / ref[s] if math.isfinite(v) else math.inf for s, v in fp8.at_lr().items()]
+    losses = fp8.at_lr()
+    return list(losses.values()), [ref[s] for s in losses]
+
+
+def rel_gaps(fp8: GroupResult, fp32: GroupResult) -> list[float]:
+    """FP8 / FP32 - 1 per seed, the FP32 run at the FP8 run's learning rate (core.stats.relative_gaps: +inf where
+    the FP8 run diverged)."""
+    return relative_gaps(*fp8_pairs(fp8, fp32)).tolist()
+
+
+def fp8_gap(fp8: GroupResult, fp32: GroupResult) -> Interval | float | str:
+    """The mean relative FP8 gap with its t interval over the paired seeds (one seed: the gap alone; "diverged")."""
+    return paired_relative_gap(*fp8_pairs(fp8, fp32))
 
 
 def mult_gains(
@@ -349,10 +361,7 @@ def measure_fp8_close(claim: Claim, cfg, results: Results) -> Claim:
     sweeps, fp8 = results.sweeps, results.fp8
     if "umup" not in fp8:
         return claim
-    g = rel_gaps(fp8["umup"], sweeps[("umup", fp8["umup"].width)])
-    if not all(map(math.isfinite, g)):
-        return claim.measured("diverged")
-    return claim.measured(seed_mean(g) if len(g) > 1 else float(g[0]))
+    return claim.measured(fp8_gap(fp8["umup"], sweeps[("umup", fp8["umup"].width)]))
 
 
 def measure_sp_fp8_worse(claim: Claim, cfg, results: Results) -> Claim:

@@ -24,15 +24,15 @@ import numpy as np
 
 from core.claims import Decided
 from core.report import Interval, Value
-from core.stats import seed_mean
+from core.stats import paired_relative_gap
 from papers.umup.claims import (
     Optimum,
     claims,
     drift,
+    fp8_gap,
     optimum,
     paired_gain,
     percentile_interval,
-    rel_gaps,
     resampled_optima,
     three_point_optimum,
 )
@@ -70,13 +70,12 @@ def estimates(cfg, results: Results) -> dict[str, Value]:
         )
     if "umup" in c.parametrizations:
         for other in (p for p in ("sp", "mup") if p in c.parametrizations):
-            gap = loss_gap(sweeps[("umup", widths[-1])], sweeps[(other, widths[-1])], seeds)
-            if gap is not None:
-                out[f"loss_gap/umup_vs_{other}"] = gap
+            out[f"loss_gap/umup_vs_{other}"] = loss_gap(
+                sweeps[("umup", widths[-1])], sweeps[(other, widths[-1])], seeds
+            )
     for p, r in results.fp8.items():
-        gaps = rel_gaps(r, sweeps[(p, r.width)])
-        if len(gaps) > 1 and all(map(math.isfinite, gaps)):
-            out[f"fp8_gap/{p}"] = seed_mean(gaps)
+        # an interval over the seeds; one seed's gap alone (a one-seed design, as the smoke scale's), or "diverged"
+        out[f"fp8_gap/{p}"] = fp8_gap(r, sweeps[(p, r.width)])
     if results.mult_sweeps and len(seeds) > 1:
         lr = results.mult_sweeps[next(iter(results.mult_sweeps))].lr[0]
         default = sweeps[("umup", widths[0])].at_lr(lr)
@@ -102,9 +101,8 @@ def slope(widths: list[int], optima) -> float:
     return float(np.polyfit(np.log2(widths), y, 1)[0]) if np.isfinite(y).all() else math.nan
 
 
-def loss_gap(umup: GroupResult, other: GroupResult, seeds: list[int]) -> Interval | None:
-    """(u-muP - other) / other per seed, each at the best grid point of its own seed-mean curve, paired by seed (the
-    same seed's runs see the same batches): the mean with its t interval; None for one seed or a diverged run."""
+def loss_gap(umup: GroupResult, other: GroupResult, seeds: list[int]) -> Interval | float | str:
+    """u-muP / other - 1 per seed, each at the best grid point of its own seed-mean curve, paired by seed (the same
+    seed's runs see the same batches): the mean with its t interval; one seed's gap alone; "diverged"."""
     a, b = (r.at_lr(best_grid_lr(r, seeds)) for r in (umup, other))
-    gaps = [(a[s] - b[s]) / b[s] for s in seeds]
-    return seed_mean(gaps) if all(map(math.isfinite, gaps)) and len(gaps) > 1 else None
+    return paired_relative_gap([a[s] for s in seeds], [b[s] for s in seeds])

@@ -167,4 +167,18 @@ LEDGER: list[Change] = [
             "sp-fp8-worse": "3e2c258cd89e",
         },
     ),
+    *code_changes(
+        "2026-11-28",
+        "issue 57's demonstration: a decision helper written in several papers moved into core.stats, decided "
+        "again from the stored Results without training. The relative FP8 gap and the u-muP loss gap, written "
+        "here as (a - b) / b per seed with a t interval over the seeds, are now core.stats.relative_gaps and "
+        "paired_relative_gap, which compute a / b - 1: the same statistic, rule and intervals, with values "
+        "that may differ in the last bits of a float (the smoke fixture's two FP8 claims by 5e-17 and 6e-17, "
+        "their verdicts unchanged). The decision now also gives the one-seed gap (a number) and 'diverged' as "
+        "the fp8_gap and loss_gap estimates, where it gave none",
+        {
+            "umup-fp8-close": "f3bfc1892df2",
+            "sp-fp8-worse": "20ebc656de93",
+        },
+    ),
 ]

@@ -58,9 +58,12 @@ class View:
         return self.est[f"optimum/{p}/w{w}"]
 
     def estimate(self, key: str) -> float:
-        """The point estimate of the decided interval `key`; NaN where the decision gave none."""
+        """The point estimate of the decided estimate `key` (an interval's, or a single seed's value); NaN where the
+        decision gave none or only a text ("diverged")."""
         value = self.est.get(key)
-        return value.estimate if isinstance(value, Interval) else math.nan
+        if isinstance(value, Interval):
+            return value.estimate
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
 
     def groups(self) -> list[GroupResult]:
         r = self.results
@@ -159,9 +162,9 @@ def drift_table(v: View) -> Table:
     )
 
 
-def loss_gaps(v: View) -> list[tuple[str, float, float, Interval | float]]:
+def loss_gaps(v: View) -> list[tuple[str, float, float, Interval | float | str]]:
     """(other, u-muP's seed-mean loss, other's, relative gap) at the widest width, each at the best grid point of
-    its own seed-mean curve: the decided paired interval where there is one, else the mean of the per-seed gaps."""
+    its own seed-mean curve: the decided gap (a paired interval, one seed's gap, or "diverged")."""
     w = v.widths[-1]
     a = v.results.sweeps[("umup", w)]
     a_losses = a.at_lr(best_grid_lr(a, v.seeds))
@@ -169,12 +172,7 @@ def loss_gaps(v: View) -> list[tuple[str, float, float, Interval | float]]:
     for other in v.gap_others:
         b = v.results.sweeps[(other, w)]
         b_losses = b.at_lr(best_grid_lr(b, v.seeds))
-        decided = v.est.get(f"loss_gap/umup_vs_{other}")
-        rel = (
-            decided
-            if isinstance(decided, Interval)
-            else float(np.mean([(a_losses[s] - b_losses[s]) / b_losses[s] for s in v.seeds]))
-        )
+        rel = v.est.get(f"loss_gap/umup_vs_{other}", "-")
         out.append(
             (
                 other,
@@ -250,21 +248,10 @@ def mults_table(v: View) -> Table:
     )
 
 
-def _gaps(fp8: GroupResult, fp32: GroupResult) -> list[float]:
-    """(FP8 - FP32) / FP32 per seed, the FP32 run at the FP8 run's learning rate (inf: diverged)."""
-    ref = fp32.at_lr(fp8.lr[0])
-    return [(x - ref[s]) / ref[s] if math.isfinite(x) else math.inf for s, x in fp8.at_lr().items()]
-
-
-def _gap_cell(v: View, p: str, gaps: list[float]) -> Interval | str:
-    """The decided t interval over the seeds' relative FP8 gaps where every seed trained; else each seed's."""
-    decided = v.est.get(f"fp8_gap/{p}")
-    if isinstance(decided, Interval):
-        return decided
-    finite = [x for x in gaps if math.isfinite(x)]
-    if not finite:
-        return "diverged"
-    return ", ".join(f"{x:.4f}" for x in gaps)
+def _gap_cell(v: View, p: str) -> Interval | str:
+    """The decided relative FP8 gap: its t interval over the seeds, one seed's gap, or "diverged"."""
+    decided = v.est.get(f"fp8_gap/{p}", "-")
+    return f"{decided:.4f}" if isinstance(decided, float) else decided
 
 
 def fp8_table(v: View, head: str) -> Table:
@@ -278,7 +265,7 @@ def fp8_table(v: View, head: str) -> Table:
                 f"2^{math.log2(r.lr[0]):g}",
                 _loss(float(np.mean(list(fp32.at_lr(r.lr[0]).values())))),
                 ", ".join(_loss(x) for x in r.valid_loss),
-                str(_gap_cell(v, p, _gaps(r, fp32))),
+                str(_gap_cell(v, p)),
             ]
         )
     return Table(
@@ -303,15 +290,13 @@ def metrics(v: View) -> dict[str, float]:
     for p in v.parametrizations:
         out[f"drift_octaves/{p}"] = v.estimate(f"drift/{p}")
         out[f"drift_octaves_old/{p}"] = v.estimate(f"drift_old/{p}")
-    for other, _, _, rel in loss_gaps(v):
-        out[f"loss_gap/umup_vs_{other}"] = rel.estimate if isinstance(rel, Interval) else rel
+    for other in v.gap_others:
+        out[f"loss_gap/umup_vs_{other}"] = v.estimate(f"loss_gap/umup_vs_{other}")
     best_gain = next((c.ours for c in v.decided.claims if c.id == "umup-defaults-near-optimal"), None)
     if v.results.mult_sweeps and isinstance(best_gain, int | float):
         out["umup_mults/best_gain"] = float(best_gain)
     if "umup" in v.results.fp8:
-        r = v.results.fp8["umup"]
-        g = _gaps(r, v.results.sweeps[("umup", r.width)])
-        out["fp8_gap/umup"] = float(np.mean(g)) if all(map(math.isfinite, g)) else math.nan
+        out["fp8_gap/umup"] = v.estimate("fp8_gap/umup")
     out["train_seconds"] = sum(r.seconds for r in v.groups())
     return out
 

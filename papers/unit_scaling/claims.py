@@ -12,7 +12,7 @@ import numpy as np
 
 from core.claims import Decided
 from core.report import Claim, Interval, Value, at_most, equivalent, interval_above, or_diverged
-from core.stats import seed_mean
+from core.stats import paired_relative_gap, seed_mean
 from papers.unit_scaling.arms import ARMS, FP16_STORAGE, IID_LABEL, MATCH_MARGIN, PAPER_BPC, TWIN, gap_name
 from papers.unit_scaling.results import ArmResult, Results, TensorScale
 
@@ -177,17 +177,11 @@ def claims(cfg) -> list[Claim]:
 def paired_gap(results: dict[str, ArmResult], arm: str, twin: str) -> Interval | float | str | None:
     """arm / twin - 1 of the test BPC, seed by seed (the arms share each seed's initialisation and batches): the
     mean with its 95% t interval (a point value for one seed); "diverged" when a seed of `arm` is not finite; None
-    when either arm was not run."""
+    when either arm was not run, or the twin did not train (core.stats.paired_relative_gap)."""
     a, b = results.get(arm), results.get(twin)
-    if a is None or b is None:
+    if a is None or b is None or not np.isfinite(np.asarray(b.test_bpc, np.float64)).all():
         return None
-    x, y = np.asarray(a.test_bpc, np.float64), np.asarray(b.test_bpc, np.float64)
-    if not np.isfinite(y).all():
-        return None
-    if not np.isfinite(x).all():
-        return "diverged"
-    gaps = x / y - 1
-    return seed_mean(gaps) if gaps.size > 1 else float(gaps[0])
+    return paired_relative_gap(a.test_bpc, b.test_bpc)
 
 
 def _worst(rows: list[TensorScale], kinds: tuple[str, ...]) -> TensorScale:

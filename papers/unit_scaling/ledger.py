@@ -267,4 +267,23 @@ LEDGER: list[Change] = [
             "fp8-regular-fails": "55ca31b73db6",
         },
     ),
+    *code_changes(
+        "2026-11-28",
+        "issue 57's demonstration: a decision helper written in several papers moved into core.stats, decided "
+        "again from the stored Results without training. The paired relative gap (the mean over seeds of arm "
+        "/ twin - 1 with its t interval; one seed's gap alone; 'diverged' where the arm did not train), "
+        "written here as paired_gap, is now core.stats.paired_relative_gap; the statistic, rule and intervals "
+        "are unchanged, and the decision of the smoke fixture's Results is identical to the old code's in "
+        "every value",
+        {
+            "init-unit-scales": "27cff21f7464",
+            "init-unit-scales-iid": "88e80f13b584",
+            "init-regular-gradients-small": "8965c487fd17",
+            "fp16-unit-matches-fp32-unit": "3283ce12ff5a",
+            "fp16-regular-ls-matches-fp32": "e7d336b651ff",
+            "fp8-unit-matches-fp32-unit": "768ed3ae869f",
+            "fp16-regular-worse": "0b26deb3df9e",
+            "fp8-regular-fails": "2ba3da75ff2d",
+        },
+    ),
 ]

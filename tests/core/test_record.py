@@ -194,6 +194,14 @@ def test_compare_holds_a_run_against_the_reference_row_by_row(toy_run, tmp_path)
         ("estimate", "pi"),
     ]
     assert "verdict fails" in diff.differing[0].why and "differs: 3 of 4 rows" in diff.text()
+    import core.compare
+
+    core.compare.SHOWN = 0  # the summary names every claim and fact, and counts the key figures past SHOWN
+    try:
+        summary = diff.text().splitlines()[-1]
+    finally:
+        core.compare.SHOWN = 10
+    assert summary == "differs: 3 of 4 rows: claim pi-estimate, claim pi-exact, and 1 more estimates (above)"
 
     seeded = copy_run(toy_run, tmp_path / "seeded")
     record = json.loads((seeded / "results.json").read_text())

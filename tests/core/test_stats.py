@@ -5,7 +5,17 @@ import pytest
 from scipy import stats as sps
 
 from core.report import Claim, Interval, interval_above, interval_below
-from core.stats import paired_bootstrap, seed_difference, seed_mean, seeds_for_half_width, slope, t_half_width
+from core.stats import (
+    paired_bootstrap,
+    paired_relative_gap,
+    paired_speedup,
+    relative_gaps,
+    seed_difference,
+    seed_mean,
+    seeds_for_half_width,
+    slope,
+    t_half_width,
+)
 
 
 def test_seed_mean_is_the_t_interval():
@@ -93,3 +103,36 @@ def test_the_half_width_is_scipys_t_interval_and_the_seeds_needed_the_fewest_bel
         seeds_for_half_width(-0.1, 0.01)
     with pytest.raises(ValueError, match="n >= 2"):
         t_half_width(0.1, 1)
+
+
+def test_the_paired_relative_gap_is_the_t_interval_of_the_per_pair_ratios():
+    """The gap of unit scaling, FP8 LLM, GPS++ and u-muP: per pair a / b - 1 (a diverged arm gives +inf), then the
+    t interval over the pairs (scipy's), the gap alone for one pair, "diverged" where an arm did not train."""
+    a = [1.10, 1.00, 0.95, 1.30]
+    b = [1.00, 1.02, 0.90, 1.25]
+    gaps = relative_gaps(a, b)
+    assert gaps.tolist() == [x / y - 1 for x, y in zip(a, b, strict=True)]  # Python floats: the same IEEE division
+    got = paired_relative_gap(a, b)
+    ref = sps.ttest_1samp(gaps, 0.0).confidence_interval(0.95)
+    assert got.estimate == pytest.approx(np.mean(gaps), abs=0) and (got.low, got.high) == pytest.approx(ref, rel=1e-12)
+    assert paired_relative_gap([2.0], [1.6]) == 2.0 / 1.6 - 1
+    assert relative_gaps([np.nan, 1.0], [1.0, 2.0]).tolist() == [np.inf, -0.5]
+    assert paired_relative_gap([np.inf, 1.0], [1.0, 2.0]) == "diverged"
+    with pytest.raises(ValueError, match="must pair up, got 2 and 1"):
+        relative_gaps([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="at least one pair"):
+        paired_relative_gap([], [])
+
+
+def test_a_paired_speedup_is_the_median_round_ratio_with_its_bootstrap_interval():
+    """PopSparse's and SparQ's speed-ups: reference time / time, the median of the per-round ratios (computed here
+    with numpy), and the bootstrap interval of the median log ratio, exponentiated."""
+    rng = np.random.default_rng(3)
+    dense = 2.0 * np.exp(rng.normal(0, 0.05, 9))
+    sparse = 1.0 * np.exp(rng.normal(0, 0.05, 9))
+    got = paired_speedup(dense, sparse, seed=4)
+    assert got.estimate == pytest.approx(np.median(dense / sparse), rel=1e-12)
+    logs = paired_bootstrap(np.log(dense), np.log(sparse), statistic=np.median, seed=4)
+    assert (got.low, got.high) == pytest.approx((np.exp(logs.low), np.exp(logs.high)), rel=1e-12)
+    assert got.low < got.estimate < got.high and got.method == "median of 9 paired rounds, bootstrap interval"
+    assert paired_speedup(dense, sparse, seed=4) == got  # seeded: the same interval every time

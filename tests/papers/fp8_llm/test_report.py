@@ -207,7 +207,9 @@ def test_decide_gives_every_interval_the_tables_show():
     cfg, results = _full()
     decided = decide(cfg, results)
     est = decided.estimates
-    assert all(isinstance(v, Interval) for v in est.values())
+    one_seed = {k for k in est if k.startswith("gap/") and k.split("/")[-1] in ("delayed", "none")}
+    assert all(isinstance(v, Interval) for k, v in est.items() if k not in one_seed)
+    assert len(one_seed) == 2 * len(SIZES) and all(type(est[k]) is float for k in one_seed)
     assert est["gap/s/amax"].estimate == pytest.approx(0.002)
     low, high = _t_interval([(1 + g) / 1.002 - 1 for g in [0.01, 0.012, 0.011]])
     assert (est["gap/s/cscale-vs-amax"].low, est["gap/s/cscale-vs-amax"].high) == (
@@ -224,8 +226,9 @@ def test_decide_gives_every_interval_the_tables_show():
     claim = next(c for c in decided.claims if c.id == "pretrained-fp8-inference")
     assert est["smollm2/amax"] == claim.ours
     assert est["smollm2/none"].estimate == pytest.approx(0.2) and est["smollm2/mxfp8"].estimate == pytest.approx(0.02)
-    # one seed is no interval: the single-seed arms have no estimates
-    assert not [k for k in est if k.split("/")[-1] in ("delayed", "none") and not k.startswith("smollm2/")]
+    # one seed is no interval: a single-seed arm has no loss estimate, and its gap is the seed's a / b - 1
+    assert not [k for k in est if k.startswith("valid-loss/") and k.split("/")[-1] in ("delayed", "none")]
+    assert est["gap/s/delayed"] == pytest.approx(2.0 * 1.001 / 2.0 - 1, rel=1e-12)
 
 
 def test_the_report_shows_the_decided_intervals():

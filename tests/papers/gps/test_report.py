@@ -221,10 +221,12 @@ def test_the_estimates_are_intervals_over_the_seeds_and_deterministic_points():
     np.testing.assert_allclose([est["valid_mae/full"].low, est["valid_mae/full"].high], _paired_t(FULL)[1:])
     assert est["packing/nodes"] == 0.9 and est["parameters/full"] == 100_000
     assert est["valid_mae/mean_predictor"] == 1090.0
-    # one seed: no interval to give, so no MAE or gap estimate (the table shows the seed's value)
+    # one seed: no interval to give, so no MAE estimate; each gap is the seed's own a / b - 1 (the table shows it)
     one = decide(SimpleNamespace(seed=0, gps=Config(seeds=[0])), _results([200.0], [206.0], [230.0], [196.0]))
     assert [c.id for c in one.claims] == ["packing-efficiency"]
-    assert not [k for k in one.estimates if k.startswith(("valid_mae/full", "gap/"))]
+    assert not [k for k in one.estimates if k.startswith("valid_mae/full")]
+    expected = {"mpnn_only": 206 / 200 - 1, "full_unmasked": 196 / 200 - 1, "no_3d": 230 / 196 - 1}
+    assert {k: one.estimates[f"gap/{k}"] for k in expected} == pytest.approx(expected, rel=1e-12)
 
 
 def test_hand_made_results_survive_the_json_round_trip():

@@ -83,7 +83,9 @@ def test_an_unbracketed_curve_and_one_seed_give_text_and_no_paired_intervals():
     decided = decide(cfg, results)
     est = decided.estimates
     assert est["optimum/sp/w16"].low == est["optimum/sp/w16"].high == pytest.approx(-3.0)
-    assert not [k for k in est if k.startswith(("loss_gap", "fp8_gap", "mult_gain"))]
+    assert not [k for k in est if k.startswith("mult_gain")]  # nothing paired: no interval, no best setting
+    gaps = {k: v for k, v in est.items() if k.startswith(("loss_gap", "fp8_gap"))}
+    assert len(gaps) == 4 and all(type(v) is float for v in gaps.values())  # the one seed's gap, as it is
     v = View(cfg, results, decided)
     assert fp8_table(v, "low").rows[0][5] == "0.0050"  # the one seed's gap, from the Results
     assert [r[4] for r in mults_table(v).rows] == ["-"]
