@@ -123,6 +123,20 @@ def test_rows_count_the_three_verdicts_and_say_which_code_made_and_decided_them(
     )
     assert sources[0] == f"prng: {references / 'prng'}"
     assert sources[3].startswith(f"{references / 'bess'}: ") and "no results.json" in sources[3]
+    # a paper whose last default run predates its compute code: pending.yaml says which run and what staled it
+    (references / "pending.yaml").write_text(
+        "bess:\n  last_run: 2026-11-26 (9 hold, 0 fail, 1 undecided)\n  staled_by: issue 57's run -> Results\n"
+    )
+    try:
+        stale = rows_by_paper(RESULTS.table(["bess"], references)[0])["bess"]
+        section = RESULTS.paper_section("bess", references)
+    finally:
+        (references / "pending.yaml").unlink()
+    why = "stale: last default run 2026-11-26 (9 hold, 0 fail, 1 undecided), before issue 57's run -> Results"
+    assert stale.endswith(
+        f"| no reference run: `make reproduce PAPER=bess`, then `make reference PAPER=bess` | - | {why} |"
+    )
+    assert section == [f"No reference run in results/bess/ yet ({why}): {RESULTS.command('bess')}, then `make readme`."]
 
 
 def test_the_table_is_written_between_the_readme_markers(references, tmp_path):
@@ -208,3 +222,11 @@ def test_the_readme_is_what_make_readme_writes_from_the_committed_results():
         assert block == RESULTS.paper_section(paper, REPO_ROOT / "results"), (
             f"papers/{paper}/README.md's reference block is not what `make readme` writes: run `make readme`"
         )
+
+
+def test_a_resumed_runs_time_says_it_is_the_resumed_part():
+    run = {"started": "2026-11-28T03:56:31+00:00", "wall_seconds": 1130.9, "scale": "default"}
+    assert RESULTS.time_text({**run, "overrides": ["paper=popsparse"]}) == "18.8 min (default scale, 2026-11-28)"
+    assert RESULTS.time_text({**run, "overrides": ["paper=popsparse", "logger=none", "resume=true"]}) == (
+        "18.8 min (default scale, 2026-11-28); resumed from a killed run's checkpoint: the time is the resumed part's"
+    )
