@@ -19,6 +19,19 @@ os.environ["WANDB_MODE"] = "offline"
 os.environ["WANDB_SILENT"] = "true"
 os.environ.setdefault("TQDM_DISABLE", "1")
 
+# One persistent XLA compilation cache for the session's workers and every process they start (smoke runs, CLI runs,
+# workers of distributed tests), set through the environment before JAX is imported: what one test compiled, another
+# test, worker or run that builds the same computation reads instead of compiling again. It lives in .pytest_cache,
+# so a developer's next `make test` starts warm and a clean clone (CI) starts empty. It changes no number: a cached
+# executable is the one the compiler made for the same program and options.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(REPO_ROOT / ".pytest_cache" / "jax"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
+# Tests check what the code computes, and most of their time is XLA compiling programs that then run for
+# milliseconds: the LLVM backend's optimisation is off (jax_disable_most_optimizations: backend optimisation level 0,
+# no expensive LLVM passes; about a third off the compile-bound tests, 2026-11-28). XLA's HLO passes, which decide
+# what is computed and rounded where (casts, fusions), run as in a reproduction; a run's timings are never tested.
+os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+
 
 def run_cli(
     args: list[str], *, env: dict[str, str] | None = None, toy: bool = True, timeout: float = 300

@@ -28,6 +28,12 @@ SLOW_AT_TINY = {
     "gps": "compiling GPS++'s init and training step, for the packed and the padded shapes",
     # ~57 s in CI (2026-11-25): six jitted training steps; each arm's step is tested in tests/papers/unit_scaling
     "unit_scaling": "compiling the unit-scaled and regular training steps of the FP32, FP16 and FP8 arms",
+    # ~42 s (2026-11-28): PySCF's SCF at several tolerances beside ours; the labeller is tested in tests/papers/qm1b
+    "qm1b": "timing our DFT against PySCF at several convergence settings",
+    # ~27 s (2026-11-28): jitted FP8 training steps; each policy's step is tested in tests/papers/fp8_llm
+    "fp8_llm": "compiling the FP32 and FP8 training steps",
+    # ~24 s (2026-11-28): sharded steps on several simulated devices; BESS's sharding is tested in tests/papers/bess
+    "bess": "compiling the sharded BESS steps for each device count",
 }
 
 

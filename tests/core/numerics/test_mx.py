@@ -275,6 +275,7 @@ def test_mx_dot_forward_and_backward_against_numpy(w_format):
     assert np.abs(y - exact).max() > 0
 
 
+@pytest.mark.slow  # ~30 s (2026-11-28): a training; the MX casts are tested against ml_dtypes in make test
 def test_a_transformer_trains_with_mx_linear_layers():
     import jax.numpy as jnp
 

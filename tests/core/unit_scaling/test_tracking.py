@@ -95,6 +95,7 @@ def test_plot_scale_tracks_small(tmp_path):
     _check_figure(fig, ("weight",), tmp_path)
 
 
+@pytest.mark.slow  # ~21 s (2026-11-28): a training; make test-all
 def test_tracks_a_unit_scaled_transformer_over_training(tmp_path):
     model = core.nn.TransformerLM(
         vocab=16, d_model=16, depth=1, heads=2, seq_len=8, parametrization=core.nn.UnitScaled()

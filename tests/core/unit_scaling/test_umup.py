@@ -258,6 +258,7 @@ def test_mup_at_its_base_width_is_sp():
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow  # ~37 s (2026-11-28): four widths; ops equal to the unit-scaling library: make test
 def test_umup_model_is_unit_scaled_at_initialisation_and_its_scales_do_not_move_with_width():
     """u-muP at initialisation (i.i.d. tokens, the rules' assumption): activations have std within a factor 2 of 1;
     activation gradients too, down to the 1/2 that the to_output_scale constraint gives the inputs of layers whose

@@ -38,6 +38,7 @@ def _biases_by_step(result, seed_index=0):
     }
 
 
+@pytest.mark.slow  # ~57 s (2026-11-28): three policies trained; the smoke run trains every policy in make test
 def test_amax_fp8_follows_fp32_and_cscale_holds_its_calibration(corpus):
     p32, r32 = train_arm(corpus, SIZE, "fp32", RC)
     _, r8 = train_arm(corpus, SIZE, "amax", RC)
@@ -60,6 +61,7 @@ def test_amax_fp8_follows_fp32_and_cscale_holds_its_calibration(corpus):
     assert r32.parameters == parameter_count(seed_params(p32, 0)) > 0
 
 
+@pytest.mark.slow  # ~26 s (2026-11-28): three trainings; make test-all
 def test_seeds_trained_together_equal_each_seed_trained_alone(corpus):
     rc = RunConfig(steps=6, batch_size=4, seq_len=16, warmup=2, eval_every=3, stats_every=2, valid_windows=8)
     params, together = train_arm(corpus, SIZE, "cscale", rc, seeds=[0, 7])

@@ -24,6 +24,7 @@ TINY = GPSConfig(
 )  # fmt: skip
 
 
+@pytest.mark.slow  # ~90 s (2026-11-28): GPS++ trained for many steps; the smoke run trains every arm in make test
 def test_learns_far_below_the_mean_predictor_and_compiles_once(molecules):
     index = np.arange(len(molecules))
     tc = TrainConfig(steps=150, packs_per_batch=2, lr=3e-3, warmup=10, eval_every=150, noise=0.0, masking=False)

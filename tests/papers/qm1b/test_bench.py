@@ -92,6 +92,7 @@ def test_ladder_finds_the_loosest_setting_as_accurate_as_ours(ours, expected, pr
     assert asked == probes
 
 
+@pytest.mark.slow  # ~70 s (2026-11-28): PySCF converged four ways; the ladder's logic is tested above in make test
 def test_accuracy_is_measured_against_a_tight_reference():
     """Against the tight reference, PySCF's default lands within 0.1 meV and a deliberately loose gradient
     tolerance (1e-2) lands more than 10x further on the gap and further on the energy; the energy tolerance of a
@@ -121,6 +122,7 @@ def test_accuracy_is_measured_against_a_tight_reference():
     assert abs(tight[0][0] - energy) * HARTREE_EV * 1e3 < 1e-4 and abs(tight[0][1] - gap) * 1e3 < 1e-3
 
 
+@pytest.mark.slow  # ~40 s (2026-11-28): a timed benchmark with PySCF; the smoke run validates against PySCF
 def test_tiny_benchmark_reports_every_side_against_the_reference():
     """measure at the tiny size (2 conformers of 2 molecules of 3 heavy atoms, 2 rounds): every side timed, with
     its errors and steps; rows and table carry them; the headline is the fastest PySCF setting as accurate as ours

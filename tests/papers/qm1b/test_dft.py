@@ -74,6 +74,7 @@ def test_water_reproduces_the_papers_reference_energy():
     assert run_dft(WATER, dtype="float64")["energy"] == pytest.approx(-75.289671, abs=1e-6)
 
 
+@pytest.mark.slow  # ~50 s (2026-11-28): float32 against PySCF; float64's equality with PySCF is in make test
 def test_float32_gaps_and_energies_within_the_stated_accuracy(small_molecules):
     for name, atom in small_molecules.items():
         energy, gap = reference(atom)
@@ -245,6 +246,7 @@ def test_density_fitting_runs_a_polarised_basis():
     assert abs(r["energy"] - energy) < F32_ENERGY_SMALL_HA and abs(r["gap"] - gap) < F32_GAP_EV
 
 
+@pytest.mark.slow  # ~22 s (2026-11-28); make test-all
 def test_early_stop_matches_twenty_iterations_with_fewer_steps():
     """The SCF stops once converged (papers.qm1b.dft.scf.stop_rule) with the labels of QM1B's 20 fixed iterations:
     energies within 0.01 meV, gaps within float32's 0.2 meV; float64 stops later (it converges to 1e-9)."""
@@ -286,6 +288,7 @@ def test_exact_integrals_refuse_a_basis_too_large_for_memory():
         dispatch([big])
 
 
+@pytest.mark.slow  # ~20 s (2026-11-28): the validation reference path; make test-all
 def test_validation_reference_follows_density_fitting():
     from papers.qm1b.run import pyscf_reference
 

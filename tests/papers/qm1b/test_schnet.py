@@ -95,6 +95,7 @@ def _geometric_data(n=400):
     return molecules_from_rows(zs, ps, ys)
 
 
+@pytest.mark.slow  # ~26 s (2026-11-28); the smoke run trains SchNet in make test
 def test_learns_a_geometric_target_far_below_the_mean_predictor():
     data = _geometric_data()
     train, valid = data.take(slice(0, 320)), data.take(slice(320, 400))
@@ -109,6 +110,7 @@ def test_learns_a_geometric_target_far_below_the_mean_predictor():
     assert info["valid_mae"][0] != info["valid_mae"][1]  # different initialisations and batch orders
 
 
+@pytest.mark.slow  # ~37 s (2026-11-28): three trainings; make test-all
 def test_seeds_trained_together_equal_each_seed_trained_alone():
     data = _geometric_data(60)
     train, valid = data.take(slice(0, 40)), data.take(slice(40, 60))

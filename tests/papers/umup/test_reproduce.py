@@ -252,6 +252,7 @@ TINY = NS(
 )
 
 
+@pytest.mark.slow  # ~26 s (2026-11-28); resuming is tested in tests/core/test_runner.py in make test
 def test_a_group_trains_every_run_and_is_reused_when_resumed(tmp_path):
     from core.data.shakespeare import load_shakespeare
     from papers.umup.train import Group, train_group
@@ -271,6 +272,7 @@ def test_a_group_trains_every_run_and_is_reused_when_resumed(tmp_path):
     assert train_group(TINY, corpus, group, tmp_path, resume=True).valid_loss == first.valid_loss
 
 
+@pytest.mark.slow  # ~36 s (2026-11-28); core/unit_scaling/test_umup.py checks muP = SP at base width
 def test_mup_group_at_the_base_width_equals_sp(tmp_path):
     from core.data.shakespeare import load_shakespeare
     from papers.umup.train import Group, train_group

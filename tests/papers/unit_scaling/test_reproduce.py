@@ -139,6 +139,7 @@ TINY = dict(
 )
 
 
+@pytest.mark.slow  # ~29 s (2026-11-28); resuming is tested in tests/core/test_runner.py in make test
 def test_a_finished_arm_resumes_from_its_checkpoints_without_training_again(tmp_path):
     """The reuse the runner's resume relies on, where the paper keeps it (train_arm's checkpoints and its scale
     tracks beside them), on a tiny config and the cheapest arm to compile (FP32; the command-line test below resumes
