@@ -76,6 +76,16 @@ def mean_std(values: Sequence[float], spec: str = ".4f") -> str:
     return f"{v.mean():{spec}} +- {v.std(ddof=1):{spec.lstrip('+')}}"
 
 
+def estimate_text(value: Any, spec: str = ".4f", missing: str = "-") -> str:
+    """A decided estimate as a cell: an Interval as 'estimate [low, high]', a number alone (one seed's value) and
+    both in the format `spec` ('+.1%', '.4f'); text (e.g. "diverged") as it is; `missing` for None."""
+    if isinstance(value, Interval):
+        return f"{value.estimate:{spec}} [{value.low:{spec}}, {value.high:{spec}}]"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:{spec}}"
+    return missing if value is None else str(value)
+
+
 # ---------------------------------------------------------------------------------------------- tables, figures
 
 

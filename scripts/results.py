@@ -80,6 +80,8 @@ def cell(text: str) -> str:
 def find_record(paper: str, references: Path | None, outputs: Path | None) -> tuple[Record | None, str]:
     """(the record to show, or None; where it was looked for or read from)."""
     path = (references / paper) if outputs is None else (outputs / paper / "latest")
+    if not path.exists():
+        return None, f"{shown(path)}: none" + (" (results/pending.yaml says why)" if outputs is None else "")
     try:
         return read_record(path), shown(path)
     except RecordError as e:

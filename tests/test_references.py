@@ -107,7 +107,7 @@ SHARED_HELPERS = {
     "unit_scaling": {"claims": ("paired_relative_gap",)},
     "umup": {"claims": ("paired_relative_gap", "relative_gaps"), "decide": ("paired_relative_gap",)},
     "fp8_llm": {"claims": ("relative_gaps",)},
-    "gps": {"claims": ("relative_gaps",)},
+    "gps": {"claims": ("relative_gaps", "paired_relative_gap")},
     "popsparse": {"claims": ("paired_speedup",)},
     "sparq": {"claims": ("paired_speedup",)},
 }

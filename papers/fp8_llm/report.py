@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from core import plots
-from core.claims import Decided, Interval
-from core.report import Figure, Report, Table, mean_std
+from core.claims import Decided
+from core.report import Figure, Report, Table, estimate_text, mean_std
 from papers.fp8_llm.results import PretrainedResult, Results
 
 TENSOR_NAMES = ("activations (E4M3)", "weights (E4M3)", "gradients (E5M2)")
@@ -26,14 +26,6 @@ __all__ = ["figures", "render", "tables"]
 # ---------------------------------------------------------------------------------------------- tables
 
 
-def _gap(decided: Decided, key: str, spec: str) -> str:
-    """The decided gap `key` in the format `spec`: mean [95% interval], or one seed's gap as it is; '-' for none."""
-    iv = decided.estimates.get(key)
-    if isinstance(iv, Interval):
-        return f"{iv.estimate:{spec}} [{iv.low:{spec}}, {iv.high:{spec}}]"
-    return f"{iv:{spec}}" if isinstance(iv, float) else "-"
-
-
 def tables(cfg, results: Results, decided: Decided) -> list[Table]:
     c = cfg.fp8_llm
     rows = []
@@ -48,7 +40,7 @@ def tables(cfg, results: Results, decided: Decided) -> list[Table]:
                     arm,
                     len(r.seeds),
                     mean_std(r.valid_losses),
-                    _gap(decided, f"gap/{s}/{arm}", "+.2%") if arm != "fp32" else "-",
+                    estimate_text(decided.estimates.get(f"gap/{s}/{arm}"), "+.2%") if arm != "fp32" else "-",
                     r.bad_amax,
                     f"{r.seconds:.0f}",
                 ]
@@ -61,7 +53,7 @@ def tables(cfg, results: Results, decided: Decided) -> list[Table]:
                 "fp32 -> FP8 inference (amax)",
                 len(q.fp8),
                 mean_std(q.fp8),
-                _gap(decided, f"inference/{s}/fp8", "+.3%"),
+                estimate_text(decided.estimates.get(f"inference/{s}/fp8"), "+.3%"),
                 "-",
                 "-",
             ]
@@ -74,7 +66,7 @@ def tables(cfg, results: Results, decided: Decided) -> list[Table]:
                     f"fp32 -> {MX_LABELS[variant]} inference",
                     len(losses),
                     mean_std(losses),
-                    _gap(decided, f"inference/{s}/{variant}", "+.3%"),
+                    estimate_text(decided.estimates.get(f"inference/{s}/{variant}"), "+.3%"),
                     "-",
                     "-",
                 ]

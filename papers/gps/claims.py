@@ -12,7 +12,7 @@ import numpy as np
 
 from core.claims import Claim, Decided, Fact, Interval, at_least, interval_above, interval_below
 from core.report import mean_std
-from core.stats import relative_gaps, seed_mean, seeds_for_half_width, t_half_width
+from core.stats import paired_relative_gap, relative_gaps, seed_mean, seeds_for_half_width, t_half_width
 from papers.gps.config import ARMS, SEEDS
 from papers.gps.published import PAPER_PACKING_EFFICIENCY, PAPER_PARAMETERS, PAPER_PCQM4MV2
 from papers.gps.results import Packing, Results
@@ -201,8 +201,9 @@ def facts(breakdowns: dict) -> list[Fact]:
 
 def estimates(cfg, results: Results) -> dict:
     """The key figures the report's tables show: per arm the validation MAE (meV) and, for an ablation, its MAE over
-    its comparator's - 1 paired by seed, each a 95% t interval over the seeds (a gap of one seed: that value); the
-    packing of the training batches, the arms' parameter counts and the mean predictor's MAE (deterministic: points)."""
+    its comparator's - 1 paired by seed, each a 95% t interval over the seeds (core.stats.paired_relative_gap: a gap
+    of one seed is that value, a non-finite MAE "diverged"); the packing of the training batches, the arms' parameter
+    counts and the mean predictor's MAE (deterministic: points)."""
     out: dict = {}
     mae = seed_maes(results)
     for arm, values in mae.items():
@@ -210,8 +211,7 @@ def estimates(cfg, results: Results) -> dict:
             out[f"valid_mae/{arm}"] = seed_mean(values)
         comparator = ARMS[arm].comparator if arm in ARMS else None
         if comparator in mae:
-            gaps = paired_gaps(mae, arm, comparator)
-            out[f"gap/{arm}"] = seed_mean(gaps) if gaps.size > 1 else float(gaps[0])
+            out[f"gap/{arm}"] = paired_relative_gap(mae[arm], mae[comparator])
     out["valid_mae/mean_predictor"] = results.data.mean_mae
     packed = packing(results)
     out |= {f"packing/{k}": getattr(packed, k) for k in ("nodes", "edges", "graphs", "graphs_per_pack")}

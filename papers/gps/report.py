@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from core import plots
-from core.claims import Decided, Interval
-from core.report import Figure, Report, Table, mean_std
+from core.claims import Decided
+from core.report import Figure, Report, Table, estimate_text, mean_std
 from papers.gps.config import ARMS, PRESET_NAMES
 from papers.gps.published import ARM_NAMES, PAPER_PARAMETERS, PAPER_PCQM4MV2, QM9_GAP_LITERATURE
 from papers.gps.results import Results
@@ -30,14 +30,6 @@ def late_improvement(curve: list, share: float = 0.1) -> float:
     return float(np.mean((before - last) / before))
 
 
-def _paired_text(decided: Decided, arm: str) -> str:
-    """The arm's MAE / its comparator's - 1 seed by seed, as decided: mean [95% t interval] (one seed: its value)."""
-    iv = decided.estimates.get(f"gap/{arm}")
-    if isinstance(iv, Interval):
-        return f"{iv.estimate:+.1%} [{iv.low:+.1%}, {iv.high:+.1%}]"
-    return f"{iv:+.1%}" if isinstance(iv, float) else "-"
-
-
 def tables(cfg, results: Results, decided: Decided) -> list[Table]:
     c = cfg.gps
     arms, data = results.arms, results.data
@@ -52,7 +44,11 @@ def tables(cfg, results: Results, decided: Decided) -> list[Table]:
                 mean_std(r.valid_mae, ".1f"),
                 ", ".join(f"{v:.1f}" for v in r.valid_mae),
                 mean_std(r.train_mae, ".1f"),
-                f"{_paired_text(decided, arm)} vs {ARM_NAMES[comparator]}" if comparator in arms else "-",
+                (
+                    f"{estimate_text(decided.estimates.get('gap/' + arm), '+.1%')} vs {ARM_NAMES[comparator]}"
+                    if comparator in arms
+                    else "-"
+                ),
                 f"{late_improvement(r.curve):.1%}",
                 f"{r.graphs_per_second:.0f}",
                 r.traces,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from core import plots
-from core.claims import Decided, Interval
-from core.report import Figure, Report, Table
+from core.claims import Decided
+from core.report import Figure, Report, Table, estimate_text
 from papers.packing.results import Results, TrainRun
 from papers.packing.tables import LABELS, PUBLISHED_SECONDS, published
 
@@ -104,11 +104,6 @@ def tables(cfg, results: Results, decided: Decided) -> list[Table]:
     return out
 
 
-def _spread(iv: Interval) -> str:
-    """Mean with its 95% t interval over the timing rounds (decided in claims.py)."""
-    return f"{iv.estimate:.3f} [{iv.low:.3f}, {iv.high:.3f}]"
-
-
 def throughput_tables(results: Results, decided: Decided) -> list[Table]:
     """The interleaved timing rounds per arm, and the gain over the packing speed-up split into its factors: how
     full the packed rows are against the histogram's speed-up, and what a row costs in each arm."""
@@ -156,20 +151,20 @@ def throughput_tables(results: Results, decided: Decided) -> list[Table]:
             ],
             [
                 "time per row, padded over packed",
-                _spread(est["throughput/time-per-row"]),
+                estimate_text(est["throughput/time-per-row"], ".3f"),
                 "the cost of a row in each run's step",
             ],
             [
                 "  of which rows per step",
-                _spread(est["throughput/rows-per-step"]),
+                estimate_text(est["throughput/rows-per-step"], ".3f"),
                 f"padded at {pad.rows} rows vs at {control.rows} rows",
             ],
             [
                 "  of which row content",
-                _spread(est["throughput/row-content"]),
+                estimate_text(est["throughput/row-content"], ".3f"),
                 f"padded vs packed rows at {control.rows} rows",
             ],
-            ["gain over speed-up", _spread(gain), "= fill x time per row (the claim)"],
+            ["gain over speed-up", estimate_text(gain, ".3f"), "= fill x time per row (the claim)"],
         ],
         caption="Real tokens/s gain = (real tokens per packed step / per padded step) x (padded step time / packed "
         "step time), so gain / speed-up = fill x (time per padded row / time per packed row).",

@@ -13,7 +13,7 @@ import numpy as np
 
 from core import plots
 from core.claims import Decided
-from core.report import Figure, Interval, Report, Table, fixed
+from core.report import Figure, Interval, Report, Table, estimate_text, fixed
 from papers.umup.design import HEADS, NAMES, TRANSFER_MARGIN
 from papers.umup.results import GroupResult, Results, best_grid_lr, mean_curve
 
@@ -248,12 +248,6 @@ def mults_table(v: View) -> Table:
     )
 
 
-def _gap_cell(v: View, p: str) -> Interval | str:
-    """The decided relative FP8 gap: its t interval over the seeds, one seed's gap, or "diverged"."""
-    decided = v.est.get(f"fp8_gap/{p}", "-")
-    return f"{decided:.4f}" if isinstance(decided, float) else decided
-
-
 def fp8_table(v: View, head: str) -> Table:
     rows = []
     for p, r in v.results.fp8.items():
@@ -265,7 +259,7 @@ def fp8_table(v: View, head: str) -> Table:
                 f"2^{math.log2(r.lr[0]):g}",
                 _loss(float(np.mean(list(fp32.at_lr(r.lr[0]).values())))),
                 ", ".join(_loss(x) for x in r.valid_loss),
-                str(_gap_cell(v, p)),
+                estimate_text(v.est.get(f"fp8_gap/{p}")),
             ]
         )
     return Table(

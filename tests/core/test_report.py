@@ -11,6 +11,7 @@ from core.report import (
     Table,
     at_least,
     at_most,
+    estimate_text,
     fixed,
     format_value,
     is_true,
@@ -151,6 +152,18 @@ def test_mean_std_writes_the_seed_mean_and_sample_std_in_one_format():
     assert mean_std([-0.012], "+.2%") == "-1.20%"  # one value: itself, no spread
     assert mean_std(np.array([271.84]), ".1f") == "271.8"
     assert mean_std([]) == "-"
+
+
+def test_estimate_text_writes_an_interval_a_single_value_or_what_was_decided_instead():
+    from core.claims import Interval
+
+    assert estimate_text(Interval(0.0123, -0.004, 0.0286), "+.1%") == "+1.2% [-0.4%, +2.9%]"
+    assert estimate_text(Interval(1.5, 1.25, 1.75), ".3f") == "1.500 [1.250, 1.750]"
+    assert estimate_text(-0.0071, "+.2%") == "-0.71%"  # one seed: its value alone
+    assert estimate_text(3, ".1f") == "3.0"
+    assert estimate_text("diverged") == "diverged"
+    assert estimate_text(None) == "-" and estimate_text(None, missing="n/a") == "n/a"
+    assert estimate_text(True) == "True"  # not a number here: written as it is
 
 
 def test_fixed_writes_decimals_and_names_a_missing_value():
