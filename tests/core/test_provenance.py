@@ -96,7 +96,7 @@ def test_the_import_closure_follows_function_level_and_nested_imports(tmp_path):
 def test_a_resumed_run_recomputes_after_a_compute_change_and_not_after_a_decision_change(cli, tmp_path):
     """A run crashes after checkpointing 2 of 4 chunks; resumed with the same code it continues from chunk 2; with
     one line of the decision code changed it still continues from chunk 2 (the computation is the same); with one
-    line of the computing code changed it starts again from 0."""
+    line of the computing code changed it starts again from 0. The three resume copies of the one crashed run."""
     pkg_root = tmp_path / "pkg"
     copy = pkg_root / "toy_copy"
     shutil.copytree(REPO_ROOT / "tests" / "fixtures" / "toy_paper", copy)
@@ -104,6 +104,9 @@ def test_a_resumed_run_recomputes_after_a_compute_change_and_not_after_a_decisio
         py.write_text(py.read_text().replace("tests.fixtures.toy_paper", "toy_copy"))
     env = {"PYTHONPATH": str(pkg_root)}
     common = ["paper=toy", "paper.module=toy_copy", "toy.chunks=4", "toy.samples_per_chunk=2000", "logger=none"]
+    crashed_root = tmp_path / "crashed"
+    crashed = cli([*common, f"output_root={crashed_root}"], env={**env, "TOY_CRASH_AFTER_CHUNK": "2"})
+    assert crashed.returncode != 0 and "simulated crash after chunk 2" in crashed.stderr
 
     def result(root):
         return json.loads((root / "toy" / "latest" / "results.json").read_text())
@@ -111,8 +114,7 @@ def test_a_resumed_run_recomputes_after_a_compute_change_and_not_after_a_decisio
     estimates = []
     for name, edit, resumed_from in (("same", None, 2), ("decision", "claims.py", 2), ("compute", "run.py", 0)):
         out = tmp_path / name
-        crashed = cli([*common, f"output_root={out}"], env={**env, "TOY_CRASH_AFTER_CHUNK": "2"})
-        assert crashed.returncode != 0 and "simulated crash after chunk 2" in crashed.stderr
+        shutil.copytree(crashed_root, out, symlinks=True)
         if edit:
             (copy / edit).write_text((copy / edit).read_text() + "\nCHANGED = 1\n")
         resumed = cli([*common, f"output_root={out}"], env=env)

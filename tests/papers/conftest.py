@@ -32,19 +32,27 @@ class Smoke:
     args: tuple[str, ...] = ()
     timeout: float = 300
     bare_path: bool = False  # PATH holds no programs: an external tool (prng's dieharder) is missing on any machine
+    seconds: float = 30  # about how long it takes in `make test` on the 2-core machine: the longest are started first
+    slow: str = ""  # why the run is left to `make test-all` (every test that reads it is marked slow); "": make test
 
 
+# The three longest smoke runs (2-2.7 minutes each, compilation of every arm) are left to `make test-all`, so that
+# `make test` stays within 15 minutes on the 2-core machine; in `make test`, their decision and report are tested on
+# the stored smoke Results (tests/papers/test_decisions.py), their training by these tests:
+GPS_SLOW = "GPS++ training: tests/papers/gps/test_model.py, test_pairing.py, test_reproduce.py (resume)"
+FP8_LLM_SLOW = "FP8 training: tests/core/nn/test_fp8_lm.py, tests/papers/fp8_llm/test_pretrained.py"
+UNIT_SCALING_SLOW = "unit-scaled training: tests/papers/unit_scaling/test_train.py, tests/core/nn/test_transformer.py"
 SMOKE = {
-    "bess": Smoke(),
-    "fp8_llm": Smoke(timeout=900),  # 3-4 minutes of CPU: more on a shared 2-core machine
-    "gps": Smoke(timeout=1200),  # compilation of 3 arms: minutes on a shared 2-core machine
-    "packing": Smoke(),
-    "popsparse": Smoke(),
-    "prng": Smoke(args=("prng.dieharder=true",), bare_path=True),
-    "qm1b": Smoke(),
-    "sparq": Smoke(),
-    "umup": Smoke(),
-    "unit_scaling": Smoke(timeout=900),  # ~3.5 minutes of CPU: more on a shared 2-core machine
+    "bess": Smoke(seconds=25),
+    "fp8_llm": Smoke(timeout=900, seconds=130, slow=FP8_LLM_SLOW),  # 3-4 minutes of CPU: more on a shared machine
+    "gps": Smoke(timeout=1200, seconds=160, slow=GPS_SLOW),  # compilation of 4 arms: minutes on a shared machine
+    "packing": Smoke(seconds=45),
+    "popsparse": Smoke(seconds=50),
+    "prng": Smoke(args=("prng.dieharder=true",), bare_path=True, seconds=10),
+    "qm1b": Smoke(seconds=65),
+    "sparq": Smoke(seconds=35),
+    "umup": Smoke(seconds=70),
+    "unit_scaling": Smoke(timeout=900, seconds=120, slow=UNIT_SCALING_SLOW),  # ~3.5 minutes of CPU
 }
 PAPERS = sorted(SMOKE)
 CONTRACT_MODULE = "tests/papers/test_contract.py"
@@ -147,9 +155,45 @@ def smoke_run(tmp_path_factory):
     return get
 
 
+def _paper_of(item) -> str:
+    """The paper a test reads the smoke run of: a contract test's parameter, else its folder tests/papers/<paper>/."""
+    callspec = getattr(item, "callspec", None)
+    if item.nodeid.split("::")[0] == CONTRACT_MODULE and callspec is not None:
+        return callspec.params.get("paper", "")
+    parts = item.nodeid.split("/")
+    return parts[2] if len(parts) > 3 and parts[:2] == ["tests", "papers"] else ""
+
+
 def pytest_collection_modifyitems(items):
-    """Run the contract tests after every other test of the session: by then each paper's own tests have made its
-    smoke run, in this worker or the other, so a contract test reads the run (it waits only for a run still going
-    at the end of the session)."""
-    contract = {i.nodeid for i in items if i.nodeid.split("::")[0] == CONTRACT_MODULE}
-    items[:] = [i for i in items if i.nodeid not in contract] + [i for i in items if i.nodeid in contract]
+    """Order the session so that no worker waits for another one's smoke run: first, for each paper, one test that
+    asks for its smoke run, the longest run first (pytest-xdist deals the first tests out to the workers in turn, so
+    the long runs start at once, in parallel, and the short tests fill the time around them); then every test that
+    does not ask for one; then the paper's other tests that read its run, which is made by then; the contract tests
+    last."""
+    first: set[str] = set()
+
+    def order(item) -> tuple[int, float]:
+        if item.nodeid.split("::")[0] == CONTRACT_MODULE:
+            return (3, 0.0)
+        paper = _paper_of(item)
+        if "smoke_run" not in getattr(item, "fixturenames", ()) or paper not in SMOKE:
+            return (1, 0.0)
+        if paper in first:
+            return (2, 0.0)
+        first.add(paper)
+        return (0, -SMOKE[paper].seconds)
+
+    unmarked = [
+        item.nodeid
+        for item in items
+        if "smoke_run" in getattr(item, "fixturenames", ())
+        and SMOKE.get(_paper_of(item), Smoke()).slow
+        and item.get_closest_marker("slow") is None
+    ]
+    if unmarked:  # it would make a smoke run left to `make test-all` in `make test`
+        raise pytest.UsageError(
+            "tests that read a smoke run left to make test-all must be marked slow (tests/papers/conftest.py SMOKE): "
+            + ", ".join(unmarked)
+        )
+    keys = {id(item): order(item) for item in items}  # in collection order, so `first` is each paper's first test
+    items.sort(key=lambda item: keys[id(item)])  # stable: the collection order within each group

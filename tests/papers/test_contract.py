@@ -18,7 +18,7 @@ from core.provenance import compute_fingerprint, decision_fingerprint
 from core.record import RECORD_FORMAT, read_record
 from core.results import to_json
 from tests.conftest import REPO_ROOT
-from tests.papers.conftest import PAPERS
+from tests.papers.conftest import PAPERS, SMOKE
 
 RUN_KEYS = {
     "format", "paper", "scale", "seed", "config_key", "compute_fingerprint", "commit", "modified", "started",
@@ -38,7 +38,7 @@ def test_every_paper_has_a_smoke_run():
     assert PAPERS == sorted(p.stem for p in (REPO_ROOT / "configs" / "paper").glob("*.yaml"))
 
 
-@pytest.mark.parametrize("paper", PAPERS)
+@pytest.mark.parametrize("paper", [pytest.param(p, marks=pytest.mark.slow) if SMOKE[p].slow else p for p in PAPERS])
 def test_the_smoke_run_writes_the_run_record(smoke_run, paper):
     run = smoke_run(paper)
     record, decision, declared = run.record, run.decision, run.declared

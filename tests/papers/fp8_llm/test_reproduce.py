@@ -15,6 +15,7 @@ from papers.fp8_llm.config import ARMS, MX_VARIANTS, Config, PretrainedConfig
 from papers.fp8_llm.results import PretrainedResult, Results
 
 
+@pytest.mark.slow  # the smoke run: make test-all (tests/papers/conftest.py SMOKE says what covers it)
 def test_smoke_run_reports_every_claim(smoke_run):
     run = smoke_run("fp8_llm")  # what every run record holds: tests/papers/test_contract.py
     decision, claims = run.decision, run.claims
@@ -54,6 +55,7 @@ def test_smoke_run_reports_every_claim(smoke_run):
     assert all(v == 0 for k, v in decision["metrics"].items() if k.endswith("bad_amax"))
 
 
+@pytest.mark.slow  # the smoke run: make test-all (tests/papers/conftest.py SMOKE says what covers it)
 def test_the_stored_results_hold_what_the_claims_read(smoke_run):
     run = smoke_run("fp8_llm")
     results, claims, estimates = run.results, run.claims, run.decision["estimates"]

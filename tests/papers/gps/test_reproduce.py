@@ -30,6 +30,7 @@ def _paired_t(values) -> tuple[float, float]:
     return v.mean() - half, v.mean() + half
 
 
+@pytest.mark.slow  # the smoke run: make test-all (tests/papers/conftest.py SMOKE says what covers it)
 def test_smoke_run_reports_every_claim(smoke_run):
     run = smoke_run("gps")  # what every run record holds: tests/papers/test_contract.py
     decision, claims, results = run.decision, run.claims, run.results

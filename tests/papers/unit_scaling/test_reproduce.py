@@ -29,6 +29,7 @@ def test_config_rejects_unknown_arms_and_missing_learning_rates():
         validate_section({"lr": lr, "fp8": {"rounding": "up"}}, Config, "unit_scaling")
 
 
+@pytest.mark.slow  # the smoke run: make test-all (tests/papers/conftest.py SMOKE says what covers it)
 def test_smoke_run_writes_every_claim_table_and_figure(smoke_run):
     run = smoke_run("unit_scaling")  # what every run record holds: tests/papers/test_contract.py
     decision, results = run.decision, run.results
