@@ -146,7 +146,7 @@ def test_held_out_shakespeare_bpc_below_2(smollm2):
     assert bpc < 2.0, f"SmolLM2 BPC on held-out Shakespeare {bpc:.3f}"
 
 
-@pytest.mark.slow  # ~40 s (2026-11-28): make test-all; the cache's numbers are test_decode_steps_equal_the_full_forward's
+@pytest.mark.slow  # ~40 s (2026-11-28): make test-all; test_decode_steps_equal_the_full_forward checks the cache
 def test_greedy_decode_with_the_cache_copies_a_repeated_span(smollm2, step):
     model, params, tok = smollm2
     span = tok.encode(_text("valid", 400, start=5000)).ids[:60]
