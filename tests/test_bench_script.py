@@ -34,6 +34,8 @@ SLOW_AT_TINY = {
     "fp8_llm": "compiling the FP32 and FP8 training steps",
     # ~24 s (2026-11-28): sharded steps on several simulated devices; BESS's sharding is tested in tests/papers/bess
     "bess": "compiling the sharded BESS steps for each device count",
+    # ~23 s (2026-11-28): the generators' throughput at every stream width; the streams are tested in tests/core/random
+    "prng": "timing every generator's stream",
 }
 
 

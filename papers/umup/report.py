@@ -259,7 +259,7 @@ def fp8_table(v: View, head: str) -> Table:
                 f"2^{math.log2(r.lr[0]):g}",
                 _loss(float(np.mean(list(fp32.at_lr(r.lr[0]).values())))),
                 ", ".join(_loss(x) for x in r.valid_loss),
-                estimate_text(v.est.get(f"fp8_gap/{p}")),
+                estimate_text(v.est.get(f"fp8_gap/{p}"), ".4g"),
             ]
         )
     return Table(

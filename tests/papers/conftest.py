@@ -36,12 +36,16 @@ class Smoke:
     slow: str = ""  # why the run is left to `make test-all` (every test that reads it is marked slow); "": make test
 
 
-# The three longest smoke runs (2-2.7 minutes each, compilation of every arm) are left to `make test-all`, so that
-# `make test` stays within 15 minutes on the 2-core machine; in `make test`, their decision and report are tested on
-# the stored smoke Results (tests/papers/test_decisions.py), their training by these tests:
+# `make test` runs the smoke runs under about 45 s on the 2-core machine (bess, packing, popsparse, prng) so that it
+# stays within 15 minutes there; the longer ones (1.5-2.7 minutes each, mostly compiling every arm) run in
+# `make test-all`. In `make test`, every paper's decision and report are tested on its stored smoke Results
+# (tests/papers/test_decisions.py), and its computation by these tests:
 GPS_SLOW = "GPS++ training: tests/papers/gps/test_model.py, test_pairing.py, test_reproduce.py (resume)"
 FP8_LLM_SLOW = "FP8 training: tests/core/nn/test_fp8_lm.py, tests/papers/fp8_llm/test_pretrained.py"
 UNIT_SCALING_SLOW = "unit-scaled training: tests/papers/unit_scaling/test_train.py, tests/core/nn/test_transformer.py"
+UMUP_SLOW = "u-muP's sweeps: tests/papers/umup/test_reproduce.py (grids, optima), tests/core/unit_scaling/test_umup.py"
+QM1B_SLOW = "DFT and labelling: tests/papers/qm1b/test_dft.py, test_label.py, test_pipeline.py, test_reproduce.py"
+SPARQ_SLOW = "SparQ's methods and tasks: tests/papers/sparq/test_attention.py, test_tasks.py"
 SMOKE = {
     "bess": Smoke(seconds=25),
     "fp8_llm": Smoke(timeout=900, seconds=130, slow=FP8_LLM_SLOW),  # 3-4 minutes of CPU: more on a shared machine
@@ -49,9 +53,9 @@ SMOKE = {
     "packing": Smoke(seconds=45),
     "popsparse": Smoke(seconds=50),
     "prng": Smoke(args=("prng.dieharder=true",), bare_path=True, seconds=10),
-    "qm1b": Smoke(seconds=65),
-    "sparq": Smoke(seconds=35),
-    "umup": Smoke(seconds=70),
+    "qm1b": Smoke(seconds=65, slow=QM1B_SLOW),
+    "sparq": Smoke(seconds=35, slow=SPARQ_SLOW),
+    "umup": Smoke(seconds=70, slow=UMUP_SLOW),
     "unit_scaling": Smoke(timeout=900, seconds=120, slow=UNIT_SCALING_SLOW),  # ~3.5 minutes of CPU
 }
 PAPERS = sorted(SMOKE)

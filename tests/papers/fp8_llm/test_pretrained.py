@@ -47,6 +47,7 @@ def test_float32_losses_and_bpc_match_a_direct_computation(tiny, result):
     assert len({tuple(result.nats[p]) for p in ("mxfp8", "mxfp4", "mxfp8_ceil")}) == 3
 
 
+@pytest.mark.slow  # ~19 s (2026-11-28): make test-all; the test above checks the same pass's losses and BPC
 def test_forward_only_biases_equal_the_probe_gradient_statistics(tiny, result):
     model, params, tok = tiny
     data, _ = held_out_windows(tok, 1, 16)

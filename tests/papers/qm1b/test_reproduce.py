@@ -47,6 +47,7 @@ def _shards(output_root):
     return manifests
 
 
+@pytest.mark.slow  # the smoke run: make test-all (tests/papers/conftest.py SMOKE says what covers it)
 def test_smoke_run_generates_validates_and_trains(smoke_run):
     run = smoke_run("qm1b")  # what every run record holds: tests/papers/test_contract.py
     results, decision, claims = run.results, run.decision, run.claims

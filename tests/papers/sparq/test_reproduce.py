@@ -20,6 +20,7 @@ from papers.sparq.report import render
 from papers.sparq.results import DecodeTiming, LMInfo, Method, MethodResult, Results, TimingPoint
 
 
+@pytest.mark.slow  # the smoke run: make test-all (tests/papers/conftest.py SMOKE says what covers it)
 def test_smoke_run_reports_every_claim_and_its_model_is_reused(smoke_run, tmp_path, monkeypatch):
     run = smoke_run("sparq")  # what every run record holds: tests/papers/test_contract.py
     decision = run.decision

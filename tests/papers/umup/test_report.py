@@ -87,7 +87,7 @@ def test_an_unbracketed_curve_and_one_seed_give_text_and_no_paired_intervals():
     gaps = {k: v for k, v in est.items() if k.startswith(("loss_gap", "fp8_gap"))}
     assert len(gaps) == 4 and all(type(v) is float for v in gaps.values())  # the one seed's gap, as it is
     v = View(cfg, results, decided)
-    assert fp8_table(v, "low").rows[0][5] == "0.0050"  # the one seed's gap, from the Results
+    assert fp8_table(v, "low").rows[0][5] == "0.005"  # one seed's gap, 4 significant digits
     assert [r[4] for r in mults_table(v).rows] == ["-"]
     assert [r[4] for r in loss_gap_table(v, 300).rows] == [pytest.approx(0.0, abs=1e-12)] * 2
 

@@ -283,6 +283,7 @@ def test_mup_group_at_the_base_width_equals_sp(tmp_path):
     assert sp.valid_loss == mup.valid_loss
 
 
+@pytest.mark.slow  # the smoke run: make test-all (tests/papers/conftest.py SMOKE says what covers it)
 def test_the_smoke_run_stores_every_group_and_decides_from_them(smoke_run):
     run = smoke_run("umup")  # what every run record holds: tests/papers/test_contract.py
     results, decision, cfg = run.results, run.decision, run.record["config"]["umup"]
