@@ -36,9 +36,9 @@ class Smoke:
     slow: str = ""  # why the run is left to `make test-all` (every test that reads it is marked slow); "": make test
 
 
-# `make test` runs the smoke runs under about 45 s on the 2-core machine (bess, packing, popsparse, prng) so that it
-# stays within 15 minutes there; the longer ones (1.5-2.7 minutes each, mostly compiling every arm) run in
-# `make test-all`. In `make test`, every paper's decision and report are tested on its stored smoke Results
+# `make test` runs the smoke runs under about 45 s on the 2-core machine (bess, packing, popsparse, prng), to bring it
+# toward 15 minutes there (17-18 on 2026-11-28); the longer ones (1.5-2.7 minutes each, mostly compiling every arm)
+# run in `make test-all`. In `make test`, every paper's decision and report are tested on its stored smoke Results
 # (tests/papers/test_decisions.py), and its computation by these tests:
 GPS_SLOW = "GPS++ training: tests/papers/gps/test_model.py, test_pairing.py, test_reproduce.py (resume)"
 FP8_LLM_SLOW = "FP8 training: tests/core/nn/test_fp8_lm.py, tests/papers/fp8_llm/test_pretrained.py"
@@ -159,10 +159,18 @@ def smoke_run(tmp_path_factory):
     return get
 
 
+def _is_contract(item) -> bool:
+    return item.nodeid.split("::")[0] == CONTRACT_MODULE
+
+
+def _reads_smoke(item) -> bool:
+    return "smoke_run" in getattr(item, "fixturenames", ())
+
+
 def _paper_of(item) -> str:
     """The paper a test reads the smoke run of: a contract test's parameter, else its folder tests/papers/<paper>/."""
     callspec = getattr(item, "callspec", None)
-    if item.nodeid.split("::")[0] == CONTRACT_MODULE and callspec is not None:
+    if _is_contract(item) and callspec is not None:
         return callspec.params.get("paper", "")
     parts = item.nodeid.split("/")
     return parts[2] if len(parts) > 3 and parts[:2] == ["tests", "papers"] else ""
@@ -177,10 +185,10 @@ def pytest_collection_modifyitems(items):
     first: set[str] = set()
 
     def order(item) -> tuple[int, float]:
-        if item.nodeid.split("::")[0] == CONTRACT_MODULE:
+        if _is_contract(item):
             return (3, 0.0)
         paper = _paper_of(item)
-        if "smoke_run" not in getattr(item, "fixturenames", ()) or paper not in SMOKE:
+        if not _reads_smoke(item) or paper not in SMOKE:
             return (1, 0.0)
         if paper in first:
             return (2, 0.0)
@@ -190,9 +198,7 @@ def pytest_collection_modifyitems(items):
     unmarked = [
         item.nodeid
         for item in items
-        if "smoke_run" in getattr(item, "fixturenames", ())
-        and SMOKE.get(_paper_of(item), Smoke()).slow
-        and item.get_closest_marker("slow") is None
+        if _reads_smoke(item) and SMOKE.get(_paper_of(item), Smoke()).slow and item.get_closest_marker("slow") is None
     ]
     if unmarked:  # it would make a smoke run left to `make test-all` in `make test`
         raise pytest.UsageError(
