@@ -56,7 +56,11 @@ def _predict(cfg, params, batch):
 
 
 def _init(cfg, batch):
-    return GPSPlusPlus(cfg).init(jax.random.key(0), batch, deterministic=True)["params"]
+    """Random parameters of the model's shapes (jax.eval_shape: flax's initialisers, run op by op, would compile
+    every op of the model; these tests hold for any weights)."""
+    shapes = jax.eval_shape(lambda: GPSPlusPlus(cfg).init(jax.random.key(0), batch, deterministic=True)["params"])
+    rng = np.random.default_rng(0)
+    return jax.tree.map(lambda s: jnp.asarray(rng.normal(0.0, 0.3, s.shape), s.dtype), shapes)
 
 
 def test_one_hot_gathers_and_scatters_equal_index_ops(molecules):
