@@ -37,8 +37,8 @@ class Smoke:
 
 
 # `make test` runs the smoke runs under about 45 s on the 2-core machine (bess, packing, popsparse, prng), to keep it
-# within 15 minutes there (12.8 on a quiet machine, 2026-11-28); the longer ones (1.5-2.7 minutes each, mostly compiling every arm)
-# run in `make test-all`. In `make test`, every paper's decision and report are tested on its stored smoke Results
+# within 15 minutes there; the longer ones (1.5-2.7 minutes each, mostly compiling every arm) run in `make test-all`.
+# In `make test`, every paper's decision and report are tested on its stored smoke Results
 # (tests/papers/test_decisions.py), and its computation by these tests:
 GPS_SLOW = "GPS++ training: tests/papers/gps/test_model.py, test_pairing.py, test_reproduce.py (resume)"
 FP8_LLM_SLOW = "FP8 training: tests/core/nn/test_fp8_lm.py, tests/papers/fp8_llm/test_pretrained.py"
