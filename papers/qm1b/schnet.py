@@ -77,7 +77,10 @@ def parameter_count(cfg: SchNetConfig) -> int:
     """The model's parameter count, from the shapes alone (jax.eval_shape: no initialiser runs)."""
     params = jax.eval_shape(
         SchNet(cfg).init,
-        jax.random.key(0), jnp.zeros((1, 3), jnp.int32), jnp.zeros((1, 3, 3)), jnp.ones((1, 3), bool),
+        jax.random.key(0),
+        jnp.zeros((1, 3), jnp.int32),
+        jnp.zeros((1, 3, 3)),
+        jnp.ones((1, 3), bool),
     )
     return sum(int(np.prod(p.shape)) for p in jax.tree.leaves(params))
 
