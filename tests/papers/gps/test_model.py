@@ -9,7 +9,15 @@ import pytest
 
 from papers.gps.batching import MODEL_KEYS, PackLimits, assemble, plan
 from papers.gps.config import PRESET_NAMES
-from papers.gps.model import PRESETS, GPSConfig, GPSPlusPlus, graph_operators, parameter_breakdown, preset
+from papers.gps.model import (
+    PRESETS,
+    GPSConfig,
+    GPSPlusPlus,
+    graph_operators,
+    parameter_breakdown,
+    parameter_shapes,
+    preset,
+)
 from papers.gps.published import PAPER_PARAMETERS
 
 LIMITS = PackLimits(nodes=24, edges=48, graphs=4)
@@ -55,12 +63,11 @@ def _predict(cfg, params, batch):
     return _JITTED[cfg](params, batch)
 
 
-def _init(cfg, batch):
-    """Random parameters of the model's shapes (jax.eval_shape: flax's initialisers, run op by op, would compile
+def _init(cfg):
+    """Random parameters of the model's shapes (parameter_shapes: flax's initialisers, run op by op, would compile
     every op of the model; these tests hold for any weights)."""
-    shapes = jax.eval_shape(lambda: GPSPlusPlus(cfg).init(jax.random.key(0), batch, deterministic=True)["params"])
     rng = np.random.default_rng(0)
-    return jax.tree.map(lambda s: jnp.asarray(rng.normal(0.0, 0.3, s.shape), s.dtype), shapes)
+    return jax.tree.map(lambda s: jnp.asarray(rng.normal(0.0, 0.3, s.shape), s.dtype), parameter_shapes(cfg))
 
 
 def test_one_hot_gathers_and_scatters_equal_index_ops(molecules):
@@ -86,7 +93,7 @@ def test_one_hot_gathers_and_scatters_equal_index_ops(molecules):
 def test_a_molecule_predicts_the_same_alone_or_packed_with_others(molecules, arm):
     cfg = GPSConfig(**TINY, **arm)
     packed, _ = _batch(molecules, [[3, 5, 8, 1]])
-    params = _init(cfg, packed)
+    params = _init(cfg)
     together = np.asarray(_predict(cfg, params, packed))[0]
     for slot, i in enumerate([3, 5, 8, 1]):
         alone, _ = _batch(molecules, [[i]])
@@ -98,7 +105,7 @@ def test_a_molecule_predicts_the_same_alone_or_packed_with_others(molecules, arm
 def test_3d_enters_only_through_distances(molecules):
     cfg = GPSConfig(**TINY)
     batch, _ = _batch(molecules, [[2, 4, 9]])
-    params = _init(cfg, batch)
+    params = _init(cfg)
     ref = np.asarray(_predict(cfg, params, batch))
     q, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))
     moved = dict(batch, positions=batch["positions"] @ jnp.asarray(q.T, jnp.float32) + jnp.array([1.0, -2.0, 3.0]))
@@ -116,12 +123,12 @@ def test_3d_enters_only_through_distances(molecules):
 def test_ablations_remove_their_parameters_and_inputs(molecules):
     batch, _ = _batch(molecules, [[2, 4, 9]])
     no_3d = GPSConfig(**TINY, use_3d=False)
-    params = _init(no_3d, batch)
+    params = _init(no_3d)
     assert "bias_3d" not in params["encoder"] and "distance_kernels" not in params["encoder"]
     stretched = dict(batch, positions=batch["positions"] * 3.0)
     np.testing.assert_array_equal(_predict(no_3d, params, stretched), _predict(no_3d, params, batch))
     mpnn = GPSConfig(**TINY, attention=False)
-    assert not any("attention" in k for k in _init(mpnn, batch)["layer_0"])
+    assert not any("attention" in k for k in _init(mpnn)["layer_0"])
     counts = parameter_breakdown(mpnn)
     assert counts["attention"] == 0 and counts["node"] > 0
 
