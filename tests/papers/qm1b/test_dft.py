@@ -142,8 +142,9 @@ def test_padding_grid_points_and_ghost_aos_changes_nothing():
     assert np.abs(D3[:, p.n_ao :]).max() == 0  # ghosts stay empty
 
 
-# ~13 s (2026-11-28): make test-all; make test checks batching by a mixed batch against PySCF (test_different_molecules_
-# in_one_batch_equal_their_own_runs) and by padding that changes nothing (test_padding_grid_points_and_ghost_aos...)
+# ~13 s (2026-11-28): make test-all. make test checks batching by a mixed batch against PySCF
+# (test_different_molecules_in_one_batch_equal_their_own_runs) and by padding that changes nothing
+# (test_padding_grid_points_and_ghost_aos_changes_nothing)
 @pytest.mark.slow
 def test_batch_equals_one_by_one():
     atoms = conformer("CCO", seed=3, count=3)
