@@ -20,21 +20,17 @@ recorded under the old rule, with the commit and run that produced it.
 
 from __future__ import annotations
 
-import ast
 import datetime as dt
 import hashlib
-import inspect
 import json
-import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from types import FunctionType
 from typing import Any
 
 from core.claims import Claim, Rule, Verdict
 from core.paper import find_paper
-from core.provenance import REPO_ROOT, strip_docstrings
+from core.provenance import REPO_ROOT, callable_units, units_fingerprint
 
 CHANGE_KINDS = ("added", "respecified", "code", "removed")
 
@@ -117,58 +113,11 @@ def code_changes(date: str, reason: str, fingerprints: dict[str, str], *, commit
 # ---------------------------------------------------------------------------------------------- fingerprints
 
 
-def normalised_source(text: str) -> str:
-    """Python source as its syntax tree without docstrings: comments, formatting and docstrings do not count."""
-    try:
-        tree = ast.parse(textwrap.dedent(text))
-    except SyntaxError:
-        return " ".join(text.split())  # a lambda cut out of a larger expression: its text, whitespace normalised
-    return ast.dump(strip_docstrings(tree), annotate_fields=False, include_attributes=False)
-
-
-def function_source(fn: Callable[..., Any]) -> str:
-    """The normalised source of `fn` and, transitively, of the functions of its own module that it names: a
-    helper's change counts as a change of the function that calls it. Classes it names (data types such as
-    Interval or Claim) are not followed: how a value is stored or shown is not how a claim is measured or decided."""
-    fn = inspect.unwrap(fn)
-    seen: set[int] = set()
-    parts: list[str] = []
-
-    def visit(obj: Any) -> None:
-        if id(obj) in seen:
-            return
-        seen.add(id(obj))
-        try:
-            src = inspect.getsource(obj)
-        except (OSError, TypeError):
-            parts.append(repr(obj))
-            return
-        parts.append(normalised_source(src))
-        module = inspect.getmodule(obj)
-        code = getattr(obj, "__code__", None)
-        names = set(code.co_names) | set(code.co_freevars) if code else _names(src)
-        for const in getattr(code, "co_consts", ()) if code else ():
-            if inspect.iscode(const):
-                names |= set(const.co_names)
-        for name in sorted(names):
-            target = getattr(module, name, None) if module else None
-            if (
-                isinstance(target, FunctionType)
-                and getattr(target, "__module__", None) == getattr(module, "__name__", "")
-                and target is not obj
-            ):
-                visit(target)
-
-    visit(fn)
-    return "\n".join(parts)
-
-
-def _names(src: str) -> set[str]:
-    try:
-        tree = ast.parse(textwrap.dedent(src))
-    except SyntaxError:
-        return set()
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+def function_source(fn: Callable[..., Any]) -> dict[str, str]:
+    """The code `fn` can reach, as 'module:unit' -> digest (core.provenance.callable_units): its own source and,
+    across modules, every function, class and constant it names, so a helper in core.stats is watched like one in
+    the claim's own module."""
+    return callable_units(fn)
 
 
 def _sha(text: str) -> str:
@@ -180,10 +129,10 @@ def claim_fingerprint(claim: Claim, default_measure: Callable[..., Any] | None =
     its measuring function (the claim's own, else the paper's `measure`) with its rule's decision function."""
     declaration = _sha(json.dumps(claim.declaration(), sort_keys=True, default=str))
     measure = claim.measure or default_measure
-    code_parts = [function_source(claim.rule.check)]
+    units = function_source(claim.rule.check)
     if measure is not None:
-        code_parts.append(function_source(measure))
-    code = _sha("\n".join(code_parts))
+        units.update(function_source(measure))
+    code = units_fingerprint(units)
     return {"declaration": declaration, "code": code, "fingerprint": _sha(declaration + code)}
 
 

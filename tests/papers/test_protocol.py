@@ -12,12 +12,12 @@ import sys
 import pytest
 
 from core.paper import PARTS, Paper, find_paper
-from core.provenance import REPO_ROOT, compute_dependencies, decision_dependencies, dependencies
+from core.provenance import REPO_ROOT, compute_units, decision_units, dependencies, modules_of
 from core.results import check_type
 from tests.papers.conftest import PAPERS
 
 # what the compute fingerprint never covers: how runs are recorded, decided and reported
-DECISION_MACHINERY = {"core/record.py", "core/report.py", "core/claims.py", "core/compare.py", "core/ledger.py"}
+DECISION_MACHINERY = {"core.record", "core.report", "core.claims", "core.compare", "core.ledger"}
 HEAVY = ("jax", "jaxlib", "flax", "optax")
 
 
@@ -59,13 +59,11 @@ print(json.dumps(out))
 @pytest.mark.parametrize("paper", PAPERS)
 def test_the_compute_fingerprint_covers_no_decision_code(paper):
     p = spec(paper)
-    compute = set(compute_dependencies(p))
-    decision_parts = {
-        str(p.module_path(part, REPO_ROOT).relative_to(REPO_ROOT)) for part in ("claims", "decide", "render", "ledger")
-    }
+    compute = modules_of(compute_units(p))
+    decision_parts = {p.module(part) for part in ("claims", "decide", "render", "ledger")}
     assert not compute & (DECISION_MACHINERY | decision_parts), sorted(compute & (DECISION_MACHINERY | decision_parts))
-    assert str(p.module_path("run", REPO_ROOT).relative_to(REPO_ROOT)) in compute
-    assert "core/record.py" in decision_dependencies(p)
+    assert p.module("run") in compute
+    assert "core.record" in modules_of(decision_units(p))
 
 
 @pytest.mark.parametrize("paper", PAPERS)
@@ -75,7 +73,7 @@ def test_the_report_code_calls_no_measuring_function(paper):
     decide = str(p.module_path("decide", REPO_ROOT).relative_to(REPO_ROOT))
     run = str(p.module_path("run", REPO_ROOT).relative_to(REPO_ROOT))
     assert render != decide, f"{paper}: render and decide share {render}"
-    reached = set(dependencies(render, machinery=(), data=False))
+    reached = set(dependencies(render))
     assert decide not in reached, f"{paper}: the report code ({render}) imports the decision ({decide})"
     assert run not in reached, f"{paper}: the report code ({render}) imports the run ({run})"
     assert "core/stats.py" not in reached, f"{paper}: the report code ({render}) imports core.stats"
