@@ -587,7 +587,7 @@ def compute_units(paper, root: Path = REPO_ROOT) -> dict[str, str]:
     """What a paper's compute fingerprint covers: 'module:unit' -> digest of every unit its `run` can reach, with
     how Results are stored (COMPUTE_MACHINERY), and its data files by path."""
     closure = Closure(root, _top_dirs([paper.module("run")]))
-    for start in (getattr(paper, "run"), *COMPUTE_MACHINERY):
+    for start in (paper.run, *COMPUTE_MACHINERY):
         closure.add(start)
     return {**closure.units, **paper_data(paper, root), **shared_data(root)}
 
