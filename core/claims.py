@@ -161,12 +161,27 @@ def _finite(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def undefined_interval(x: Any) -> str:
+    """Why `x` is an interval that says nothing (a NaN anywhere in it, or a bound at infinity around a finite
+    estimate: a bootstrap undefined on some resamples), else "". Such an interval neither holds nor fails a rule: the
+    claim is undecided. An interval that is one infinite value (estimate and both bounds +inf, or -inf: a run that
+    diverged) is not undefined: it is decided as that value."""
+    if not isinstance(x, Interval):
+        return ""
+    vals = (x.estimate, x.low, x.high)
+    if any(math.isnan(v) for v in vals):
+        return f"its interval {x} is undefined (NaN)" + (f": {x.method}" if x.method else "")
+    if any(math.isinf(v) for v in vals) and not (x.estimate == x.low == x.high):
+        return f"its interval {x} has an infinite bound" + (f": {x.method}" if x.method else "")
+    return ""
+
+
 def _bounds(x: Any) -> tuple[float, float] | None:
-    """(low, high) of a finite point or interval; None for anything else (text, NaN, a bool)."""
+    """(low, high) of a point or an interval that is a number (an infinite one included: a diverged run's gap); None
+    for anything else (text, NaN, a bool, an undefined interval)."""
     if isinstance(x, Interval):
-        vals = (x.estimate, x.low, x.high)
-        return (x.low, x.high) if all(math.isfinite(v) for v in vals) else None
-    if _finite(x):
+        return None if undefined_interval(x) else (x.low, x.high)
+    if _finite(x) or (isinstance(x, float) and math.isinf(x)):
         return float(x), float(x)
     return None
 
@@ -310,7 +325,11 @@ class Claim:
         """This claim with our figure filled in (and how it was measured, if worth saying)."""
         if hasattr(ours, "item") and callable(ours.item):  # numpy / jax scalars
             ours = ours.item()
-        return dataclasses.replace(self, ours=ours, detail=detail or self.detail)
+        detail = detail or self.detail
+        why = undefined_interval(ours)
+        if why:
+            detail = f"undecided: {why}; it cannot show the claim either way" + (f". {detail}" if detail else "")
+        return dataclasses.replace(self, ours=ours, detail=detail)
 
     @property
     def verdict(self) -> Verdict:
@@ -323,9 +342,12 @@ class Claim:
     @property
     def rule_verdict(self) -> Verdict:
         """The rule's verdict on our figure, whether or not the paper's figure was verified: not measured while
-        `ours` is None; a NaN or an error fails."""
+        `ours` is None; undecided where `ours` is an undefined interval (`undefined_interval`: it says nothing either
+        way; `measured` puts the reason in the detail); a NaN point or an error fails."""
         if self.ours is None:
             return Verdict.NOT_MEASURED
+        if undefined_interval(self.ours):
+            return Verdict.UNDECIDED
         try:
             return self.rule.verdict(self.ours, self.paper)
         except (TypeError, ValueError, ArithmeticError):

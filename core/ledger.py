@@ -20,6 +20,7 @@ recorded under the old rule, with the commit and run that produced it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.claims import Claim, Rule, Verdict
+from core.claims import Claim, Rule, Verdict, undefined_interval
 from core.paper import find_paper
 from core.provenance import REPO_ROOT, callable_units, units_fingerprint
 
@@ -78,7 +79,11 @@ class Change:
         """The original rule's verdict as the report shows it."""
         if self.old_rule is not None and claim is not None and claim.ours is not None:
             try:
-                v = self.old_rule.verdict(claim.ours, claim.paper)
+                v = (
+                    Verdict.UNDECIDED
+                    if undefined_interval(claim.ours)
+                    else self.old_rule.verdict(claim.ours, claim.paper)
+                )
             except (TypeError, ValueError, ArithmeticError):
                 v = Verdict.FAILS
             return f"{v.value} on this run"
@@ -101,11 +106,22 @@ class Change:
         }
 
 
-def code_changes(date: str, reason: str, fingerprints: dict[str, str], *, commit: str = "") -> list[Change]:
+def entry_digest(entry: Change) -> str:
+    """12 hex digits of everything a ledger entry says (its old rule by description and kind): the lock keeps one
+    per entry, so an entry edited after it was locked is found (`check_lock`)."""
+    fields = {k: v for k, v in dataclasses.asdict(entry).items() if k != "old_rule"}
+    if entry.old_rule is not None:
+        fields["old_rule"] = [entry.old_rule.description, entry.old_rule.kind]
+    return _sha(json.dumps(fields, sort_keys=True, default=str))
+
+
+def code_changes(
+    date: str, reason: str, fingerprints: dict[str, str], *, commit: str = "", run: str = ""
+) -> list[Change]:
     """One 'code' entry per claim where the code that measures or decides it changed and its declaration did not
     (the same statistic, rule and figure): `fingerprints` maps each claim to its new fingerprint."""
     return [
-        Change(date, cid, "code", "unchanged", "unchanged", reason, commit=commit, fingerprint=fp)
+        Change(date, cid, "code", "unchanged", "unchanged", reason, commit=commit, run=run, fingerprint=fp)
         for cid, fp in fingerprints.items()
     ]
 
@@ -189,10 +205,36 @@ def latest_entries(ledger: Iterable[Change]) -> dict[str, Change]:
     return out
 
 
+def edited_entries(pc: PaperClaims) -> list[str]:
+    """Ledger entries changed or removed after the lock recorded them (the ledger is append-only), as sentences."""
+    locked = pc.read_lock().get("ledger")
+    if locked is None:
+        return []
+    now = [entry_digest(e) for e in pc.ledger]
+    out = []
+    for i, digest in enumerate(locked):
+        if i >= len(now):
+            out.append(
+                f"{pc.paper}: ledger entry {i + 1} of the {len(locked)} the lock records was removed: entries are "
+                f"append-only; restore it (`git log -p papers/{pc.paper}/ledger.py` shows it)"
+            )
+            break
+        if now[i] != digest:
+            e = pc.ledger[i]
+            out.append(
+                f"{pc.paper}: ledger entry {i + 1} ({e.date}, {e.claim!r}, {e.kind}) was edited after it was "
+                f"recorded: entries are append-only; restore it (`git log -p papers/{pc.paper}/ledger.py` shows "
+                "the original) and write the correction as a new entry"
+            )
+    return out
+
+
 def check_lock(pc: PaperClaims) -> list[str]:
     """Every disagreement between the claims, the lock and the ledger, as sentences; [] when all agree."""
-    problems: list[str] = []
+    problems: list[str] = edited_entries(pc)
     lock = pc.read_lock()
+    if "ledger" not in lock and lock.get("claims"):
+        problems.append(f"{pc.paper}: the lock records no digest of the ledger's entries: run the lock command")
     locked, baseline = lock.get("claims", {}), lock.get("baseline", {})
     current = pc.fingerprints()
     latest = latest_entries(pc.ledger)
@@ -236,6 +278,9 @@ def check_lock(pc: PaperClaims) -> list[str]:
 
 def write_lock(pc: PaperClaims) -> list[str]:
     """Rewrite the lock from the current claims, or refuse: the claims whose change has no ledger entry."""
+    edited = edited_entries(pc)
+    if edited:
+        return edited
     lock = pc.read_lock()
     locked, baseline = lock.get("claims", {}), lock.get("baseline", {})
     current = pc.fingerprints()
@@ -259,6 +304,7 @@ def write_lock(pc: PaperClaims) -> list[str]:
         "note": "written by scripts/claims.py lock; a change needs an entry in ledger.py (core/ledger.py)",
         "claims": current,
         "baseline": baseline,
+        "ledger": [entry_digest(e) for e in pc.ledger],
     }
     from core.io import atomic_write_text
 
@@ -269,3 +315,92 @@ def write_lock(pc: PaperClaims) -> list[str]:
 def papers_with_claims(root: Path = REPO_ROOT) -> list[str]:
     """Every paper package with a protocol object (papers/<name>/__init__.py defining PAPER)."""
     return sorted(p.parent.name for p in (root / "papers").glob("*/__init__.py") if "PAPER = Paper(" in p.read_text())
+
+
+# ---------------------------------------------------------------------------------------------- automatic code entries
+
+
+def code_only_changes(pc: PaperClaims) -> dict[str, str] | None:
+    """{claim: new fingerprint} of the claims whose decision code changed and whose declaration did not, where that
+    is every change the lock has no entry for; None where some other change (a declaration, a claim added or
+    dropped) needs an entry written by hand; {} where nothing changed."""
+    lock = pc.read_lock()
+    locked = lock.get("claims", {})
+    latest = latest_entries(pc.ledger)
+    out: dict[str, str] = {}
+    for cid, fp in pc.fingerprints().items():
+        known = locked.get(cid)
+        if known is None:
+            return None
+        if fp["fingerprint"] == known["fingerprint"]:
+            continue
+        if cid in latest and latest[cid].fingerprint == fp["fingerprint"]:
+            continue  # its entry is written
+        if fp["declaration"] != known.get("declaration"):
+            return None
+        out[cid] = fp["fingerprint"]
+    if set(locked) - {c.id for c in pc.claims}:
+        return None
+    return out
+
+
+def redecide_differences(folder: Path) -> list[str]:
+    """Re-decide the stored record in `folder` with the checkout's decision code (nothing written) and list how its
+    claims, facts and estimates differ from the stored decision; [] when identical."""
+    from core.record import decided_values, read_record
+
+    record = read_record(folder)
+    decided = record.paper.decide_results(record.config(), record.results())
+    now = json.loads(json.dumps(decided_values(decided), default=str))
+    stored = record.claims
+    out = []
+    keys = ("id", "ours", "verdict", "holds", "detail", "rule_verdict")
+    before = {c["id"]: {k: c.get(k) for k in keys} for c in stored.get("claims", [])}
+    for c in now["claims"]:
+        if before.get(c["id"]) != {k: c.get(k) for k in keys}:
+            out.append(f"claim {c['id']}: {before.get(c['id'])} -> { ({k: c.get(k) for k in keys}) }")
+    for part in ("facts", "estimates"):
+        if now[part] != stored.get(part):
+            out.append(f"{part} differ")
+    return out
+
+
+def _wrapped(text: str, indent: str, width: int = 100) -> str:
+    """`text` as adjacent string literals of at most `width` characters a line (the same string when read back)."""
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + len(word) + 1 > width:
+            lines.append(line + " ")
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    return "\n".join(f"{indent}{json.dumps(chunk)}" for chunk in lines)
+
+
+def write_code_entry(
+    pc: PaperClaims, fingerprints: dict[str, str], records: list[str], date: str, reason: str = ""
+) -> str:
+    """Append one `code` entry per claim in `fingerprints` to the paper's ledger.py (the automatic entry: only
+    decision code changed, and re-deciding `records` gave identical values and verdicts); returns the text added."""
+    path = pc.lock_path.parent / "ledger.py"
+    text = path.read_text()
+    if "code_changes" not in text.split("LEDGER", 1)[0]:
+        raise RuntimeError(f"{path}: import code_changes from core.ledger before LEDGER to take automatic entries")
+    reason = reason or (
+        "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+        f"re-deciding {', '.join(records)} with it gave identical claims, facts, estimates and verdicts; written "
+        f'by `make claims ARGS="lock {pc.paper}"`'
+    )
+    items = "".join(f"        {cid!r}: {fp!r},\n" for cid, fp in fingerprints.items())
+    head = f"automatic entry ({date}): decision code changed, re-decided {', '.join(records)} identically"
+    added = (
+        f"\n# {head if records else f'code entry ({date})'}\n"
+        f"LEDGER += code_changes(\n    {date!r},\n{_wrapped(reason, '    ')},\n    {{\n{items}    }},\n"
+        + (f"    run={', '.join(records)!r},\n" if records else "")
+        + ")\n"
+    )
+    from core.io import atomic_write_text
+
+    atomic_write_text(path, text.rstrip("\n") + "\n" + added)
+    return added

@@ -54,6 +54,9 @@ FORM = 2  # the fingerprint's form: 1 hashed ast.dump of whole import closures; 
 _SKIPPED_SUFFIXES = {".md", ".pyc", ".lock"}
 _SKIPPED_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 INIT = "<init>"  # the unit of a module's top-level statements that bind no name of their own
+# Modules that key, log or show work and compute no value a result holds: a closure does not enter them, so a
+# change to how progress is drawn, metrics are logged or work is keyed leaves every result current.
+NOT_COMPUTING = ("core.provenance", "core.memo", "core.progress", "core.tracking")
 
 # ---------------------------------------------------------------------------------------------- the source's form
 
@@ -301,6 +304,8 @@ class _Finder:
         self.tops.update(extra or {})
 
     def file(self, name: str) -> tuple[Path, bool] | None:
+        if name in NOT_COMPUTING:
+            return None
         parts = name.split(".")
         base_dir = self.tops.get(parts[0])
         if base_dir is None:
@@ -323,6 +328,8 @@ class _Finder:
     def split(self, dotted: str) -> tuple[str, list[str]] | None:
         """The longest prefix of `dotted` that is a module, and the rest."""
         parts = dotted.split(".")
+        if any(".".join(parts[:i]) in NOT_COMPUTING for i in range(1, len(parts) + 1)):
+            return None
         for i in range(len(parts), 0, -1):
             if self.file(".".join(parts[:i])) is not None:
                 return ".".join(parts[:i]), parts[i:]
@@ -394,12 +401,14 @@ class Closure:
                 self._use(module, unit, dotted)
         return self
 
-    def _take(self, mod: _Module, unit: str) -> None:
+    def _take(self, mod: _Module, unit: str, walk: bool = True) -> None:
+        """Reach `unit` of `mod` and (with `walk`) what it uses."""
         key = f"{mod.name}:{unit}"
         if key not in self.units and unit in mod.digests:
             self.units[key] = mod.digests[unit]
             self.via[key] = self._at
-            self._todo.append((mod.name, unit))
+            if walk:
+                self._todo.append((mod.name, unit))
 
     def _enter(self, module: str) -> None:
         """Reaching a module runs its <init> and those of its enclosing packages."""
@@ -452,8 +461,8 @@ class Closure:
             self._take(mod, mod.binds[name])
         elif name in mod.imports:  # a re-export: `from core.sparsity.formats import BlockPattern`
             self._absolute(".".join([mod.imports[name], *rest[1:]]), depth + 1)
-        elif "__getattr__" in mod.binds:  # a package that loads its modules on first use
-            self._take(mod, mod.binds["__getattr__"])
+        elif "__getattr__" in mod.binds:  # a package that loads its modules on first use: the name it resolves to
+            self._take(mod, mod.binds["__getattr__"], walk=False)
             for target in mod.local_imports.get(mod.binds["__getattr__"], {}).values():
                 inner = self.finder.split(target)
                 if inner is None:
@@ -506,9 +515,14 @@ def _top_dirs(modules: Iterable[str]) -> dict[str, Path]:
         top = module.split(".")[0]
         if not top or top in FOLLOWED or top in out:
             continue
-        spec = importlib.util.find_spec(top)
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            continue
         if spec is not None and spec.submodule_search_locations:
             out[top] = Path(next(iter(spec.submodule_search_locations))).parent
+        elif spec is not None and spec.origin and spec.origin.endswith(".py"):
+            out[top] = Path(spec.origin).parent  # a module of its own, as a test writes one
     return out
 
 

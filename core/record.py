@@ -32,7 +32,7 @@ from core.config import validate_run_config
 from core.io import atomic_savefig, atomic_write_json, atomic_write_text, json_text
 from core.ledger import claim_fingerprint
 from core.paper import Paper, find_paper
-from core.provenance import compute_fingerprint, decision_fingerprint, git_state
+from core.provenance import FORM, compute_fingerprint, compute_units, decision_fingerprint, git_state
 from core.report import Report
 from core.results import from_json, to_json
 
@@ -102,6 +102,7 @@ def write_results(
     config_key: str,
     compute: str,
     started: dt.datetime,
+    units: dict[str, str] | None = None,
     wall: float,
     versions: dict[str, str],
 ) -> Any:
@@ -123,6 +124,8 @@ def write_results(
         "seed": int(typed_config.seed),
         "config_key": config_key,
         "compute_fingerprint": compute,
+        "fingerprint_form": FORM,
+        "compute_units": units or {},
         "commit": commit,
         "modified": modified,
         "started": started.isoformat(timespec="seconds"),
@@ -240,6 +243,13 @@ def status(record: Record, root: Path | None = None) -> dict[str, str]:
     now = compute_fingerprint(record.paper, **kwargs)
     made = record.run.get("compute_fingerprint", "")
     compute = "current" if made == now else f"stale: made by compute code {made}, this checkout's is {now}"
+    stored = record.run.get("compute_units")
+    if made != now and stored:
+        current = compute_units(record.paper, **kwargs)
+        changed = sorted({k for k in stored if current.get(k) != stored[k]} | (set(current) - set(stored)))
+        if changed:
+            shown = ", ".join(changed[:6]) + (f" and {len(changed) - 6} more" if len(changed) > 6 else "")
+            compute += f" ({len(changed)} of its units changed or added: {shown})"
     decided_by = record.claims.get("decision", {}).get("fingerprint", "")
     current = decision_fingerprint(record.paper, **kwargs)
     decision = (
@@ -322,3 +332,28 @@ def promote(run_dir: Path | str, dest: Path) -> Report:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return report
+
+
+def rekey(run_dir: Path | str, tree: Path) -> tuple[str, str]:
+    """Give the stored record in `run_dir` the compute fingerprint of this checkout's fingerprint form, computed on
+    `tree`, a copy of the clean commit that made it (`git archive`): a change of the fingerprint's form re-keys a
+    reference without re-running it. Returns (old, new) fingerprints; results.json is rewritten atomically, its
+    Results untouched, and notes the old fingerprint."""
+    record = read_record(run_dir)
+    if record.run.get("modified") or not record.run.get("commit"):
+        raise RecordError(f"{run_dir}: only a record made from a clean commit can be re-keyed from that commit")
+    units = compute_units(record.paper, root=Path(tree))
+    from core.provenance import units_fingerprint
+
+    new = units_fingerprint(units)
+    run = dict(record.run)
+    old = run.get("compute_fingerprint", "")
+    if run.get("fingerprint_form") != FORM:
+        run["rekeyed"] = {
+            "from": old,
+            "form": run.get("fingerprint_form", 1),
+            "how": f"core.provenance form {FORM} on the tree of commit {run['commit']}; nothing re-run",
+        }
+    run.update(compute_fingerprint=new, fingerprint_form=FORM, compute_units=units)
+    atomic_write_text(Path(run_dir) / RESULTS_FILE, json_text(run))
+    return old, new

@@ -34,7 +34,7 @@ from core.config import ConfigError, RunConfig, validate_run_config
 from core.context import RunContext, versions
 from core.io import atomic_symlink
 from core.paper import Paper, find_paper
-from core.provenance import compute_fingerprint
+from core.provenance import compute_units, units_fingerprint
 from core.record import decide_record, declare, write_results
 from core.report import Report, format_value
 from core.tracking import Tracker, activate, make_tracker
@@ -97,7 +97,8 @@ def run(cfg: DictConfig, *, paper: str, run_dir: Path, validated: Validated | No
     main = is_main_process()  # only process 0 of a multi-process run writes the record and logs
     run_dir.mkdir(parents=True, exist_ok=True)
     key = config_key(typed)
-    code = compute_fingerprint(spec)
+    units = compute_units(spec)  # the code `run` can reach (core.provenance), stored with the record
+    code = units_fingerprint(units)
     checkpoints = Path(typed.output_root) / paper / "checkpoints"
     ctx = RunContext(
         paper=paper, run_dir=run_dir, checkpoint_dir=checkpoints / f"{key}-{code}", resume=bool(typed.resume), code=code
@@ -130,8 +131,8 @@ def run(cfg: DictConfig, *, paper: str, run_dir: Path, validated: Validated | No
         wall = time.perf_counter() - t0
         if main:
             write_results(
-                run_dir, spec, typed, results, config_key=key, compute=code, started=started, wall=wall,
-                versions=versions(),
+                run_dir, spec, typed, results, config_key=key, compute=code, units=units, started=started,
+                wall=wall, versions=versions(),
             )  # fmt: skip
             figures: list = []
             report = decide_record(run_dir, figures_out=figures)

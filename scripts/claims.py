@@ -18,7 +18,57 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.ledger import check_lock, load_paper_claims, papers_with_claims, write_lock  # noqa: E402
+from core.ledger import (  # noqa: E402
+    check_lock,
+    code_only_changes,
+    edited_entries,
+    load_paper_claims,
+    papers_with_claims,
+    redecide_differences,
+    write_code_entry,
+    write_lock,
+)
+from core.record import REFERENCE_ROOT  # noqa: E402
+
+
+def automatic_code_entry(pc):
+    """Where only decision code changed: re-decide the paper's reference record(s) and, when every value and verdict
+    is identical, append the `code` entries to its ledger and return the paper's claims reloaded; else say why not
+    (an entry must be written by hand) and return None."""
+    import datetime as dt
+    import subprocess
+
+    changed = code_only_changes(pc)
+    if not changed:
+        if changed is None:
+            print(f"{pc.paper}: a declaration changed, or a claim was added or dropped: write its entry by hand")
+        return None
+    folder = ROOT / REFERENCE_ROOT / pc.paper
+    if not (folder / "results.json").is_file():
+        print(
+            f"{pc.paper}: the decision code of {len(changed)} claim(s) changed, and there is no reference record "
+            f"({folder.relative_to(ROOT)}) to show that it decides as before: write the entry by hand"
+        )
+        return None
+    differences = redecide_differences(folder)
+    if differences:
+        print(f"{pc.paper}: re-deciding {folder.relative_to(ROOT)} gives other values; write the entry by hand:")
+        for d in differences:
+            print(f"  - {d}")
+        return None
+    date = dt.date.today().isoformat()
+    records = [str(folder.relative_to(ROOT))]
+    write_code_entry(pc, changed, records, date)
+    subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "-q", str(pc.lock_path.parent / "ledger.py")], check=False, cwd=ROOT
+    )
+    print(f"{pc.paper}: re-decided {', '.join(records)} identically; wrote the code entry of {', '.join(changed)}")
+    import importlib
+    import sys as _sys
+
+    for name in [m for m in _sys.modules if m == f"papers.{pc.paper}.ledger"]:
+        importlib.reload(_sys.modules[name])
+    return load_paper_claims(pc.paper)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
             status |= bool(problems)
         elif args.command == "lock":
             missing = write_lock(pc)
+            if missing and not edited_entries(pc):
+                pc = automatic_code_entry(pc) or pc
+                missing = write_lock(pc)
             if missing:
                 print(
                     f"{paper}: not written: these claims changed without a ledger entry carrying their new "

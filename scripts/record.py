@@ -6,6 +6,9 @@
     python scripts/record.py redecide all                  # every reference run in results/
     python scripts/record.py reference PAPER [--run DIR]   # copy a finished default run to results/PAPER/
     python scripts/record.py compare PAPER [--run DIR]     # your run against results/PAPER/, claim by claim
+    python scripts/record.py rekey PAPER|all               # after a change of the fingerprint's form: give each
+                                                           # reference the fingerprint of the clean commit that made
+                                                           # it (git archive of that commit; nothing re-run)
 
 DIR is a run directory (default: outputs/PAPER/latest, the newest finished run); `redecide` also takes a reference
 (--run results/PAPER). `make redecide`, `make reference` and `make compare` run these. Exit status: 0 done (compare:
@@ -88,6 +91,28 @@ def cmd_compare(paper: str, given: Path | None, reference: Path | None, rtol: fl
     return 0 if comparison.reproduces else 1
 
 
+def cmd_rekey(paper: str) -> int:
+    import subprocess
+    import tempfile
+
+    from core.record import rekey
+
+    folder = ROOT / REFERENCE_ROOT / paper
+    record = read_record(folder)
+    commit = record.run.get("commit", "")
+    with tempfile.TemporaryDirectory(prefix=f"rekey-{paper}-") as tree:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", commit, "core", "ipu_model", "papers"], capture_output=True, check=False
+        )
+        if archive.returncode != 0:
+            raise RecordError(f"{paper}: cannot read commit {commit!r}: {archive.stderr.decode().strip()}")
+        subprocess.run(["tar", "-x", "-C", tree], input=archive.stdout, check=True)
+        old, new = rekey(folder, Path(tree))
+    state = status(read_record(folder))["compute"]
+    print(f"{paper}: {shown(folder)} re-keyed from commit {commit}: {old} -> {new}; against this checkout: {state}")
+    return 0
+
+
 def shown(path: Path) -> str:
     try:
         return str(Path(path).resolve().relative_to(ROOT))
@@ -97,19 +122,22 @@ def shown(path: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("redecide", "reference", "compare"))
-    parser.add_argument("paper", help="the paper's name (redecide: 'all' for every reference run)")
+    parser.add_argument("command", choices=("redecide", "reference", "compare", "rekey"))
+    parser.add_argument("paper", help="the paper's name (redecide, rekey: 'all' for every reference run)")
     parser.add_argument("--run", type=Path, help="a run directory (default: outputs/PAPER/latest)")
     parser.add_argument("--reference", type=Path, help="compare: another reference run (default: results/PAPER)")
     parser.add_argument("--rtol", type=float, default=1e-6, help="compare: relative tolerance of point values")
     args = parser.parse_args(argv)
-    if args.command == "redecide" and args.paper == "all":
+    if args.command in ("redecide", "rekey") and args.paper == "all":
         if args.run is not None:
-            parser.error("redecide all re-decides every reference in results/: leave out --run")
+            parser.error(f"{args.command} all takes every reference in results/: leave out --run")
         done = [p for p in papers() if (ROOT / REFERENCE_ROOT / p / "results.json").is_file()]
         try:
             for paper in done:
-                cmd_redecide(paper, ROOT / REFERENCE_ROOT / paper)
+                if args.command == "rekey":
+                    cmd_rekey(paper)
+                else:
+                    cmd_redecide(paper, ROOT / REFERENCE_ROOT / paper)
         except RecordError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
@@ -123,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_redecide(args.paper, args.run)
         if args.command == "reference":
             return cmd_reference(args.paper, args.run)
+        if args.command == "rekey":
+            if args.run is not None:
+                parser.error("rekey takes the paper's reference in results/: leave out --run")
+            return cmd_rekey(args.paper)
         return cmd_compare(args.paper, args.run, args.reference, args.rtol)
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)

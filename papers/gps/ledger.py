@@ -62,7 +62,7 @@ LEDGER: list[Change] = [
         "MAE gap stays under a margin); interval_below's default label said superiority. Label only: "
         "statistic, margin and verdicts unchanged.",
         old_rule=interval_below(0.0858 / 0.0778 - 1),  # the same rule: only its label changed
-        fingerprint="3bc6864cbf7d",
+        fingerprint="2dd28b75e901",
     ),
     *[
         Change(
@@ -144,3 +144,22 @@ LEDGER: list[Change] = [
         },
     ),
 ]
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58: no code that measures or decides these claims changed; their fingerprint changed form. It "
+    "now hashes tokens (the same on Python 3.11, 3.12 and 3.13, where ast.dump was not) of every "
+    "function, class and constant the claim's measure and rule reach across modules (core.stats and "
+    "core.claims included; before, only the helpers in the claim's own module were followed). In the same "
+    "change core.claims decides an undefined interval (a NaN in it, or an infinite bound around a finite "
+    "estimate: a bootstrap undefined on some resamples) undecided, where it failed, and an interval that "
+    "is one infinite value (a diverged run's gap) as that value, where it failed: only a 'fails' can "
+    "change, and no stored verdict does (no reference record holds a non-finite figure, and the last "
+    "default runs of bess, sparq, fp8_llm and gps in results/pending.yaml failed no claim)",
+    {
+        "mpnn-keeps-accuracy": "f51489c9cb6e",
+        "3d-costs-more": "c2ea4996342d",
+        "packing-efficiency": "244e791e4ab4",
+    },
+)

@@ -46,16 +46,16 @@ def _time_removed(claim: str, ours: str, paper: str) -> Change:
 
 # issue 41: the table claims' figures become printed intervals; their fingerprints after the change
 _PRINTED = {
-    "wikipedia-512-spfhp12-speedup": "7e795ebd06a1",
-    "wikipedia-512-spfhp12-efficiency": "882afc7b7561",
-    "wikipedia-512-lpfhp12-speedup": "74525e28b03b",
-    "wikipedia-512-lpfhp12-efficiency": "e0004ad5c4d1",
-    "wikipedia-512-nnlshp3-speedup": "41927202b541",
-    "wikipedia-512-nnlshp3-efficiency": "a7d90060b3a7",
-    "squad-1-1-384-spfhp3-speedup": "e4ce261ba001",
-    "squad-1-1-384-spfhp3-efficiency": "f914aea1b6d8",
-    "bound-wikipedia-512": "a9bb53ecdb5c",
-    "bound-squad-1-1-384": "5965fa41e52a",
+    "wikipedia-512-spfhp12-speedup": "2b55455bc289",
+    "wikipedia-512-spfhp12-efficiency": "4cf544f62ccc",
+    "wikipedia-512-lpfhp12-speedup": "55201798a95e",
+    "wikipedia-512-lpfhp12-efficiency": "8dfb83a73d01",
+    "wikipedia-512-nnlshp3-speedup": "d77ab5cae343",
+    "wikipedia-512-nnlshp3-efficiency": "d9541a00f70d",
+    "squad-1-1-384-spfhp3-speedup": "3cbd40725724",
+    "squad-1-1-384-spfhp3-efficiency": "379e393b8dd2",
+    "bound-wikipedia-512": "bffc1392c154",
+    "bound-squad-1-1-384": "851433559939",
 }
 
 LEDGER: list[Change] = [
@@ -152,3 +152,31 @@ LEDGER: list[Change] = [
         },
     ),
 ]
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58: no code that measures or decides these claims changed; their fingerprint changed form. It "
+    "now hashes tokens (the same on Python 3.11, 3.12 and 3.13, where ast.dump was not) of every "
+    "function, class and constant the claim's measure and rule reach across modules (core.stats and "
+    "core.claims included; before, only the helpers in the claim's own module were followed). In the same "
+    "change core.claims decides an undefined interval (a NaN in it, or an infinite bound around a finite "
+    "estimate: a bootstrap undefined on some resamples) undecided, where it failed, and an interval that "
+    "is one infinite value (a diverged run's gap) as that value, where it failed: only a 'fails' can "
+    "change, and no stored verdict does (no reference record holds a non-finite figure, and the last "
+    "default runs of bess, sparq, fp8_llm and gps in results/pending.yaml failed no claim)",
+    {
+        "wikipedia-512-lpfhp12-speedup": "d3c988df83f4",
+        "wikipedia-512-lpfhp12-efficiency": "5b1aa3cfac35",
+        "wikipedia-512-nnlshp3-speedup": "04b495cd9d04",
+        "wikipedia-512-nnlshp3-efficiency": "c8d6016af38d",
+        "wikipedia-512-spfhp12-speedup": "b5fe7970263f",
+        "wikipedia-512-spfhp12-efficiency": "f0cb36f21ee4",
+        "squad-1-1-384-spfhp3-speedup": "aeccf1ea857b",
+        "squad-1-1-384-spfhp3-efficiency": "ea8efdee823c",
+        "bound-wikipedia-512": "d8280664890c",
+        "bound-squad-1-1-384": "122415a193fa",
+        "no-cross-contamination": "2af50f40047f",
+        "packed-throughput": "add57f9b0ae9",
+    },
+)

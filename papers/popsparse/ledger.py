@@ -234,10 +234,10 @@ LEDGER: list[Change] = [
             ("ipu-static-beats-dynamic", "is_true: static faster in every cell", "c8fe940aac66"),
             ("ipu-grows-with-block-float16", "is_true: non-decreasing over the block sizes", "1a18167da868"),
             ("ipu-grows-with-block-float32", "is_true: non-decreasing over the block sizes", "c7e4d2a1a76b"),
-            ("ipu-headline-crossover", "|ours - 0.9| <= 0.05", "ab9eb6b02ee4"),
+            ("ipu-headline-crossover", "|ours - 0.9| <= 0.05", "1e1ce980f6ed"),
             ("ipu-crossover-falls-with-block", "is_true: non-increasing over the crossover blocks", "aa8020b67285"),
-            ("cpu-static-beats-dynamic", "is_true: interval above 1 in every cell", "e680b1297782"),
-            ("cpu-grows-with-block", "interval low > 0", "7fb76df11127"),
+            ("cpu-static-beats-dynamic", "is_true: interval above 1 in every cell", "6d9d65639427"),
+            ("cpu-grows-with-block", "interval low > 0", "073f633c39f1"),
         )
     ),
     *_ISSUE_45,
@@ -277,3 +277,26 @@ LEDGER: list[Change] = [
         },
     ),
 ]
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58: no code that measures or decides these claims changed; their fingerprint changed form. It "
+    "now hashes tokens (the same on Python 3.11, 3.12 and 3.13, where ast.dump was not) of every "
+    "function, class and constant the claim's measure and rule reach across modules (core.stats and "
+    "core.claims included; before, only the helpers in the claim's own module were followed). In the same "
+    "change core.claims decides an undefined interval (a NaN in it, or an infinite bound around a finite "
+    "estimate: a bootstrap undefined on some resamples) undecided, where it failed, and an interval that "
+    "is one infinite value (a diverged run's gap) as that value, where it failed: only a 'fails' can "
+    "change, and no stored verdict does (no reference record holds a non-finite figure, and the last "
+    "default runs of bess, sparq, fp8_llm and gps in results/pending.yaml failed no claim)",
+    {
+        "ipu-paper-table": "28ada7fd7b74",
+        "ipu-paper-figures": "fb9d1e604a7a",
+        "ipu-static-beats-dynamic": "bbe20e8a66b2",
+        "ipu-headline-crossover": "7ae595f98930",
+        "ipu-crossover-falls-with-block": "993afd3e6ac4",
+        "cpu-static-beats-dynamic": "9db092af903e",
+        "cpu-grows-with-block": "465cc577d04d",
+    },
+)

@@ -44,7 +44,7 @@ LEDGER: list[Change] = [
         new="ours <= 0 (unchanged)",
         reason="Issue 41: measure() no longer computes the two claims that became facts (claims.facts does); "
         "this claim's statistic and rule are unchanged. No result seen differently.",
-        fingerprint="99f5d77d82f0",
+        fingerprint="7e9bc445869e",
     ),
     Change(
         "2026-11-25",
@@ -54,7 +54,7 @@ LEDGER: list[Change] = [
         new="ours >= 1e-4 (unchanged)",
         reason="Issue 41: measure() no longer computes the two claims that became facts (claims.facts does); "
         "this claim's statistic and rule are unchanged. No result seen differently.",
-        fingerprint="c447a9688d3c",
+        fingerprint="4941405b3386",
     ),
     Change(
         "2026-11-26",
@@ -130,3 +130,22 @@ LEDGER: list[Change] = [
         },
     ),
 ]
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58: no code that measures or decides these claims changed; their fingerprint changed form. It "
+    "now hashes tokens (the same on Python 3.11, 3.12 and 3.13, where ast.dump was not) of every "
+    "function, class and constant the claim's measure and rule reach across modules (core.stats and "
+    "core.claims included; before, only the helpers in the claim's own module were followed). In the same "
+    "change core.claims decides an undefined interval (a NaN in it, or an infinite bound around a finite "
+    "estimate: a bootstrap undefined on some resamples) undecided, where it failed, and an interval that "
+    "is one infinite value (a diverged run's gap) as that value, where it failed: only a 'fails' can "
+    "change, and no stored verdict does (no reference record holds a non-finite figure, and the last "
+    "default runs of bess, sparq, fp8_llm and gps in results/pending.yaml failed no claim)",
+    {
+        "aox-every-bit-passes": "40f8c97abdbb",
+        "aox-hamming-weight": "d6bad61eea71",
+        "aox-generator-cells": "c1d24a2c2f0f",
+    },
+)

@@ -192,7 +192,7 @@ LEDGER: list[Change] = [
         old_verdict="fails (12 of 480 = 0.025 [0.013, 0.043], all 12 embedding_failed; none by QM1B's rules)",
         commit="aa086f4",
         run="outputs/qm1b/2026-11-26_11-55-36 (a default run of aa086f4, not a README row)",
-        fingerprint="540444b3fc2f",
+        fingerprint="6042315f2fcb",
     ),
     *code_changes(
         "2026-11-28",
@@ -211,3 +211,25 @@ LEDGER: list[Change] = [
         },
     ),
 ]
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58: no code that measures or decides these claims changed; their fingerprint changed form. It "
+    "now hashes tokens (the same on Python 3.11, 3.12 and 3.13, where ast.dump was not) of every "
+    "function, class and constant the claim's measure and rule reach across modules (core.stats and "
+    "core.claims included; before, only the helpers in the claim's own module were followed). In the same "
+    "change core.claims decides an undefined interval (a NaN in it, or an infinite bound around a finite "
+    "estimate: a bootstrap undefined on some resamples) undecided, where it failed, and an interval that "
+    "is one infinite value (a diverged run's gap) as that value, where it failed: only a 'fails' can "
+    "change, and no stored verdict does (no reference record holds a non-finite figure, and the last "
+    "default runs of bess, sparq, fp8_llm and gps in results/pending.yaml failed no claim)",
+    {
+        "gap-within-0.1mev": "11e1f9f646d2",
+        "energy-within-1mev": "a3b579b6b128",
+        "drop-share": "71a00d8e362e",
+        "valid-mae-falls": "1a04def60b68",
+        "beats-mean-predictor": "27d165319aa0",
+        "gap-narrows": "e0383bf99642",
+    },
+)

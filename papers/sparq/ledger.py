@@ -168,7 +168,7 @@ LEDGER: list[Change] = [
         reason="Issue 41: decided against the paper's point value, a faithful replication fails about half the "
         "time. Results had been seen (0.21 [0.17, 0.24]: fails under both rules).",
         old_rule=_estimate_at_least(REPETITION_KEPT, "the paper's 186/207"),
-        fingerprint="a45289e4113e",
+        fingerprint="201bcbe47086",
     ),
     Change(
         "2026-11-25",
@@ -180,7 +180,7 @@ LEDGER: list[Change] = [
         reason="Issue 41: decided against the paper's point value, a faithful replication fails about half the "
         "time. Results had been seen (+27% [+22, +33]: fails under both rules).",
         old_rule=_estimate_at_most(BPC_INCREASE, "the paper's 0.782/0.770 - 1"),
-        fingerprint="21c703450ac8",
+        fingerprint="07fa673c0720",
     ),
     Change(
         "2026-11-25",
@@ -192,7 +192,7 @@ LEDGER: list[Change] = [
         reason="Issue 41: decided against the paper's point value, a faithful replication fails about half the "
         "time. Results had been seen (0.89 [0.82, 0.98]: failed on the estimate, undecided on the interval).",
         old_rule=_estimate_at_least(NEEDLE_KEPT, "the paper's SQuAD 0.727/0.769"),
-        fingerprint="1d5a96952f62",
+        fingerprint="6ed9480b7804",
     ),
     # ------------------------------------------------------------------ 2026-11-25, issue 43
     *[
@@ -297,3 +297,25 @@ LEDGER: list[Change] = [
         },
     ),
 ]
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58: no code that measures or decides these claims changed; their fingerprint changed form. It "
+    "now hashes tokens (the same on Python 3.11, 3.12 and 3.13, where ast.dump was not) of every "
+    "function, class and constant the claim's measure and rule reach across modules (core.stats and "
+    "core.claims included; before, only the helpers in the claim's own module were followed). In the same "
+    "change core.claims decides an undefined interval (a NaN in it, or an infinite bound around a finite "
+    "estimate: a bootstrap undefined on some resamples) undecided, where it failed, and an interval that "
+    "is one infinite value (a diverged run's gap) as that value, where it failed: only a 'fails' can "
+    "change, and no stored verdict does (no reference record holds a non-finite figure, and the last "
+    "default runs of bess, sparq, fp8_llm and gps in results/pending.yaml failed no claim)",
+    {
+        "sparq-repetition": "957253602668",
+        "sparq-bpc": "d690d7f2c02e",
+        "sparq-needle": "48a4655b093d",
+        "sparq-beats-h2o": "6b5d2af4ddf3",
+        "sparq-beats-local": "9ae19924e19b",
+        "sparq-beats-streaming": "f325a2e74ee2",
+    },
+)

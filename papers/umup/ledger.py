@@ -182,3 +182,59 @@ LEDGER: list[Change] = [
         },
     ),
 ]
+
+
+# issue 58: the grid change of 9d3ea69 (2026-11-26), which had no entry. u-muP's learning-rate grid moved from
+# log2 -6..0 to -5..0 (muP's from -9..-3 to -7..-2, SP's from -11..-3 to -7..-2 with grid_shift) between the
+# 3-seed run at widths 16 to 128 and the 4-seed design at widths 16 to 256; every claim that reads u-muP's grid
+# (its optimum, its best learning rate for the FP8 and hyperparameter groups) was last decided on the old grid.
+_GRID_OLD = "u-muP's learning rates 2^-6 .. 2^0 (7 points), muP's 2^-9 .. 2^-3, SP's 2^-11 .. 2^-3 at every width"
+_GRID_NEW = (
+    "u-muP's learning rates 2^-5 .. 2^0 (6 points), muP's 2^-7 .. 2^-2, SP's 2^-7 .. 2^-2 shifted -1 per doubling"
+)
+_GRID_RUN = "README 'Last default run' (outputs/umup/2026-11-26_00-16-31, 9.6 min): the last run on the old grid"
+LEDGER += [
+    Change(
+        date="2026-11-26",
+        claim=claim,
+        kind="respecified",
+        old=f"{_GRID_OLD}; the claim's rule as its entries before this one give it",
+        new=f"{_GRID_NEW}; the rule unchanged by this entry",
+        reason="issue 58 records the grid change of 9d3ea69 (issue 44), made after the old grid's results had been "
+        "seen and written then without an entry (the commit's README gives the new grids and, for SP, the reason: "
+        "its optimum falls about an octave per doubling of width, and a fixed -11 to -2 grid would cost about 5 "
+        "more minutes; it gives none for dropping u-muP's -6). The verdict beside is the last one recorded on the "
+        "old grid (3 seeds, widths 16 to 128).",
+        old_verdict=verdict,
+        commit="04448ef (modified)",
+        run=_GRID_RUN,
+    )
+    for claim, verdict in (
+        ("umup-lr-transfers", "not a claim (fact, construction): -0.06614 [-0.1862, 0.01584] (90%)"),
+        ("umup-defaults-near-optimal", "holds (0.00329: best one-at-a-time gain 0.33%)"),
+        ("umup-fp8-close", "fails (0.01763, the 3-seed mean, against <= 0.01)"),
+        ("sp-fp8-worse", "holds (0.1565 [0.1086, 0.2044], 95%)"),
+        ("sp-lr-drifts", "holds (-3.302 [-3.351, -3.232], 90%)"),
+    )
+]
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58: no code that measures or decides these claims changed; their fingerprint changed form. It "
+    "now hashes tokens (the same on Python 3.11, 3.12 and 3.13, where ast.dump was not) of every "
+    "function, class and constant the claim's measure and rule reach across modules (core.stats and "
+    "core.claims included; before, only the helpers in the claim's own module were followed). In the same "
+    "change core.claims decides an undefined interval (a NaN in it, or an infinite bound around a finite "
+    "estimate: a bootstrap undefined on some resamples) undecided, where it failed, and an interval that "
+    "is one infinite value (a diverged run's gap) as that value, where it failed: only a 'fails' can "
+    "change, and no stored verdict does (no reference record holds a non-finite figure, and the last "
+    "default runs of bess, sparq, fp8_llm and gps in results/pending.yaml failed no claim)",
+    {
+        "sp-lr-drifts": "eb6b65463dce",
+        "umup-lr-transfers": "18719931176c",
+        "umup-defaults-near-optimal": "08371ee5f14d",
+        "umup-fp8-close": "1b44388ca0d0",
+        "sp-fp8-worse": "a721320367cf",
+    },
+)

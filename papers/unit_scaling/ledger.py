@@ -287,3 +287,27 @@ LEDGER: list[Change] = [
         },
     ),
 ]
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58: no code that measures or decides these claims changed; their fingerprint changed form. It "
+    "now hashes tokens (the same on Python 3.11, 3.12 and 3.13, where ast.dump was not) of every "
+    "function, class and constant the claim's measure and rule reach across modules (core.stats and "
+    "core.claims included; before, only the helpers in the claim's own module were followed). In the same "
+    "change core.claims decides an undefined interval (a NaN in it, or an infinite bound around a finite "
+    "estimate: a bootstrap undefined on some resamples) undecided, where it failed, and an interval that "
+    "is one infinite value (a diverged run's gap) as that value, where it failed: only a 'fails' can "
+    "change, and no stored verdict does (no reference record holds a non-finite figure, and the last "
+    "default runs of bess, sparq, fp8_llm and gps in results/pending.yaml failed no claim)",
+    {
+        "init-unit-scales": "e3de3d72d01f",
+        "init-unit-scales-iid": "ab72898e0007",
+        "init-regular-gradients-small": "23e015042a6a",
+        "fp16-unit-matches-fp32-unit": "5dabbe695790",
+        "fp16-regular-ls-matches-fp32": "26400a32c536",
+        "fp8-unit-matches-fp32-unit": "8d39f303948d",
+        "fp16-regular-worse": "ec7005816d9d",
+        "fp8-regular-fails": "25305d7dd0d2",
+    },
+)

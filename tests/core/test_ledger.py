@@ -192,19 +192,25 @@ def test_the_code_fingerprint_follows_the_measuring_code_and_its_helpers(tmp_pat
                 return f"{self.value:.3g}"
     ''')
 
-    def fingerprint(text: str, name: str) -> str:
-        (tmp_path / f"{name}.py").write_text(text)
-        monkeypatch.syspath_prepend(str(tmp_path))
-        module = importlib.import_module(name)
+    def fingerprint(text: str, variant: str) -> dict[str, str]:
+        """The units of `measure` in module m, written in a folder of its own (the same module name each time)."""
+        folder = tmp_path / variant
+        folder.mkdir()
+        (folder / "m.py").write_text(text)
+        monkeypatch.syspath_prepend(str(folder))
+        importlib.invalidate_caches()
+        sys.modules.pop("m", None)
+        module = importlib.import_module("m")
         try:
             return function_source(module.measure)
         finally:
-            sys.modules.pop(name, None)
+            sys.modules.pop("m", None)
 
     base = fingerprint(source, "m_base")
     assert fingerprint(source.replace("# a comment", "# another").replace("Docstring", "Doc"), "m_doc") == base
     assert fingerprint(source.replace("Box(2 * x)", "Box(3 * x)"), "m_helper") != base
-    assert fingerprint(source.replace(":.3g", ":.4g"), "m_class") == base  # how a value is shown is not followed
+    # a class it uses counts whole: how its value is shown goes into a claim's detail
+    assert fingerprint(source.replace(":.3g", ":.4g"), "m_class") != base
     assert fingerprint(source.replace("+ 1", "+ 2"), "m_body") != base
 
 

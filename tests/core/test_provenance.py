@@ -1,14 +1,34 @@
-"""Results tied to code: core.provenance's fingerprints, and a resumed run that recomputes after a change to its
-computing code and reuses its work after a change to its decision code."""
+"""Results tied to the code that made them (core.provenance): fingerprints of the units a run can reach, hashed as
+tokens, so that they are the same on every Python, change when code the run reaches changes, and stay when code it
+never reaches changes; and a resumed run that reuses its work or recomputes accordingly."""
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from core.paper import find_paper
-from core.provenance import code_fingerprint, compute_dependencies, dependencies, paper_fingerprint
-from tests.conftest import REPO_ROOT
+from core.provenance import (
+    Closure,
+    callable_units,
+    changed_units,
+    code_fingerprint,
+    compute_units,
+    modules_of,
+    paper_fingerprint,
+    source_digest,
+    source_tokens,
+    units_fingerprint,
+)
+from tests.conftest import FIXTURE_CONFIGS, REPO_ROOT
+from tests.papers.conftest import PAPERS
 
 
 def tree(tmp_path):
@@ -41,88 +61,251 @@ def test_a_changed_line_of_code_changes_the_fingerprint_and_prose_does_not(tmp_p
     assert code_fingerprint("papers/demo", root=tmp_path) not in (base, changed)
 
 
-def test_a_paper_fingerprint_covers_what_its_run_imports_of_the_paper_and_of_core():
-    full = paper_fingerprint("prng")
-    deps = compute_dependencies(find_paper("papers.prng"))
-    assert full == code_fingerprint(*deps)
-    assert {"core/random/xoroshiro.py", "core/random/__init__.py", "core/__init__.py", "core/context.py"} <= set(deps)
-    assert {"papers/prng/run.py", "papers/prng/battery.py", "core/results.py"} <= set(deps)
-    assert not {"papers/prng/claims.py", "papers/prng/report.py", "core/runner.py", "core/record.py"} & set(deps)
-    assert "core/packing/data/histograms.json" in deps  # every data file of core, conservatively
-    assert "core/numerics/formats.py" not in deps  # the PRNG paper never imports the number formats
-    assert paper_fingerprint("prng", "papers/prng/battery.py") != full  # a stage may declare a narrower set
+SNIPPET = '''
+"""A module docstring."""
+import math  # a comment
 
 
-def shared_tree(tmp_path):
-    """papers/demo imports core.a inside a function; core.a imports core.sub.b; core.c is imported by nobody."""
+def f(x, y=(1,
+            2)):
+    """A docstring."""
+    "a bare string statement"
+    name = f"{x!r:>{y[0]}} and {f'{y}'}"  # an f-string, nested
+    return math.sqrt(x) \\
+        + len(name)
+
+
+class C:
+    """Its docstring."""
+
+    value = 1
+'''
+
+
+def test_the_token_form_drops_comments_formatting_and_docstrings_only():
+    tokens = source_tokens(SNIPPET)
+    assert '"""A docstring."""' not in tokens and '"a bare string statement"' not in tokens
+    assert "f\"{x!r:>{y[0]}} and {f'{y}'}\"" in tokens  # one token, as written, on every version
+    assert "# a comment" not in " ".join(tokens) and tokens.count(">") == tokens.count("<") == 2
+    same = SNIPPET.replace("# a comment", "").replace("(1,\n            2)", "(1, 2)").replace("A docstring", "B")
+    assert source_digest(same) == source_digest(SNIPPET)
+    for edit in (("x!r", "x!s"), ("value = 1", "value = 2"), ("+ len", "- len"), ("    value", "    valu")):
+        assert source_digest(SNIPPET.replace(*edit)) != source_digest(SNIPPET), edit
+    assert source_digest("def f(:\n") == source_digest("def f(:\n")  # what does not tokenize is hashed as text
+
+
+def other_pythons() -> list[str]:
+    """Interpreters of other Python versions on this machine (PATH, pyenv), one per minor version."""
+    found = {}
+    for minor in (11, 12, 13, 14):
+        if (3, minor) == sys.version_info[:2]:
+            continue
+        candidates = [shutil.which(f"python3.{minor}")]
+        candidates += sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/3.{minor}.*/bin/python3.{minor}")))
+        for c in candidates:
+            if c and subprocess.run([c, "-c", "import tokenize"], capture_output=True).returncode == 0:
+                found[minor] = c
+                break
+    return list(found.values())
+
+
+FINGERPRINTS = f"""
+import json, sys
+sys.path.insert(0, {str(REPO_ROOT)!r})
+from core.paper import find_paper
+from core.provenance import compute_fingerprint, decision_fingerprint, source_digest
+out = {{p: [compute_fingerprint(find_paper("papers." + p)), decision_fingerprint(find_paper("papers." + p))]
+        for p in {PAPERS!r}}}
+out["snippet"] = source_digest({SNIPPET!r})
+print(json.dumps(out))
+"""
+
+
+def test_every_papers_fingerprints_are_the_same_on_every_python():
+    """Python 3.11, 3.12 and 3.13 (those this machine has) give every paper the same compute and decision
+    fingerprints: the provenance module reads tokens, not ast.dump, and imports nothing outside the standard
+    library (the other interpreters have no packages)."""
+    pythons = other_pythons()
+    if not pythons:
+        pytest.skip("no Python but this one here (python3.12/3.13 on PATH or under ~/.pyenv/versions)")
+    runs = [
+        subprocess.Popen([py, "-I", "-c", FINGERPRINTS], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for py in [sys.executable, *pythons]
+    ]
+    outs = []
+    for py, p in zip([sys.executable, *pythons], runs, strict=True):
+        stdout, stderr = p.communicate(timeout=600)
+        assert p.returncode == 0, f"{py}: {stderr[-2000:]}"
+        outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    assert all(o == outs[0] for o in outs[1:]), {py: o for py, o in zip([sys.executable, *pythons], outs, strict=True)}
+    assert outs[0]["prng"][0] == paper_fingerprint("prng")
+
+
+def test_a_paper_fingerprint_covers_the_units_its_run_reaches():
+    spec = find_paper("papers.prng")
+    units = compute_units(spec)
+    assert paper_fingerprint("prng") == units_fingerprint(units)
+    modules = modules_of(units)
+    assert {"papers.prng.run", "papers.prng.battery", "core.random.xoroshiro", "core.results"} <= modules
+    assert (
+        not {"papers.prng.claims", "papers.prng.report", "core.runner", "core.record", "core.numerics.cast"} & modules
+    )
+    assert "papers.prng.run:run" in units and "core.results:to_json" in units
+    assert "core/packing/data/histograms.json" in units  # every data file of core, conservatively
+    assert not [u for u in units if u.startswith(("core.provenance:", "core.progress:"))]  # they compute nothing
+
+
+def shared_tree(root: Path) -> Path:
+    """papers/demo's run calls core.a.f through a function-level import; f uses core.sub.b.g through a module
+    import, SCALE, and core.sub's re-export of core.sub.b.k; core.a.h (which uses core.c) and UNUSED are named by
+    nobody; core.lazy loads core.lazy.impl on first use through __getattr__."""
     files = {
-        "papers/demo/__init__.py": "def run():\n    from core.a import f\n    return f()\n",
+        "papers/__init__.py": "",
+        "papers/demo/__init__.py": "",
+        "papers/demo/run.py": "def run(cfg, ctx):\n    from core.a import f\n\n    return f() + lazy_value()\n\n\n"
+        "def lazy_value():\n    from core import lazy\n\n    return lazy.triple(1)\n",
         "core/__init__.py": "",
-        "core/a.py": "import numpy\nfrom core.sub import b\n\ndef f():\n    return b.g()\n",
-        "core/sub/__init__.py": "",
-        "core/sub/b.py": "def g():\n    return 1\n",
+        "core/a.py": "import numpy\nfrom core.sub import b, k\nfrom core import c\n\nSCALE = 2\nUNUSED = 5\n\n\n"
+        "def f():\n    return SCALE * b.g() + k()\n\n\ndef h():\n    return c.X\n",
+        "core/sub/__init__.py": "import os\n\nfrom core.sub.b import k\n\nREGISTRY = {}\n"
+        "os.environ.setdefault('DEMO', '1')\n",
+        "core/sub/b.py": "def g():\n    return 1\n\n\ndef k():\n    return 2\n\n\ndef unused():\n    return 3\n",
         "core/c.py": "X = 1\n",
+        "core/lazy/__init__.py": "def __getattr__(name):\n    from core.lazy import impl\n\n"
+        "    return getattr(impl, name)\n",
+        "core/lazy/impl.py": "def triple(x):\n    return 3 * x\n\n\ndef double(x):\n    return 2 * x\n",
         "core/sub/table.json": "{}\n",
         "ipu_model/__init__.py": "",
     }
     for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
-    return tmp_path
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
 
 
-def test_the_import_closure_follows_function_level_and_nested_imports(tmp_path):
+def test_the_closure_follows_what_is_used_across_modules_and_no_more(tmp_path):
     root = shared_tree(tmp_path)
-    deps = dependencies("papers/demo", root=root)
-    assert deps == (
-        "core/__init__.py",
-        "core/a.py",
-        "core/sub/__init__.py",
-        "core/sub/b.py",
-        "core/sub/table.json",
-        "papers/demo/__init__.py",
+
+    def units():
+        return Closure(root).add("papers.demo.run:run").units
+
+    base = units()
+    assert set(base) == {
+        "papers.demo.run:run", "papers.demo.run:lazy_value", "core.a:f", "core.a:SCALE", "core.sub.b:g",
+        "core.sub.b:k", "core.sub:<init>", "core.lazy:__getattr__", "core.lazy.impl:triple",
+    }  # fmt: skip
+    unchanged = [
+        ("core/c.py", "X = 1\n", "X = 2\n"),  # imported by core.a, used by nobody the run reaches
+        ("core/a.py", "return c.X", "return c.X + 1"),  # a function of a reached module that nothing calls
+        ("core/a.py", "UNUSED = 5", "UNUSED = 6"),
+        ("core/sub/__init__.py", "REGISTRY = {}", "REGISTRY = {'x': 1}"),  # bound, used by nobody
+        ("core/sub/b.py", "return 3", "return 4"),
+        ("core/lazy/impl.py", "2 * x", "4 * x"),
+        ("core/a.py", "def f():", "# a comment\ndef f():"),
+    ]
+    changed = [
+        ("core/sub/b.py", "return 1", "return 2"),  # through a module import
+        ("core/sub/b.py", "return 2\n\n\ndef unused", "return 5\n\n\ndef unused"),  # through a re-export
+        ("core/a.py", "SCALE = 2", "SCALE = 3"),  # a constant the function uses
+        ("core/sub/__init__.py", "'DEMO', '1'", "'DEMO', '2'"),  # what importing the package does
+        ("core/lazy/impl.py", "3 * x", "5 * x"),  # through a package's __getattr__
+        ("papers/demo/run.py", "return lazy.triple(1)", "return lazy.triple(2)"),
+    ]
+    for rel, old, new in unchanged + changed:
+        path = root / rel
+        text = path.read_text()
+        assert old in text, (rel, old)
+        path.write_text(text.replace(old, new))
+        assert (units_fingerprint(units()) == units_fingerprint(base)) == ((rel, old, new) in unchanged), (rel, old)
+        now = units()
+        assert changed_units(base, root=root) == sorted(k for k in base if now.get(k) != base[k])
+        path.write_text(text)
+    assert units() == base
+
+
+def test_a_lambda_and_a_partial_are_fingerprinted_by_what_they_reach(tmp_path, monkeypatch):
+    root = shared_tree(tmp_path)
+    (root / "papers/demo/stage.py").write_text(
+        "import functools\n\nfrom core.a import f\n\n\ndef stage(n):\n    return n * f()\n\n\n"
+        "PARTIAL = functools.partial(stage, 2)\nLAMBDA = lambda: stage(3)  # noqa: E731\n"
     )
+    monkeypatch.syspath_prepend(str(root))
+    for name in [m for m in sys.modules if m.split(".")[0] in ("papers", "core")]:
+        monkeypatch.delitem(sys.modules, name)
+    import importlib
 
-    def fingerprint():
-        return code_fingerprint(*dependencies("papers/demo", root=root), root=root)
-
-    base = fingerprint()
-    (root / "core/c.py").write_text("X = 2\n")  # not imported: the paper's results stay current
-    assert fingerprint() == base
-    (root / "core/sub/b.py").write_text("def g():\n    return 2\n")  # imported through core.a
-    assert fingerprint() != base
+    stage = importlib.import_module("papers.demo.stage")
+    for fn in (stage.PARTIAL, stage.LAMBDA, stage.stage):
+        units = callable_units(fn, root=root)
+        assert {"core.a:f", "core.sub.b:g"} <= set(units), fn
+        assert "core.lazy.impl:triple" not in units
 
 
-def test_a_resumed_run_recomputes_after_a_compute_change_and_not_after_a_decision_change(cli, tmp_path):
-    """A run crashes after checkpointing 2 of 4 chunks; resumed with the same code it continues from chunk 2; with
-    one line of the decision code changed it still continues from chunk 2 (the computation is the same); with one
-    line of the computing code changed it starts again from 0. The three resume copies of the one crashed run."""
+# -------------------------------------------------------------------------------------------- a resumed toy run
+
+
+def repo_copy(tmp_path: Path) -> Path:
+    """A copy of the repository's code, so that a test may edit core without touching the checkout."""
+    repo = tmp_path / "repo"
+    for part in ("core", "ipu_model", "papers", "configs", "scripts"):
+        shutil.copytree(REPO_ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(REPO_ROOT / "pyproject.toml", repo / "pyproject.toml")
+    return repo
+
+
+def replace_in(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) == 1, (path, old)
+    path.write_text(text.replace(old, new))
+
+
+def test_a_resume_reuses_work_unless_code_the_run_executes_changed(tmp_path):
+    """A toy run crashes after checkpointing 2 of 4 chunks, in a copy of the repository. Each copy of the crashed
+    run is resumed after one edit: with none, after a change to decision code, and after a change to a core function
+    the run never executes (core.numerics.mx.mx_encode) it continues from chunk 2 and its record is current; after a
+    change to a core function it executes (core.train.fit) or to its own run it starts again from 0."""
+    repo = repo_copy(tmp_path)
     pkg_root = tmp_path / "pkg"
     copy = pkg_root / "toy_copy"
     shutil.copytree(REPO_ROOT / "tests" / "fixtures" / "toy_paper", copy)
     for py in copy.glob("*.py"):  # the copy names its own parts
         py.write_text(py.read_text().replace("tests.fixtures.toy_paper", "toy_copy"))
-    env = {"PYTHONPATH": str(pkg_root)}
+    env = {**os.environ, "PYTHONPATH": str(pkg_root)}
     common = ["paper=toy", "paper.module=toy_copy", "toy.chunks=4", "toy.samples_per_chunk=2000", "logger=none"]
+
+    def cli(output_root: Path, extra_env: dict | None = None) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, str(repo / "scripts" / "reproduce.py"), *common, f"output_root={output_root}"]
+        cmd.append(f"hydra.searchpath=[file://{FIXTURE_CONFIGS}]")
+        return subprocess.run(
+            cmd, cwd=repo, capture_output=True, text=True, timeout=300, env={**env, **(extra_env or {})}
+        )
+
     crashed_root = tmp_path / "crashed"
-    crashed = cli([*common, f"output_root={crashed_root}"], env={**env, "TOY_CRASH_AFTER_CHUNK": "2"})
+    crashed = cli(crashed_root, {"TOY_CRASH_AFTER_CHUNK": "2"})
     assert crashed.returncode != 0 and "simulated crash after chunk 2" in crashed.stderr
 
-    def result(root):
-        return json.loads((root / "toy" / "latest" / "results.json").read_text())
-
+    edits = [
+        ("same", None, 2),
+        ("decision", (copy / "claims.py", "return float(4 * results", "return float(4.0 * results"), 2),
+        ("a comment in executed core", (repo / "core/train.py", "    start = 0\n", "    start = 0  # from\n"), 2),
+        ("unexecuted core", (repo / "core/numerics/mx.py", 'x = _as_float32(x, "mx_encode")', "x = 1.0 * x"), 2),
+        ("executed core", (repo / "core/train.py", "    start = 0\n", "    start = 0 * 1\n"), 0),
+        ("own run", (copy / "run.py", "hits = hits.copy()", "hits = np.array(hits, copy=True)"), 0),
+    ]
     estimates = []
-    for name, edit, resumed_from in (("same", None, 2), ("decision", "claims.py", 2), ("compute", "run.py", 0)):
-        out = tmp_path / name
+    for name, edit, resumed_from in edits:
+        out = tmp_path / name.replace(" ", "_")
         shutil.copytree(crashed_root, out, symlinks=True)
         if edit:
-            (copy / edit).write_text((copy / edit).read_text() + "\nCHANGED = 1\n")
-        resumed = cli([*common, f"output_root={out}"], env=env)
-        assert resumed.returncode == 0, resumed.stderr
-        record = result(out)
+            replace_in(*edit)
+        resumed = cli(out)
+        if edit:
+            replace_in(edit[0], edit[2], edit[1])
+        assert resumed.returncode == 0, (name, resumed.stderr[-3000:])
+        record = json.loads((out / "toy" / "latest" / "results.json").read_text())
         assert record["results"]["resumed_from_chunk"] == resumed_from, name
-        assert ("computed by other code" in resumed.stdout + resumed.stderr) == (edit == "run.py"), name
+        assert ("computed by other code" in resumed.stdout + resumed.stderr) == (resumed_from == 0), name
         checkpoints = sorted(p.name for p in (out / "toy" / "checkpoints").iterdir())
         assert any(record["compute_fingerprint"] in c for c in checkpoints)
         estimates.append(json.loads((out / "toy" / "latest" / "claims.json").read_text())["estimates"]["pi"])
-    assert estimates[0] == estimates[1] == estimates[2]
+    assert len(set(estimates)) == 1

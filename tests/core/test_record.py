@@ -102,16 +102,20 @@ def test_the_two_fingerprints_follow_the_code_each_side_runs(tmp_path):
         (tmp_path / sub).mkdir(parents=True)
     files = {
         "core/__init__.py": "",
-        "core/results.py": "",
-        "core/record.py": "",
+        "core/results.py": "def to_json(x):\n    return x\n\n\ndef from_json(t, x):\n    return x\n",
+        "core/record.py": "def decide_record(run_dir):\n    return run_dir\n",
         "core/stats.py": "def mean(x):\n    return sum(x) / len(x)\n",
         "papers/__init__.py": "",
         "papers/x/__init__.py": "",
-        "papers/x/results.py": "from dataclasses import dataclass\n",
+        "papers/x/config.py": "class Config:\n    steps = 3\n",
+        "papers/x/results.py": "from dataclasses import dataclass\n\n\n@dataclass\nclass Results:\n    x: int\n",
         "papers/x/train.py": "def train():\n    return 1\n",
-        "papers/x/run.py": "from papers.x.train import train\nfrom papers.x.results import dataclass\n",
-        "papers/x/claims.py": "from core.stats import mean\nfrom papers.x.results import dataclass\nLIMIT = 1\n",
-        "papers/x/report.py": "from papers.x.results import dataclass\nWIDTH = 3\n",
+        "papers/x/run.py": "from papers.x.results import Results\nfrom papers.x.train import train\n\n\n"
+        "def run(cfg, ctx):\n    return Results(train())\n",
+        "papers/x/claims.py": "from core.stats import mean\nfrom papers.x.results import Results\n\nLIMIT = 1\n\n\n"
+        "def claims(cfg):\n    return [LIMIT]\n\n\ndef decide(cfg, results: Results):\n    return mean([results.x])\n",
+        "papers/x/report.py": "from papers.x.results import Results\n\nWIDTH = 3\n\n\n"
+        "def render(cfg, results: Results, decided):\n    return WIDTH\n",
         "papers/x/ledger.py": "LEDGER = []\n",
         "papers/x/data/reading.json": "[1]\n",  # a reading of a paper's figure: decision data
         "papers/x/table.json": "[1]\n",  # vendored data the run reads
@@ -143,7 +147,8 @@ def test_the_two_fingerprints_follow_the_code_each_side_runs(tmp_path):
     (tmp_path / "papers/x/table.json").write_text("[2]\n")  # other data of the package counts for both
     assert fingerprints()[0] != now[0]
     now = fingerprints()
-    (tmp_path / "papers/x/results.py").write_text("from dataclasses import dataclass, field\n")
+    results = tmp_path / "papers/x/results.py"
+    results.write_text(results.read_text() + "    y: int = 0\n")
     after = fingerprints()
     assert after[0] != now[0] and after[1] != now[1]  # the Results type: both sides read it
 
