@@ -2,12 +2,13 @@
 
 Every function returns a `core.report.Interval`, so a claim can be decided on the interval (`interval_above(0)`)
 rather than on one number. The intervals come from scipy (`scipy.stats.bootstrap`, `ttest_1samp`, `ttest_ind`,
-`linregress`): nothing here is a home-made estimator.
+`linregress`, `binomtest`): nothing here is a home-made estimator.
 
     gain = paired_bootstrap(ensemble_rr, best_member_rr, seed=0)   # mean difference over the same test queries
     gap = seed_difference(mpnn_maes, full_maes)                   # mean over seeds, Welch t interval
     worse = paired_relative_gap(fp8_losses, fp32_losses)          # mean of a / b - 1 over paired seeds, t interval
     trend = slope(np.log(params), gaps)                           # OLS slope, t interval on its standard error
+    share = proportion(dropped, total)                            # a share with its exact binomial interval
 """
 
 from __future__ import annotations
@@ -63,6 +64,20 @@ def seed_difference(a: Sequence[float], b: Sequence[float], *, confidence: float
         confidence,
         f"Welch t interval, {x.size} vs {y.size} seeds (std {x.std(ddof=1):.3g} / {y.std(ddof=1):.3g})",
     )
+
+
+def proportion(count: int, total: int, *, confidence: float = 0.95) -> Interval:
+    """The share count / total with its exact (Clopper-Pearson) binomial interval: each bound is where the binomial
+    tail beyond the observed count has probability (1 - confidence) / 2 (scipy.stats.binomtest)."""
+    from scipy import stats
+
+    _check_confidence(confidence)
+    if not (isinstance(total, int | np.integer) and total >= 1):
+        raise ValueError(f"proportion: total must be a positive integer, got {total!r}")
+    if not (isinstance(count, int | np.integer) and 0 <= count <= total):
+        raise ValueError(f"proportion: count must be an integer in [0, {total}], got {count!r}")
+    ci = stats.binomtest(int(count), int(total)).proportion_ci(confidence, method="exact")
+    return Interval(count / total, ci.low, ci.high, confidence, f"Clopper-Pearson over {total} trials")
 
 
 def relative_gaps(values: Sequence[float], reference: Sequence[float]) -> np.ndarray:

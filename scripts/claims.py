@@ -3,10 +3,15 @@
 
     python scripts/claims.py check [PAPER ...]   # every disagreement between claims, lock and ledger (exit 1 if any)
     python scripts/claims.py lock PAPER          # rewrite PAPER's lock; refuses while a changed claim has no entry
+                                                 # (but writes the `code` entry itself where only decision code
+                                                 # changed and results/PAPER re-decides identically)
     python scripts/claims.py show PAPER          # the claims with their fingerprints, and the ledger
 
 After changing a claim (its statement, figure, rule, statistic or design, or the code that measures or decides it),
-add a `Change` to papers/<paper>/ledger.py with the fingerprint `lock` prints, then run `lock` again.
+add a `Change` to papers/<paper>/ledger.py with the fingerprint `lock` prints, then run `lock` again. Entries are
+append-only: the lock keeps a digest of each, and an entry edited after it was recorded fails `check`. Where only the
+code that decides claims changed (a helper moved to core.stats, say) and re-deciding the paper's reference record
+gives identical values and verdicts, `lock` appends the `code` entry itself, naming the record.
 """
 
 from __future__ import annotations
@@ -99,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
                 missing = write_lock(pc)
             if missing:
                 print(
-                    f"{paper}: not written: these claims changed without a ledger entry carrying their new "
+                    f"{paper}: not written: the ledger's recorded entries were edited (papers/{paper}/ledger.py):"
+                    if edited_entries(pc)
+                    else f"{paper}: not written: these claims changed without a ledger entry carrying their new "
                     f"fingerprint (papers/{paper}/ledger.py):"
                 )
                 for m in missing:

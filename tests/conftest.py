@@ -64,3 +64,15 @@ def tiny_llama():
     model = Llama(LlamaConfig(vocab=49152, d_model=32, depth=2, heads=4, kv_heads=2, ffn=48, context=128))
     params = model.init(jax.random.key(0), jnp.zeros((1, 4), jnp.int32))
     return model, params, smollm2_tokenizer()
+
+
+def repo_copy(tmp_path: Path, parts: tuple[str, ...] = ("core", "ipu_model", "papers", "configs", "scripts")) -> Path:
+    """A copy of the repository's code (and `parts`), so that a test may edit core or a paper without touching the
+    checkout; scripts run from the copy import the copy's code."""
+    import shutil
+
+    repo = tmp_path / "repo"
+    for part in parts:
+        shutil.copytree(REPO_ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(REPO_ROOT / "pyproject.toml", repo / "pyproject.toml")
+    return repo

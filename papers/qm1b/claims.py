@@ -15,7 +15,7 @@ import numpy as np
 
 from core.claims import Decided
 from core.report import Claim, Interval, at_most, interval_below, mean_std
-from core.stats import seed_mean
+from core.stats import proportion, seed_mean
 from papers.qm1b.results import Results, Size
 
 PAPER_DROP_SHARE = 0.01  # [3] "rows with std > 0.01 eV or a zero gap dropped (<1%)"
@@ -29,20 +29,6 @@ PAPER_LEARNS = "SchNet 9M learns the gap: 287 meV at 100k conformers [1]"
 PAPER_GAP = "validation - training MAE ~270 meV at 100k conformers, ~0 from 100M on (training MAE rises to meet it) [1]"
 
 # ---------------------------------------------------------------------------------------------- helpers
-
-
-def proportion(count: int, total: int, *, confidence: float = 0.95) -> Interval:
-    """The share count / total with its exact (Clopper-Pearson) binomial interval: each bound is where the binomial
-    tail beyond the observed count has probability (1 - confidence) / 2 (scipy.stats.binomtest). Here rather than in
-    core.stats while QM1B is its only user."""
-    from scipy import stats
-
-    if not (isinstance(total, int | np.integer) and total >= 1):
-        raise ValueError(f"proportion: total must be a positive integer, got {total!r}")
-    if not (isinstance(count, int | np.integer) and 0 <= count <= total):
-        raise ValueError(f"proportion: count must be an integer in [0, {total}], got {count!r}")
-    ci = stats.binomtest(int(count), int(total)).proportion_ci(confidence, method="exact")
-    return Interval(count / total, ci.low, ci.high, confidence, f"Clopper-Pearson over {total} trials")
 
 
 def _train_valid_gaps(r: Size) -> list[float]:

@@ -233,3 +233,15 @@ LEDGER += code_changes(
         "gap-narrows": "e0383bf99642",
     },
 )
+
+# automatic entry (2026-11-28): decision code changed, re-decided results/qm1b identically
+LEDGER += code_changes(
+    "2026-11-28",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/qm1b with it gave identical claims, facts, estimates and verdicts; written by "
+    '`make claims ARGS="lock qm1b"`',
+    {
+        "drop-share": "abd785d65036",
+    },
+    run="results/qm1b",
+)

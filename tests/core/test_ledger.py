@@ -24,7 +24,7 @@ from core.ledger import (
     write_lock,
 )
 from core.report import Report
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, repo_copy
 
 CONFIGURED = sorted(p.stem for p in (REPO_ROOT / "configs" / "paper").glob("*.yaml"))
 
@@ -173,6 +173,67 @@ def test_dropping_a_claim_needs_a_removed_entry(tmp_path):
         Change("2026-11-25", "gain", "removed", "x", "", "why")
     with pytest.raises(ValueError, match="not YYYY-MM-DD"):
         Change("25/11/2026", "gain", "code", "x", "x", "why")
+
+
+def test_a_ledger_entry_edited_or_removed_after_it_was_recorded_fails_the_check(tmp_path):
+    """The ledger is append-only: the lock keeps a digest of every entry it was written with."""
+    first = Change("2026-11-25", "gap", "code", "x", "x", "a helper moved", fingerprint="")
+    pc = synthetic(tmp_path, ledger=[first])
+    assert write_lock(pc) == [] and check_lock(pc) == []
+    assert len(json.loads(pc.lock_path.read_text())["ledger"]) == 1
+    lock = pc.lock_path.read_text()
+
+    later = Change("2026-11-26", "gain", "code", "y", "y", "another helper moved", fingerprint="")
+    appended = synthetic(tmp_path, ledger=[first, later])
+    assert check_lock(appended) == [] and write_lock(appended) == []  # appending is what a ledger is for
+    for edit in (
+        {"reason": "a helper moved (and a word changed)"},
+        {"date": "2026-11-24"},
+        {"old_verdict": "holds"},
+        {"old_rule": at_most(0.2)},
+    ):
+        edited = synthetic(tmp_path, ledger=[dataclasses.replace(first, **edit), later])
+        problems = check_lock(edited)
+        assert len(problems) == 1 and "entry 1 (2026-" in problems[0] and "append-only" in problems[0], edit
+        before = pc.lock_path.read_text()
+        assert write_lock(edited) == problems and pc.lock_path.read_text() == before  # refused, nothing written
+    removed = synthetic(tmp_path, ledger=[later])
+    assert any("append-only" in p for p in check_lock(removed))
+    shortened = synthetic(tmp_path, ledger=[first])
+    assert any("was removed" in p for p in check_lock(shortened))
+    pc.lock_path.write_text(lock)
+
+
+def test_the_lock_writes_the_code_entry_itself_only_when_the_reference_re_decides_identically(tmp_path):
+    """In a copy of the repository with prng's reference record: a change to the code deciding a claim that leaves
+    every value as it was gets its `code` entry written by `claims.py lock`, naming the record; a change that moves
+    a value is refused, and asks for an entry by hand."""
+    import subprocess
+
+    repo = repo_copy(tmp_path, ("core", "ipu_model", "papers", "configs", "scripts", "results"))
+
+    def lock() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "scripts/claims.py", "lock", "prng"], cwd=repo, capture_output=True, text=True, timeout=300
+        )
+
+    claims_py, ledger_py = repo / "papers/prng/claims.py", repo / "papers/prng/ledger.py"
+    original = claims_py.read_text()
+    claims_py.write_text(original.replace("ratios[high],", "ratios[max(ratios, key=ratios.get)],"))  # the same value
+    ledger_before = ledger_py.read_text()
+    r = lock()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "re-decided results/prng identically; wrote the code entry of aox-generator-cells" in r.stdout
+    added = ledger_py.read_text()[len(ledger_before) :]
+    assert "LEDGER += code_changes(" in added and 'run="results/prng"' in added and "aox-generator-cells" in added
+    check = subprocess.run([sys.executable, "scripts/claims.py", "check", "prng"], cwd=repo, capture_output=True)
+    assert check.returncode == 0, check.stdout
+
+    claims_py.write_text(original.replace("ratios[high],", "ratios[high] * 1.5,"))  # another value
+    ledger_before = ledger_py.read_text()
+    r = lock()
+    assert r.returncode == 1 and "gives other values; write the entry by hand" in r.stdout
+    assert "claim aox-generator-cells" in r.stdout and ledger_py.read_text() == ledger_before
 
 
 def test_the_code_fingerprint_follows_the_measuring_code_and_its_helpers(tmp_path, monkeypatch):

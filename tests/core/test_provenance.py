@@ -27,7 +27,7 @@ from core.provenance import (
     source_tokens,
     units_fingerprint,
 )
-from tests.conftest import FIXTURE_CONFIGS, REPO_ROOT
+from tests.conftest import FIXTURE_CONFIGS, REPO_ROOT, repo_copy
 from tests.papers.conftest import PAPERS
 
 
@@ -242,15 +242,6 @@ def test_a_lambda_and_a_partial_are_fingerprinted_by_what_they_reach(tmp_path, m
 
 
 # -------------------------------------------------------------------------------------------- a resumed toy run
-
-
-def repo_copy(tmp_path: Path) -> Path:
-    """A copy of the repository's code, so that a test may edit core without touching the checkout."""
-    repo = tmp_path / "repo"
-    for part in ("core", "ipu_model", "papers", "configs", "scripts"):
-        shutil.copytree(REPO_ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy2(REPO_ROOT / "pyproject.toml", repo / "pyproject.toml")
-    return repo
 
 
 def replace_in(path: Path, old: str, new: str) -> None:

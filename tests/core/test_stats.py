@@ -9,6 +9,7 @@ from core.stats import (
     paired_bootstrap,
     paired_relative_gap,
     paired_speedup,
+    proportion,
     relative_gaps,
     seed_difference,
     seed_mean,
@@ -136,3 +137,23 @@ def test_a_paired_speedup_is_the_median_round_ratio_with_its_bootstrap_interval(
     assert (got.low, got.high) == pytest.approx((np.exp(logs.low), np.exp(logs.high)), rel=1e-12)
     assert got.low < got.estimate < got.high and got.method == "median of 9 paired rounds, bootstrap interval"
     assert paired_speedup(dense, sparse, seed=4) == got  # seeded: the same interval every time
+
+
+def test_a_proportion_has_the_exact_binomial_interval():
+    """Against the bounds found by root-finding on the binomial tails (scipy.stats.binom), not binomtest's own."""
+    from scipy import optimize
+
+    for k, n, confidence in ((0, 480, 0.95), (2, 200, 0.95), (30, 300, 0.9), (50, 50, 0.95)):
+        tail = (1 - confidence) / 2
+        above = lambda p, k=k, n=n, tail=tail: sps.binom.cdf(k, n, p) - tail
+        below = lambda p, k=k, n=n, tail=tail: sps.binom.sf(k - 1, n, p) - tail
+        high = 1.0 if k == n else optimize.brentq(above, 1e-12, 1 - 1e-12)
+        low = 0.0 if k == 0 else optimize.brentq(below, 1e-12, 1 - 1e-12)
+        share = proportion(k, n, confidence=confidence)
+        assert share.estimate == k / n and share.confidence == confidence
+        assert share.low == pytest.approx(low, abs=1e-9) and share.high == pytest.approx(high, abs=1e-9)
+    for bad in ((-1, 5), (6, 5), (1, 0), (1.5, 5)):
+        with pytest.raises(ValueError, match="proportion"):
+            proportion(*bad)
+    with pytest.raises(ValueError, match="confidence"):
+        proportion(1, 5, confidence=1.5)
