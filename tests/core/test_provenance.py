@@ -300,3 +300,77 @@ def test_a_resume_reuses_work_unless_code_the_run_executes_changed(tmp_path):
         assert any(record["compute_fingerprint"] in c for c in checkpoints)
         estimates.append(json.loads((out / "toy" / "latest" / "claims.json").read_text())["estimates"]["pi"])
     assert len(set(estimates)) == 1
+
+
+# -------------------------------------------------------------------------------------------- static covers executed
+
+
+def executed_outside_closure(paper_module: str, overrides: list[str]) -> tuple[set[str], int]:
+    """Run a paper's computation with a tracer on, and return the units of the repository's functions it executed
+    that its compute closure does not hold (and how many functions of the repository ran). Functions called while a
+    module of the repository is being imported (its top level binds names a run may not use) or by the import system
+    itself, module and class bodies, and core.paper (the caller of `run`) are left out."""
+    import threading
+
+    from core.context import RunContext
+    from core.launch import load_config
+    from core.provenance import INIT, _Finder
+
+    spec = find_paper(paper_module)
+    cfg = load_config(overrides)
+    root = str(REPO_ROOT) + os.sep
+    ours = tuple(root + d + os.sep for d in ("core", "ipu_model", "papers", "tests"))
+    seen: dict = {}
+
+    def importing(frame) -> bool:
+        while frame is not None:
+            if frame.f_code.co_name == "<module>" and frame.f_code.co_filename.startswith(ours):
+                return True
+            frame = frame.f_back
+        return False
+
+    def tracer(frame, event, arg):
+        code = frame.f_code
+        if code not in seen and code.co_filename.startswith(ours):
+            # the import system asks a package's __getattr__ for a submodule before importing it: not a use
+            machinery = frame.f_back is not None and frame.f_back.f_code.co_name == "_handle_fromlist"
+            seen[code] = machinery or importing(frame.f_back)
+        return None
+
+    sys.settrace(tracer)
+    threading.settrace(tracer)
+    try:
+        spec.compute(cfg, RunContext.detached())
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)
+    static = compute_units(spec)
+    finder = _Finder(REPO_ROOT, {"tests": REPO_ROOT})
+    missing, ran = set(), 0
+    for code, at_import in seen.items():
+        rel = code.co_filename[len(root) :]
+        if at_import or code.co_name == "<module>" or not code.co_flags & 0x1:  # 0x1: CO_OPTIMIZED, a function
+            continue
+        module = rel.removesuffix(".py").replace(os.sep, ".").removesuffix(".__init__")
+        mod = finder.module(module)
+        if mod is None or module == "core.paper":
+            continue
+        ran += 1
+        unit = mod.binds.get(code.co_qualname.split(".")[0], INIT)
+        if f"{module}:{unit}" not in static:
+            missing.add(f"{module}:{unit} ({code.co_qualname})")
+    return missing, ran
+
+
+def test_every_function_the_toy_run_executes_is_in_its_compute_closure():
+    overrides = ["paper=toy", "toy.chunks=2", f"hydra.searchpath=[file://{FIXTURE_CONFIGS}]"]
+    missing, ran = executed_outside_closure("tests.fixtures.toy_paper", overrides)
+    assert ran > 10 and missing == set()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("paper", PAPERS)
+def test_every_function_a_papers_smoke_run_executes_is_in_its_compute_closure(paper):
+    """The static closure holds all that runs: a paper's smoke run, traced (slow: every paper computes)."""
+    missing, ran = executed_outside_closure(f"papers.{paper}", [f"paper={paper}", "scale=smoke"])
+    assert ran > 50 and missing == set()
