@@ -6,12 +6,17 @@ Each paper keeps
   stored Results (a claim's `measure`, else the paper's `decide`);
 - `papers/<name>/ledger.py`: `LEDGER`, a list of `Change`s, oldest first;
 - `papers/<name>/claims.lock.json`: per claim, the fingerprint of its declaration (at the default config) and of
-  the source of the code that measures and decides it; `baseline` holds the fingerprints the ledger started from.
+  the code that measures and decides it (core.provenance's closure of its measure and its rule: every function,
+  class and constant they reach, across modules); `baseline` holds the fingerprints the ledger started from;
+  `ledger` a digest of every entry of the ledger when the lock was written.
 
 `check_lock(paper)` (run by the test suite) lists every disagreement: a claim whose fingerprint differs from the
-lock, a lock entry that no ledger entry accounts for, a claim added or dropped without an entry. After a change,
-add a `Change` carrying the new fingerprint (`python scripts/claims.py lock <paper>` prints it) and rerun that
-command to rewrite the lock; it refuses while a changed claim has no entry.
+lock, a lock entry that no ledger entry accounts for, a claim added or dropped without an entry, and a ledger entry
+edited or removed after the lock recorded it (the ledger is append-only: a correction is a new entry). After a
+change, add a `Change` carrying the new fingerprint (`python scripts/claims.py lock <paper>` prints it) and rerun
+that command to rewrite the lock; it refuses while a changed claim has no entry, except where only decision code
+changed and re-deciding the paper's reference record gives identical values and verdicts (`redecide_differences`):
+then it appends the `code` entries itself (`write_code_entry`), naming the record.
 
 A re-specified claim's report shows its original rule's verdict beside the new one: the old rule evaluated on the
 same run where `old_rule` is given (the statistic is unchanged, only the rule moved), otherwise the verdict last
