@@ -243,6 +243,12 @@ def status(record: Record, root: Path | None = None) -> dict[str, str]:
     now = compute_fingerprint(record.paper, **kwargs)
     made = record.run.get("compute_fingerprint", "")
     compute = "current" if made == now else f"stale: made by compute code {made}, this checkout's is {now}"
+    form = record.run.get("fingerprint_form", 1)
+    if made != now and form != FORM:
+        compute += (
+            f" (fingerprinted in form {form}, this checkout's is form {FORM}: a reference made from a clean commit is "
+            "re-keyed from that commit by `python scripts/record.py rekey <paper>`, without re-running it)"
+        )
     stored = record.run.get("compute_units")
     if made != now and stored:
         current = compute_units(record.paper, **kwargs)

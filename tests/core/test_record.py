@@ -236,3 +236,22 @@ def test_the_record_script_names_what_it_cannot_do(tmp_path):
     assert r.returncode == 2 and "has no reference run" in r.stderr
     r = script("reference", "prng", "--run", str(tmp_path))
     assert r.returncode == 2 and "holds no results.json: not a finished run" in r.stderr
+
+
+def test_a_record_of_another_fingerprint_form_is_re_keyed_from_its_commit_without_re_running(toy_run, tmp_path):
+    from core.provenance import FORM
+    from core.record import rekey
+
+    run = copy_run(toy_run, tmp_path / "run")
+    edit_results(run, commit="abc1234", modified=False, compute_fingerprint="0123456789ab", fingerprint_form=1)
+    results_before = read_record(run).run["results"]
+    state = status(read_record(run))["compute"]
+    assert state.startswith("stale") and "form 1" in state and "rekey" in state
+    old, new = rekey(run, REPO_ROOT)  # the tree of the commit that made it: here the checkout itself
+    record = read_record(run)
+    assert (old, new) == ("0123456789ab", compute_fingerprint(record.paper))
+    assert record.run["fingerprint_form"] == FORM and record.run["rekeyed"]["from"] == old
+    assert record.run["results"] == results_before and status(record)["compute"] == "current"
+    edit_results(run, modified=True)
+    with pytest.raises(RecordError, match="clean commit"):
+        rekey(run, REPO_ROOT)
