@@ -7,7 +7,9 @@ model, each simulated cell or evaluated batch), keyed by the settings the stage 
 **The key.** An entry is `<store>/<name>/<key hash>-<code>/`: the key hash is 12 hex digits of the key's canonical
 JSON (`key_text`: dicts, lists, dataclasses by their fields, numbers, strings; anything else is refused, naming
 it), the code is `core.provenance.callable_fingerprint` of `compute` (with the callables named in `code`, the code
-that made the stage's inputs where `compute` does not call it). So a change to the featurisation code gives
+that made the stage's inputs where `compute` does not call it, and the `save` and `load` hooks). Only code that
+`compute` names is followed: a nested function's captured variables are not, so a stage is best a top-level
+function or a functools.partial of one. So a change to the featurisation code gives
 another entry for the features, and a change to the training code that reads them does not.
 
 **Atomic.** A value is computed, written into `<name>/.tmp-<pid>-<random>/` with `entry.json`, then the directory
@@ -325,7 +327,8 @@ def kept(
     if store is None:
         value = compute(None) if work else compute()
         return Kept(value, False, None)
-    e = entry(store, name, key, compute, code)
+    # how the value is written and read back is code the entry depends on too
+    e = entry(store, name, key, compute, [*code, *(f for f in (save, load) if f is not None)])
     if reuse:
         found, value = lookup(e, like=like, load=load)
         if found:
