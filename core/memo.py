@@ -5,12 +5,12 @@ model, each simulated cell or evaluated batch), keyed by the settings the stage 
     memo(store_dir, name, key, compute)          # the same outside a run (store_dir None: compute, keep nothing)
 
 **The key.** An entry is `<store>/<name>/<key hash>-<code>/`: the key hash is 12 hex digits of the key's canonical
-JSON (`key_text`: dicts, lists, dataclasses by their fields, numbers, strings; anything else is refused, naming
-it), the code is `core.provenance.callable_fingerprint` of `compute` (with the callables named in `code`, the code
-that made the stage's inputs where `compute` does not call it, and the `save` and `load` hooks). Only code that
-`compute` names is followed: a nested function's captured variables are not, so a stage is best a top-level
-function or a functools.partial of one. So a change to the featurisation code gives
-another entry for the features, and a change to the training code that reads them does not.
+JSON (`key_text`: dicts, lists, dataclasses and namespaces by their fields, numbers, strings; anything else is
+refused, naming it), the code is `core.provenance.callable_fingerprint` of `compute` (with the callables named in
+`code`, the code that made the stage's inputs where `compute` does not call it, and the `save` and `load` hooks).
+Only code that `compute` names is followed: a nested function's captured variables are not, so a stage is best a
+top-level function or a functools.partial of one. So a change to the featurisation code gives another entry for the
+features, and a change to the training code that reads them does not.
 
 **Atomic.** A value is computed, written into `<name>/.tmp-<pid>-<random>/` with `entry.json`, then the directory
 is renamed into place: an entry directory exists only when complete, and a killed run leaves a tmp directory that
@@ -44,6 +44,7 @@ import os
 import secrets
 import shutil
 import time
+import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,9 +82,9 @@ def _plain(x: Any, where: str) -> Any:
         return _plain(x.item(), where)
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         return {f.name: _plain(getattr(x, f.name), f"{where}.{f.name}") for f in dataclasses.fields(x)}
-    if isinstance(x, dict):
+    if isinstance(x, dict | types.SimpleNamespace):
         out = {}
-        for k, v in x.items():
+        for k, v in (vars(x) if isinstance(x, types.SimpleNamespace) else x).items():
             if not isinstance(k, str):
                 raise MemoError(f"memo key: {where} has the key {k!r} ({type(k).__name__}); keys must be strings")
             out[k] = _plain(v, f"{where}[{k!r}]")
@@ -92,7 +93,7 @@ def _plain(x: Any, where: str) -> Any:
         return [_plain(v, f"{where}[{i}]") for i, v in enumerate(x)]
     raise MemoError(
         f"memo key: {where} is {x!r} ({type(x).__name__}), which has no canonical JSON form; a key is made of "
-        "dicts with string keys, lists, tuples, dataclasses, enums, numbers, strings, booleans and None"
+        "dicts with string keys, lists, tuples, dataclasses, namespaces, enums, numbers, strings, booleans and None"
     )
 
 
@@ -156,15 +157,29 @@ class Entry:
             raise MemoError(f"memo {self.name}: {self.path / ENTRY} cannot be read ({e}); delete {self.path}") from e
 
 
+class Stage:
+    """The entries of one stage under a store, its code's units found once: for a stage kept in many small pieces
+    (each simulated cell), whose pieces are looked up (`lookup`) and stored (`store_value`) one by one."""
+
+    def __init__(self, store: str | os.PathLike, name: str, compute: Callable[..., Any], code: Sequence[Callable] = ()):
+        from core.provenance import units_fingerprint
+
+        self.store, self.name = Path(store), check_name(name)
+        self.units = code_units(compute, code)
+        self.code = units_fingerprint(self.units)
+
+    def entry(self, key: Any) -> Entry:
+        """The entry of `key`, whether or not it is stored."""
+        plain = json.loads(key_text(key))
+        return Entry(self.store, self.name, plain, key_hash(key), self.code, self.units)
+
+
 def entry(
     store: str | os.PathLike, name: str, key: Any, compute: Callable[..., Any], code: Sequence[Callable] = ()
 ) -> Entry:
     """The entry of `name` and `key` made by the code of `compute` (and `code`), whether or not it is stored."""
-    from core.provenance import units_fingerprint
-
-    units = code_units(compute, code)
-    plain = json.loads(key_text(key))
-    return Entry(Path(store), check_name(name), plain, key_hash(key), units_fingerprint(units), units)
+    key_text(key)
+    return Stage(store, name, compute, code).entry(key)
 
 
 @dataclass(frozen=True)
@@ -296,15 +311,23 @@ def store_value(
         raise
 
 
-def lookup(e: Entry, *, like: Any = None, load: Callable[[Path], Any] | None = None) -> tuple[bool, Any]:
-    """(True, the stored value) where entry `e` is stored, logging the reuse; (False, None) where it is not."""
+def lookup(
+    e: Entry, *, like: Any = None, load: Callable[[Path], Any] | None = None, report: bool = True
+) -> tuple[bool, Any]:
+    """(True, the stored value) where entry `e` is stored, logging the reuse (unless not `report`: a piece of many
+    that a progress bar counts); (False, None) where it is not."""
     if not e.exists():
         return False, None
     meta = e.meta()
     value = _read(e, like, load)
-    log.info(
-        "memo %s: reused (%s, made %s, %.1f s to compute)", _label(e), _describe(e), _when(meta), meta.get("seconds", 0)
-    )
+    if report:
+        log.info(
+            "memo %s: reused (%s, made %s, %.1f s to compute)",
+            _label(e),
+            _describe(e),
+            _when(meta),
+            meta.get("seconds", 0),
+        )
     return True, value
 
 
@@ -375,4 +398,16 @@ def memo(
     return kept(store, name, key, compute, like=like, save=save, load=load, code=code, reuse=reuse, work=work).value
 
 
-__all__ = ["Entry", "Kept", "MemoError", "entry", "kept", "key_hash", "key_text", "lookup", "memo", "store_value"]
+__all__ = [
+    "Entry",
+    "Kept",
+    "MemoError",
+    "Stage",
+    "entry",
+    "kept",
+    "key_hash",
+    "key_text",
+    "lookup",
+    "memo",
+    "store_value",
+]
