@@ -411,13 +411,15 @@ def test_speedups_in_two_processes_and_resumed_equal_one_process(tmp_path, monke
         shutil.rmtree(entries[key])
     import papers.popsparse.ipu as ipu
 
+    cache = CellCache(store, dev)  # before the stand-in below: the cache's code is the real task's
     simulated, simulate = [], ipu._simulate_task
     monkeypatch.setattr(ipu, "_simulate_task", lambda task: simulated.append(task[0]) or simulate(task))
     resumed_calls = []
-    resumed = speedups(*grid, cache=CellCache(store, dev), log=lambda key, cell: resumed_calls.append(key))
+    resumed = speedups(*grid, cache=cache, log=lambda key, cell: resumed_calls.append(key))
     assert _strip_wall(resumed) == _strip_wall(serial)
     assert sorted(simulated) == sorted(lost) and sorted(resumed_calls) == sorted(calls)
     assert len(list(store.glob("ipu_cell/*/entry.json"))) == len(calls)
+    monkeypatch.undo()
     # resume=False reuses nothing; another device is another key
     assert calls[0] not in CellCache(store, dev, resume=False)
     assert calls[0] in CellCache(store, dev) and calls[0] not in CellCache(store, get_device("mk2", tiles=64))
