@@ -23,7 +23,7 @@ PAPERS := $(sort $(basename $(notdir $(wildcard configs/paper/*.yaml))))
 PAPER_LIST := $(if $(PAPERS),$(PAPERS),(none yet))
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock test test-all reproduce redecide reference compare results readme claims fixtures bench label lint format clean
+.PHONY: help install lock test test-all reproduce redecide reference compare results readme claims fixtures bench label prune lint format clean
 
 help: ## list the targets
 	@echo "usage: make <target> [PAPER=<name>] [ARGS=\"key=value ...\"]"
@@ -118,6 +118,9 @@ bench: install ## run the benchmarks (ratios against peer libraries): make bench
 
 label: install ## label your own molecules with QM1B's DFT: make label ARGS="mols.smi -o out.parquet [--conformers N]"
 	$(PY) -m papers.qm1b.label $(ARGS)
+
+prune: install ## remove kept work made by other code, saying how many bytes (ARGS="--dry-run", "--outputs DIR")
+	@$(PY) scripts/prune.py $(ARGS)
 
 lint: install ## check formatting and lint with ruff
 	$(PY) -m ruff format --check .

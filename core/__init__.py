@@ -28,6 +28,8 @@ Experiments
     core.stats           the statistics that decide claims: seed spreads, paired bootstraps, trends with intervals
     core.train           the one training loop (`fit`, `fit_seeds`): evaluation, checkpoints, resumption, logging
     core.checkpoint, core.io   atomic checkpoints and file writes
+    core.context, core.memo, core.prune   what a run keeps: `ctx.memo(name, key, compute)` keeps a stage's value by
+                               its settings and the code it reaches; `make prune` removes work of other code
     core.config, core.launch, core.runner   config schemas and validation, the command line, the run of a paper
     core.devices         several JAX devices, real or simulated, over one or more processes
     core.tracking, core.progress, core.plots   wandb logging, progress bars, the figures' shared helpers

@@ -481,6 +481,8 @@ def _unwrap(fn: Any) -> Any:
             fn = fn.__func__
         elif hasattr(fn, "__wrapped__"):
             fn = fn.__wrapped__
+        elif callable(fn) and not (inspect.isfunction(fn) or inspect.isclass(fn) or inspect.isbuiltin(fn)):
+            fn = type(fn)  # a callable object: the code of its class
         else:
             return fn
 
@@ -590,8 +592,9 @@ def paper_data(paper, root: Path = REPO_ROOT, *, decision: bool = False) -> dict
     if not package.is_dir():
         return {}
     skipped = [] if decision else [package / p for p in getattr(paper, "decision_data", ())]
+    base = root if package.is_relative_to(root) else package.parents[len(paper.module("run").split(".")) - 2]
     return {
-        f"{paper.name}/{f.relative_to(package)}": file_digest(f)
+        str(f.relative_to(base)): file_digest(f)
         for f in _files(package)
         if f.suffix != ".py" and not _ledger_file(f) and not any(f == s or f.is_relative_to(s) for s in skipped)
     }

@@ -10,7 +10,9 @@ change to how claims are decided or shown is re-made from the Results in seconds
 
 `run` gets the validated config as objects (`cfg.seed`, `cfg.scale.name`, ... and `cfg.<paper>`, an instance of
 the paper's `Config` dataclass) and a `RunContext` (core.context): the run and checkpoint directories, whether to
-resume, the compute fingerprint. Outside the runner (a test, a notebook) the caller passes `RunContext.detached()`,
+resume, the compute fingerprint, and the paper's store of kept stage values (`<output_root>/<paper>/memo`,
+core.memo; the checkpoint directory gets `code.json`, the units of the code that computes it, for `make prune`).
+Outside the runner (a test, a notebook) the caller passes `RunContext.detached()`,
 which keeps nothing and resumes nothing.
 
 Results are tied to the code that made them: the checkpoint directory is keyed by the config *and* the compute
@@ -101,8 +103,15 @@ def run(cfg: DictConfig, *, paper: str, run_dir: Path, validated: Validated | No
     code = units_fingerprint(units)
     checkpoints = Path(typed.output_root) / paper / "checkpoints"
     ctx = RunContext(
-        paper=paper, run_dir=run_dir, checkpoint_dir=checkpoints / f"{key}-{code}", resume=bool(typed.resume), code=code
+        paper=paper,
+        run_dir=run_dir,
+        checkpoint_dir=checkpoints / f"{key}-{code}",
+        resume=bool(typed.resume),
+        code=code,
+        memo_dir=Path(typed.output_root) / paper / "memo",
     )
+    if main:
+        write_code_manifest(ctx.checkpoint_dir, paper, units)
     if ctx.resume:
         other = sorted(p.name for p in checkpoints.glob(f"{key}*") if p.name != f"{key}-{code}")
         if other:
@@ -156,6 +165,19 @@ def run(cfg: DictConfig, *, paper: str, run_dir: Path, validated: Validated | No
         atomic_symlink(run_dir, Path(typed.output_root) / paper / "latest")
         print(summary_text(report, run_dir, wall))
     return report
+
+
+CODE_MANIFEST = "code.json"  # in a run's checkpoint directory: the units of the code that computes it (`make prune`)
+
+
+def write_code_manifest(checkpoint_dir: Path, paper: str, units: dict[str, str]) -> None:
+    """Write `checkpoint_dir/code.json`: the compute units (core.provenance.compute_units) of the code the run's
+    checkpoints are made by, so that `make prune` can tell checkpoints made by other code."""
+    from core.io import atomic_write_text, json_text
+
+    path = checkpoint_dir / CODE_MANIFEST
+    if not path.exists():
+        atomic_write_text(path, json_text({"paper": paper, "units": units}))
 
 
 def summary_text(report: Report, run_dir: Path, wall: float) -> str:

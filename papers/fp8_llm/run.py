@@ -1,11 +1,13 @@
 """The FP8 LLM run: train every (size, arm) from its seeds, evaluate every trained FP32 model in post-training FP8
 and MX, and run SmolLM2's FP8 and MX inference. Everything the claims, tables and figures read is in the Results it
 returns (papers/fp8_llm/results.py); each (size, arm) keeps its checkpoints under the run's checkpoint directory and
-a finished SmolLM2 evaluation is kept there too, so a resumed run retrains and re-evaluates nothing."""
+a finished SmolLM2 evaluation is kept in the memo store (core.memo), so a resumed run retrains and re-evaluates
+nothing."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from core.context import RunContext
 from papers.fp8_llm.config import arm_seeds
@@ -60,19 +62,16 @@ def run(cfg, ctx: RunContext) -> Results:
 
 
 def _pretrained(pc, ctx: RunContext) -> PretrainedResult | None:
-    """SmolLM2's FP8 inference (resumable: a finished evaluation is kept in the checkpoint folder, keyed by its
-    settings)."""
-    import json
-
-    from core.io import atomic_write_json
-    from papers.fp8_llm.pretrained import pretrained_fp8_inference
-
+    """SmolLM2's FP8 inference (resumable: a finished evaluation is kept in the memo store, stage "pretrained",
+    keyed by its settings and the evaluation's code, and reused on resume)."""
     if not pc.windows:
         return None
-    done = ctx.checkpoint_path(f"pretrained_{pc.windows}x{pc.window}_{'-'.join(pc.policies)}.json")
-    if done is not None and ctx.resume and done.exists():
-        return PretrainedResult.from_json(json.loads(done.read_text()))
-    result = pretrained_fp8_inference(pc.windows, pc.window, tuple(pc.policies))
-    if done is not None:
-        atomic_write_json(done, result.to_json())
-    return result
+    key = {"windows": pc.windows, "window": pc.window, "policies": list(pc.policies)}
+    compute = functools.partial(evaluate_pretrained, pc.windows, pc.window, tuple(pc.policies))
+    return ctx.memo("pretrained", key, compute, like=PretrainedResult)
+
+
+def evaluate_pretrained(windows: int, window: int, policies: tuple[str, ...]) -> PretrainedResult:
+    from papers.fp8_llm.pretrained import pretrained_fp8_inference
+
+    return pretrained_fp8_inference(windows, window, policies)

@@ -1,9 +1,10 @@
 """GPS++: Reviving the Art of Message Passing for Molecular Property Prediction (Masters et al. 2022,
 arXiv 2212.02229), with QM9 (qm9pack) standing in for PCQM4Mv2.
 
-papers.gps.features featurises molecules (RDKit) and papers.gps.cache caches featurised QM9 on disk (keyed by a
-fingerprint of the featurisation modules alone), papers.gps.model is the GPS++ network in flax, papers.gps.batching
-packs graphs into static-shape batches, papers.gps.train trains an arm's seeds together, data-parallel.
+papers.gps.features featurises molecules (RDKit) and papers.gps.cache keeps featurised QM9 in the run's memo store
+(core.memo: keyed by the code that featurises, not the code that trains), papers.gps.model is the GPS++ network in
+flax, papers.gps.batching packs graphs into static-shape batches, papers.gps.train trains an arm's seeds together,
+data-parallel.
 
 The paper contract (core.paper): `run` (papers/gps/run.py) featurises a random split of QM9 and trains full GPS++
 and its ablations (MPNN only, full trained unmasked, no 3D) from the same paired training seeds, and returns the

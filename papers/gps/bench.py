@@ -23,8 +23,7 @@ def bench_gps(size: str) -> list[Comparison]:
     # tiny: one layer instead of four (compiling the step and the init is most of the section's time)
     count, steps, overrides = by_size(size, tiny=(40, 1, {"layers": 1}), quick=(400, 4, {}), full=(4000, 20, {}))
     index = np.random.default_rng(0).permutation(130_831)[:count]
-    cache = Path("outputs") / "gps" / "features"
-    graphs = featurise_qm9(np.sort(index), cache)
+    graphs = featurise_qm9(np.sort(index), Path("outputs") / "gps" / "memo")  # the runs' store (core.memo)
     cfg = preset("small", **overrides)
     model = "GPS++ small" + "".join(f", {key} {value}" for key, value in overrides.items())
     packed = PackLimits(60, 120, 8)

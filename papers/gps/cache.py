@@ -1,9 +1,11 @@
-"""Featurising many molecules into a GraphSet, and QM9's featurised molecules (target: HOMO-LUMO gap in eV)
-cached on disk under a name derived from FEATURE_VERSION, the code fingerprint of the featurisation modules, max_spd
-and the molecules chosen."""
+"""Featurising many molecules into a GraphSet, and QM9's featurised molecules (target: HOMO-LUMO gap in eV) kept
+in the run's memo store (core.memo, stage "features"), keyed by FEATURE_VERSION, max_spd and the molecules chosen,
+and by the code that featurises them (whatever `featurise_qm9_now` can reach: a change to training code reuses
+them, a change to featurisation code computes them again)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections import Counter
@@ -13,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from core.data.molecules import HARTREE_EV, MoleculeError, load_qm9
+from core.memo import memo
 from core.progress import progress
-from core.provenance import paper_fingerprint
 from papers.gps.features import FEATURE_VERSION, check_max_spd, featurise
 from papers.gps.graphs import GraphSet
 
@@ -60,29 +62,12 @@ def featurise_many(
     return GraphSet.from_graphs(graphs, target[kept], ids[kept], [smiles[i] for i in kept], dict(skipped))
 
 
-# The modules featurise_qm9's result depends on (core.progress only draws the bar): a change to any of them gives
-# another cache file, so features computed by older code are never read back.
-FEATURISATION_MODULES = (
-    "papers/gps/cache.py",
-    "papers/gps/features.py",
-    "papers/gps/graphs.py",
-    "core/data/molecules.py",
-    "core/io.py",
-)
-
-
-def featurisation_fingerprint() -> str:
-    """12 hex digits identifying the featurisation code (core.provenance.paper_fingerprint of FEATURISATION_MODULES)."""
-    return paper_fingerprint("gps", *FEATURISATION_MODULES)
-
-
-def qm9_cache_path(indices: np.ndarray | None, cache_dir: str | os.PathLike, *, max_spd: int = 20) -> Path:
-    """cache_dir / 'qm9-<16 hex>.npz', the hex from SHA-256 of (FEATURE_VERSION, the featurisation code's
-    fingerprint, max_spd, the index bytes)."""
+def qm9_features_key(indices: np.ndarray | None, max_spd: int = 20) -> dict:
+    """The key of QM9's features at positions `indices` (core.memo): FEATURE_VERSION, max_spd and a hash of the
+    positions in order (a split holds thousands)."""
     max_spd = check_max_spd(max_spd)
-    key = hashlib.sha256(f"qm9|{FEATURE_VERSION}|{featurisation_fingerprint()}|{max_spd}|".encode())
-    key.update(b"all" if indices is None else _check_indices(indices).astype("<i8").tobytes())
-    return Path(cache_dir) / f"qm9-{key.hexdigest()[:16]}.npz"
+    chosen = "all" if indices is None else hashlib.sha256(_check_indices(indices).astype("<i8").tobytes()).hexdigest()
+    return {"qm9": chosen, "feature_version": FEATURE_VERSION, "max_spd": max_spd}
 
 
 def _check_indices(indices: np.ndarray) -> np.ndarray:
@@ -94,23 +79,39 @@ def _check_indices(indices: np.ndarray) -> np.ndarray:
     return idx.astype(np.int64)
 
 
-def featurise_qm9(indices: np.ndarray | None, cache_dir: str | os.PathLike, *, max_spd: int = 20) -> GraphSet:
+def featurise_qm9(
+    indices: np.ndarray | None, store: str | os.PathLike | None = None, *, max_spd: int = 20, reuse: bool = True
+) -> GraphSet:
     """The QM9 molecules at positions `indices` of load_qm9()'s order (None: all 130,831), in that order.
 
     Target: HOMO-LUMO gap in eV (gap in Hartree * HARTREE_EV); ids: QM9's molecule index; positions: QM9's
     geometries (heavy atoms). Molecules that cannot be featurised are counted in `skipped`, never fatal. The result
-    is cached in `qm9_cache_path(...)`: a second call with the same arguments (and the same featurisation code)
-    reads the file, which records the code's fingerprint in its meta.
+    is kept in the memo store `store` (core.memo, stage "features"; None: nothing kept) under `qm9_features_key`
+    and the code featurising them (`featurise_qm9_now` and what it reaches, not the code that trains on them): a
+    second call with the same arguments and featurisation code reads it back (when `reuse`).
     """
-    path = qm9_cache_path(indices, cache_dir, max_spd=max_spd)
-    if path.is_file():
-        return GraphSet.load(path)
+    key = qm9_features_key(indices, max_spd)
+    idx = None if indices is None else _check_indices(indices)
+    compute = functools.partial(featurise_qm9_now, idx, max_spd)
+    return memo(store, "features", key, compute, save=_save_graphs, load=_load_graphs, reuse=reuse)
+
+
+def _save_graphs(graphs: GraphSet, directory: Path) -> None:
+    graphs.save(directory / "graphs.npz")
+
+
+def _load_graphs(directory: Path) -> GraphSet:
+    return GraphSet.load(directory / "graphs.npz")
+
+
+def featurise_qm9_now(indices: np.ndarray | None, max_spd: int = 20) -> GraphSet:
+    """`featurise_qm9` without the store: featurise the molecules now."""
     qm9 = load_qm9()
     idx = np.arange(len(qm9)) if indices is None else _check_indices(indices)
     bad = idx[(idx < 0) | (idx >= len(qm9))]
     if len(bad):
         raise ValueError(f"QM9 positions must be in [0, {len(qm9)}), got {bad[:5].tolist()}")
-    graphs = featurise_many(
+    return featurise_many(
         [qm9.smiles[i] for i in idx],
         positions=[qm9.positions[i] for i in idx],
         elements=[qm9.elements[i] for i in idx],
@@ -119,5 +120,3 @@ def featurise_qm9(indices: np.ndarray | None, cache_dir: str | os.PathLike, *, m
         max_spd=max_spd,
         desc="featurise QM9",
     )
-    graphs.save(path, code=featurisation_fingerprint())
-    return graphs

@@ -1,8 +1,8 @@
-"""The GPS++ run on QM9: featurise a random split (cached, papers/gps/cache.py), train full GPS++ and its ablations
-(MPNN only, no 3D features, and full GPS++ trained unmasked as the no-3D arm's comparator) on packed batches, every
-arm from the same training seeds (each arm's seeds at once, papers/gps/train.py), and return each seed's validation
-MAE of the HOMO-LUMO gap with the curves, packing and timings (the Results, papers/gps/results.py). Each arm
-checkpoints under the run's checkpoint directory (`<arm>/`) and resumes from it.
+"""The GPS++ run on QM9: featurise a random split (kept in the memo store, papers/gps/cache.py), train full GPS++
+and its ablations (MPNN only, no 3D features, and full GPS++ trained unmasked as the no-3D arm's comparator) on
+packed batches, every arm from the same training seeds (each arm's seeds at once, papers/gps/train.py), and return
+each seed's validation MAE of the HOMO-LUMO gap with the curves, packing and timings (the Results,
+papers/gps/results.py). Each arm checkpoints under the run's checkpoint directory (`<arm>/`) and resumes from it.
 
 PCQM4Mv2 cannot be downloaded here; QM9 (qm9pack) has the same target (HOMO-LUMO gap, though at B3LYP/6-31G(2df,p)
 rather than PCQM4Mv2's B3LYP/6-31G*) on smaller molecules (at most 9 heavy atoms) and, unlike PCQM4Mv2's validation
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
@@ -45,19 +44,14 @@ def arm_training(c, arm: str) -> TrainConfig:
     return replace(c.train, masking=c.train.masking and ARMS[arm].masking)
 
 
-def features_dir(cfg) -> Path:
-    """Where featurised QM9 is cached, shared by every run under the output root (keyed by the featurisation code,
-    not by the run's: papers/gps/cache.py)."""
-    return Path(cfg.output_root) / "gps" / "features"
-
-
 def run(cfg, ctx: RunContext) -> Results:
     c = cfg.gps
     seed = int(cfg.seed)
     limits = PackLimits(c.limits.nodes, c.limits.edges, c.limits.graphs)
     t0 = time.perf_counter()
     train_pos, valid_pos = split(seed, c.data.train, c.data.valid)
-    parts = [featurise_qm9(pos, features_dir(cfg), max_spd=c.data.max_spd) for pos in (train_pos, valid_pos)]
+    # shared by every run of the featurisation code, whatever `resume` says (papers/gps/cache.py)
+    parts = [featurise_qm9(pos, ctx.memo_dir, max_spd=c.data.max_spd) for pos in (train_pos, valid_pos)]
     graphs = GraphSet.concatenate(parts)
     featurise_seconds = time.perf_counter() - t0
     is_valid = np.arange(len(graphs)) >= len(parts[0])
@@ -112,4 +106,4 @@ def run(cfg, ctx: RunContext) -> Results:
     return Results(arms, data, {name: parameter_breakdown(name) for name in PRESETS})
 
 
-__all__ = ["arm_config", "arm_training", "features_dir", "run", "split"]
+__all__ = ["arm_config", "arm_training", "run", "split"]

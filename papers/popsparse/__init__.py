@@ -6,7 +6,7 @@ the paper's table and figures; (2) the CPU: core.sparsity's static and dynamic m
 scipy's `bsr_array` and JAX's experimental BCSR, over block sizes and densities (papers.popsparse.cpu).
 
 The paper contract (core.paper): `run` (run.py) simulates the IPU grid and the FP16 static crossover sweep over the
-pattern seeds (papers.popsparse.ipu; the simulated cells are kept in the run's checkpoint directory, so a killed run
+pattern seeds (papers.popsparse.ipu; each simulated cell is kept in the run's memo store, core.memo, so a killed run
 resumes) and times the CPU sweep in interleaved rounds, and returns the Results (results.py: per row the speed-up
 over dense of every pattern seed with the simulated cells behind it, per CPU cell every method's timing rounds);
 `decide` (claims.py) decides the claims declared there, the facts and the estimates the tables show, from the Results

@@ -20,18 +20,15 @@ half-partials conv units, since float partials get 8 (at most 174 TFLOP/s on a B
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 import os
 from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
-from pathlib import Path
 from time import perf_counter
 from typing import Any
 
 import numpy as np
 
-from core.io import atomic_write_json
 from core.sparsity.formats import BlockPattern
 from ipu_model import Engine, Graph, GraphError, Sequence, ops
 from ipu_model.device import DeviceSpec
@@ -132,27 +129,47 @@ def _simulate_task(task: tuple) -> tuple[str, dict[str, Any]]:
 
 
 class CellCache:
-    """Simulated cells kept in a JSON file (rewritten atomically after each cell), so that a killed sweep resumes
-    where it stopped. The file belongs in a run's checkpoint directory, which is keyed by the config (device, sizes,
-    seed) and the code's fingerprint (core.runner), so other code recomputes; `path=None` keeps the cells in memory
-    only."""
+    """Simulated cells, each kept as its own entry of the memo store `store` (core.memo, stage "ipu_cell": keyed by
+    the cell and the device, and by the code `simulate_cell` can reach) as soon as it is simulated, so a killed sweep
+    resumes where it stopped and a sweep of other sizes reuses the cells it shares. `resume=False` simulates every
+    cell again (replacing what is kept); `store=None` keeps the cells in memory only."""
 
-    def __init__(self, path: str | os.PathLike | None = None, resume: bool = True):
-        self.path = Path(path) if path is not None else None
+    def __init__(self, store: str | os.PathLike | None = None, device: DeviceSpec | None = None, resume: bool = True):
+        from core.memo import Stage
+
+        if store is not None and device is None:
+            raise ValueError("CellCache: a store needs the device its cells are simulated on")
+        # the code of the task a worker runs, found by its names (a stand-in patched over simulate_cell is not it)
+        self.stage = Stage(store, "ipu_cell", _simulate_task) if store is not None else None
+        self.device, self.resume = device, resume
         self.cells: dict[str, dict[str, Any]] = {}
-        if self.path is not None and resume and self.path.exists():
-            self.cells = json.loads(self.path.read_text())
+
+    def _entry(self, key: str):
+        return self.stage.entry({"cell": key, "device": self.device})
 
     def __contains__(self, key: str) -> bool:
-        return key in self.cells
+        if key in self.cells:
+            return True
+        if self.stage is None or not self.resume:
+            return False
+        from core.memo import lookup
+
+        found, cell = lookup(self._entry(key), report=False)  # the sweep's progress bar counts reused cells
+        if found:
+            self.cells[key] = cell
+        return found
 
     def __getitem__(self, key: str) -> dict[str, Any]:
         return self.cells[key]
 
     def put(self, key: str, cell: dict[str, Any]) -> None:
         self.cells[key] = cell
-        if self.path is not None:
-            atomic_write_json(self.path, self.cells)
+        if self.stage is not None:
+            from core.memo import store_value
+
+            store_value(
+                self._entry(key), cell, seconds=float(cell.get("wall", {}).get("total", 0.0)), replace=not self.resume
+            )
 
 
 def simulate_cells(tasks, device: DeviceSpec, cache: CellCache | None = None, workers: int = 1, log=None, chunk=1):

@@ -1,7 +1,7 @@
 """The PopSparse run: simulate the paper's benchmark on the simulated IPU (the grid and the FP16 static crossover
 sweep, every sparse cell over the pattern seeds; papers.popsparse.ipu) and time the CPU sweep
 (papers.popsparse.cpu). Everything the claims, tables and figures read is in the Results it returns
-(papers/popsparse/results.py); the simulated cells are kept in the run's checkpoint directory, so a killed run
+(papers/popsparse/results.py); each simulated cell is kept in the run's memo store (core.memo), so a killed run
 resumes from the cells already simulated."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def run(cfg, ctx: RunContext) -> Results:
             per_seed = len(c.ipu.crossover_blocks) * len(c.ipu.crossover_densities)
             cells += len(c.ipu.crossover_ns) * (1 + len(seeds) * per_seed)
         bar = progress(total=cells, desc=f"simulated {device.name} matmuls", unit="cell")
-        cache = CellCache(ctx.checkpoint_path("ipu_cells.json"), resume=ctx.resume)
+        cache = CellCache(ctx.memo_dir, device, resume=ctx.resume)
 
         def log(key, cell):
             bar.update(1)

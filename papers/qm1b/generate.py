@@ -167,25 +167,14 @@ def conformer_rows(smiles: str, molecule: int, seed: int, elements, positions, r
     return rows, dropped
 
 
-# The code a labelled row depends on: the DFT, the generator, the labelling command and the core modules they import
-# (molecule sources and conformers, atomic writes, progress bars). A dataset is keyed by its fingerprint, so data
-# labelled by other code is never reused (core.provenance; `labelling_fingerprint`).
-LABELLING_CODE = (
-    "papers/qm1b/checks.py",
-    "papers/qm1b/dft",
-    "papers/qm1b/generate.py",
-    "papers/qm1b/label.py",
-    "core/data/molecules.py",
-    "core/io.py",
-    "core/progress.py",
-)
-
-
 def labelling_fingerprint(root: Path | None = None) -> str:
-    """12 hex digits identifying the labelling code (LABELLING_CODE under `root`, the repository by default)."""
-    from core.provenance import REPO_ROOT, paper_fingerprint
+    """12 hex digits identifying the labelling code: what `generate_shard` can reach (core.provenance's
+    callable_fingerprint: the DFT, the generator, the molecule sources and conformers, atomic writes; under `root`,
+    the repository by default). A dataset is keyed by it, so data labelled by other code is never reused, and code
+    that only reads the dataset (SchNet, the validation) is not in it."""
+    from core.provenance import REPO_ROOT, callable_fingerprint
 
-    return paper_fingerprint("qm1b", *LABELLING_CODE, root=root or REPO_ROOT)
+    return callable_fingerprint(generate_shard, root or REPO_ROOT)
 
 
 def dataset_key(sel: Selection, dft: dict, code: str | None = None) -> str:

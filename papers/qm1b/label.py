@@ -68,7 +68,6 @@ from papers.qm1b.generate import (
     atom_string,
     atomic_number,
     conformer_seed,
-    labelling_fingerprint,
     remove_strays,
     shard_lock,
     write_parts,
@@ -481,10 +480,10 @@ def label(
     label_key; module docstring): batches of up to `batch_conformers` across a part's inputs, by size,
     papers.qm1b.dft.pipeline.Labeller with `workers` processes preparing integrals ahead; `run_batch(atoms, **dft)
     -> list[dict]` replaces the Labeller (tests pass a stand-in). `code`: the labelling code's fingerprint
-    (generate.labelling_fingerprint() by default). Every setting, the output's place and every input are checked
-    before any work; an input whose embedding or DFT raises is a counted drop. Returns the summary: out, inputs,
-    conformers (attempted), rows, dropped (by reason), errors ([{molecule, input, smiles, error}]), seconds
-    (labelling, over all runs), resumed (inputs labelled by earlier runs)."""
+    (core.provenance.callable_fingerprint of this function by default). Every setting, the output's place and every
+    input are checked before any work; an input whose embedding or DFT raises is a counted drop. Returns the
+    summary: out, inputs, conformers (attempted), rows, dropped (by reason), errors ([{molecule, input, smiles,
+    error}]), seconds (labelling, over all runs), resumed (inputs labelled by earlier runs)."""
     inputs = list(inputs)
     if not inputs:
         raise ValueError("no molecules to label: the inputs are empty")
@@ -499,8 +498,9 @@ def label(
         except ValueError as e:
             raise ValueError(f"{inputs[largest].describe()}: {e} (--density-fit), or leave the molecule out") from None
     from core.progress import progress
+    from core.provenance import callable_fingerprint
 
-    code = code or labelling_fingerprint()
+    code = code or callable_fingerprint(label)  # the code this command can reach (core.provenance)
     key = label_key(inputs, conformers, seed, dft, code)
     folder = parts_folder(out)
     folder.mkdir(exist_ok=True)

@@ -7,8 +7,9 @@ many times (configs/hydra/launcher/slurm.yaml). `qm1b.stage=all` generates every
 resumable), then validates and trains.
 
 Kept work: the labelled datasets live in output_root/qm1b/data/<key>, keyed by their selection, DFT settings and the
-labelling code's own fingerprint (papers.qm1b.generate.LABELLING_CODE, narrower than the run's compute code), so
-every run of the same labelling code finishes or reuses them, whatever `resume` says; SchNet's checkpoints live in
+labelling code's own fingerprint (papers.qm1b.generate.labelling_fingerprint: the code generate_shard can reach,
+narrower than the run's compute code), so every run of the same labelling code finishes or reuses them, whatever
+`resume` says; SchNet's checkpoints live in
 the run's checkpoint directory (`ctx.checkpoint_path("schnet")`) and are resumed when `ctx.resume`.
 """
 

@@ -1,6 +1,7 @@
-"""The decoder LM SparQ is evaluated with: core.nn.TransformerLM trained on Shakespeare (characters), its checkpoint
-kept under <output_root>/sparq/models/<hash of the model and training settings and of the code that trains it>
-and reused by later runs.
+"""The decoder LM SparQ is evaluated with: core.nn.TransformerLM trained on Shakespeare (characters), kept in the
+run's memo store (core.memo, stage "lm") by its model settings and seed and by the code that trains it (what
+`train_lm` can reach, with the corpus loader): a resumed run reuses it, a killed training resumes from its
+checkpoints in the stage's work directory, and a change to the evaluation code keeps it.
 
 A share of the training windows end with a copy of an earlier span of the same window ("repeat windows"), so the
 small model learns the copying (induction) behaviour the repetition task measures; the rest are plain text. An
@@ -11,49 +12,27 @@ measured on text the model never trained on.
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import json
-from dataclasses import asdict
+import shutil
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from omegaconf import OmegaConf
+from flax import serialization
 
 from core.charlm import SPARQ_ADAM, warmup_cosine, window_loss
 from core.data.shakespeare import CharCorpus, sample_windows
+from core.memo import kept
 from core.nn import TransformerLM
-from core.provenance import paper_fingerprint
 from core.train import fit, init_state, optimizer_step
 
 
 def build_model(cfg, corpus: CharCorpus) -> TransformerLM:
     m = cfg.model
     return TransformerLM(corpus.vocab_size, m.d_model, m.depth, m.heads, m.seq_len, position=m.position)
-
-
-# The code the trained weights depend on (core.provenance): this module, the LM and its ops, the training loop and its
-# checkpoints, and the corpus. A change to any of them trains a new model instead of reusing one made by other code.
-TRAINING_CODE = (
-    "papers/sparq/model.py",
-    "core/charlm.py",
-    "core/nn",
-    "core/numerics",
-    "core/unit_scaling",
-    "core/train.py",
-    "core/checkpoint.py",
-    "core/data/shakespeare.py",
-)
-
-
-def model_key(cfg, seed: int) -> str:
-    """A hash of everything that determines the trained weights (and nothing else): the model section, the seed and
-    the fingerprint of the code that trains it (TRAINING_CODE)."""
-    model = OmegaConf.to_container(cfg.model, resolve=True) if hasattr(cfg.model, "_get_node") else asdict(cfg.model)
-    code = paper_fingerprint("sparq", *TRAINING_CODE)
-    blob = json.dumps({"model": model, "seed": seed, "code": code}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 def repeat_windows(windows: np.ndarray, rng: np.random.Generator, share: float, span: int) -> np.ndarray:
@@ -108,3 +87,48 @@ def train_model(cfg, corpus: CharCorpus, directory: Path, *, seed: int, resume: 
         "loaded": run.resumed_from == m.steps,
     }
     return model, run.state["params"], info
+
+
+def train_lm(cfg, corpus: CharCorpus, seed: int, work: Path | None) -> tuple[Any, dict]:
+    """The trained LM's (params, info), its checkpoints in `work/checkpoints` (the memo stage's work directory, so a
+    killed training resumes there)."""
+    checkpoints = None if work is None else Path(work) / "checkpoints"
+    _, params, info = train_model(cfg, corpus, checkpoints, seed=seed, resume=True)
+    return params, info
+
+
+def save_lm(value: tuple[Any, dict], directory: Path) -> None:
+    """The params as flax msgpack and the info as JSON; the training checkpoints are no longer needed."""
+    params, info = value
+    (directory / "params.msgpack").write_bytes(serialization.to_bytes(params))
+    (directory / "info.json").write_text(json.dumps({k: v for k, v in info.items() if k != "loaded"}))
+    shutil.rmtree(directory / "checkpoints", ignore_errors=True)
+
+
+def load_lm(cfg, corpus: CharCorpus, directory: Path) -> tuple[Any, dict]:
+    m = cfg.model
+    template = build_model(cfg, corpus).init(jax.random.key(0), jnp.zeros((1, m.seq_len), jnp.int32))
+    params = serialization.from_bytes(template, (directory / "params.msgpack").read_bytes())
+    info = json.loads((directory / "info.json").read_text())
+    info["train_loss"] = [(int(k), float(v)) for k, v in info["train_loss"]]
+    return params, info
+
+
+def kept_lm(cfg, corpus: CharCorpus, seed: int, store: Path | None, *, reuse: bool):
+    """(model, params, info) of the LM trained on `corpus`, kept in the memo store `store` (None: nothing kept) by
+    the model settings, the seed and the training code; info["loaded"]: it was reused, not trained here."""
+    from core.data.shakespeare import load_shakespeare
+
+    got = kept(
+        store,
+        "lm",
+        {"model": cfg.model, "seed": seed},
+        functools.partial(train_lm, cfg, corpus, seed),
+        save=save_lm,
+        load=functools.partial(load_lm, cfg, corpus),
+        code=[load_shakespeare],
+        reuse=reuse,
+        work=True,
+    )
+    params, info = got.value
+    return build_model(cfg, corpus), params, {**info, "loaded": got.reused}

@@ -3,15 +3,15 @@ at every ratio on the repetition, needle and BPC tasks (papers.sparq.tasks), and
 (papers.sparq.speed). Everything the claims, tables and figures read is in the Results it returns
 (papers/sparq/results.py).
 
-Kept work: the character LM's checkpoints under <output_root>/sparq/models/<model key> (papers.sparq.model: reused
-by any later run of the same model settings, seed and training code), and each finished batch of contexts under the
-run's checkpoint folder (`ctx.checkpoint_path("evaluation")`, keyed by the config and the compute code), read back
-on resume.
+Kept work, in the run's memo store (core.memo, reused when the run resumes): the character LM (stage "lm",
+papers.sparq.model.kept_lm: keyed by its model settings, seed and training code), and each finished batch of
+contexts (stage "evaluation": keyed by the config, the seed and the batch's contexts, and by the code of the whole
+run, which made the LM, the contexts and the methods the batch is evaluated with).
 """
 
 from __future__ import annotations
 
-import json
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +29,7 @@ def run(cfg, ctx: RunContext) -> Results:
     seed = int(cfg.seed)
     lm, data, info = (_smollm2 if c.lm == "smollm2" else _charlm)(cfg, ctx)
     methods, unreachable = methods_for(c, data)
-    results = evaluate(c, lm, data, methods, _store(ctx), seed)
+    results = evaluate(c, lm, data, methods, ctx.memo_dir, seed, reuse=ctx.resume)
     # the decode step timed at the quality claims' operating point (SparQ at the claim ratio on this model's cache)
     # and at the paper's S=16384 point
     points = []
@@ -133,14 +133,13 @@ def _smollm2(cfg, ctx: RunContext):
 
 def _charlm(cfg, ctx: RunContext):
     from core.data.shakespeare import load_shakespeare
-    from papers.sparq.model import model_key, train_model
+    from papers.sparq.model import kept_lm
     from papers.sparq.tasks import LM, context_batch
 
     c = cfg.sparq
     corpus = load_shakespeare()
     seed = int(cfg.seed)
-    root = Path(cfg.output_root) / "sparq" / "models" / model_key(c, seed)
-    model, params, info = train_model(c, corpus, root, seed=seed, resume=ctx.resume)
+    model, params, info = kept_lm(c, corpus, seed, ctx.memo_dir, reuse=ctx.resume)
     lm = LM(model, params, corpus.decode)
     context = c.model.seq_len - c.prompt_len - c.generate
     stream = np.asarray(corpus.test, np.int32)
@@ -157,24 +156,16 @@ def _charlm(cfg, ctx: RunContext):
     return lm, data, lm_info
 
 
-def _store(ctx: RunContext) -> Path | None:
-    """Where finished batches are kept so a killed run resumes (the run's checkpoint folder, keyed by its config and
-    code); None where the run keeps nothing."""
-    path = ctx.checkpoint_path("evaluation")
-    if path is not None and not ctx.resume and path.exists():
-        for f in path.glob("*.json"):
-            f.unlink()
-    return path
-
-
-def evaluate(c, lm, data: EvalData, methods: list, store: Path | None, seed: int) -> list[MethodResult]:
+def evaluate(
+    c, lm, data: EvalData, methods: list, store: Path | None, seed: int, *, reuse: bool = True
+) -> list[MethodResult]:
     """Every method on every task, a batch of contexts at a time (one dense prefill per batch, shared by the methods
-    and the three tasks); finished batches are written to `store` and read back on resume. Returns one result per
-    method, in the order given (dense first), with its analytic and counted transfer at the decode-start cache
-    length as fractions of dense's."""
-    from core.io import atomic_write_json
+    and the three tasks); each finished batch is kept in the memo store `store` (core.memo, stage "evaluation"; None:
+    nothing kept) and read back when `reuse`. Returns one result per method, in the order given (dense first), with
+    its analytic and counted transfer at the decode-start cache length as fractions of dense's."""
+    from core.memo import kept
     from core.progress import progress
-    from papers.sparq.tasks import Decoder, context_tasks, counted_transfer
+    from papers.sparq.tasks import Decoder, counted_transfer
 
     decoder = Decoder(lm, methods)
     B, N = data.batch, len(data.contexts.contexts)
@@ -183,18 +174,17 @@ def evaluate(c, lm, data: EvalData, methods: list, store: Path | None, seed: int
     bar = progress(total=-(-N // B) * tasks * len(methods), desc=f"SparQ {c.lm}: {N} contexts, {len(methods)} methods")
     for a in range(0, N, B):
         b = min(a + B, N)
-        path = store / f"context_{a}_{b}.json" if store is not None else None
-        if path is not None and path.exists():
-            part = json.loads(path.read_text())
+        got = kept(
+            store,
+            "evaluation",
+            {"sparq": c, "seed": seed, "contexts": [a, b]},
+            functools.partial(evaluate_batch, decoder, data, a, b, lambda: bar.update(1)),
+            code=[run],  # the LM, the contexts and the methods are made by the run's code
+            reuse=reuse,
+        )
+        part = got.value
+        if got.reused:
             bar.update(tasks * len(methods))
-        else:
-            rows = data.contexts.rows(a, b, B)
-            out = context_tasks(
-                decoder, rows, data.generate, data.needle_generate, data.capacity, tick=lambda: bar.update(1)
-            )
-            part = {task: {m.label: v[: b - a] for m, v in res.items()} for task, res in out.items()}
-            if path is not None:
-                atomic_write_json(path, part)
         for task, by_method in part.items():
             for label, values in by_method.items():
                 done.setdefault(label, {}).setdefault(task, []).extend(values)
@@ -216,3 +206,12 @@ def evaluate(c, lm, data: EvalData, methods: list, store: Path | None, seed: int
             )
         )
     return results
+
+
+def evaluate_batch(decoder, data: EvalData, a: int, b: int, tick) -> dict[str, dict[str, list]]:
+    """Contexts a..b of `data` on every task with every method of `decoder`: task -> method label -> values."""
+    from papers.sparq.tasks import context_tasks
+
+    rows = data.contexts.rows(a, b, data.batch)
+    out = context_tasks(decoder, rows, data.generate, data.needle_generate, data.capacity, tick=tick)
+    return {task: {m.label: v[: b - a] for m, v in res.items()} for task, res in out.items()}

@@ -1,8 +1,8 @@
 """The u-muP run: every parametrization's learning-rate sweep at every width, then the FP8 groups at the widest width
 and u-muP's one-at-a-time hyperparameter groups at the narrowest, each at the best grid learning rate of its FP32
 sweep. Everything the claims, tables and figures read is in the Results it returns (papers/umup/results.py): each
-run's validation loss by (learning rate, seed). Each finished group is kept beside the checkpoints, so a resumed
-run reuses it (papers/umup/train.train_group)."""
+run's validation loss by (learning rate, seed). Each finished group is kept in the run's memo store, so a resumed
+run reuses it (papers/umup/train.kept_group, core.memo)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from core.data.shakespeare import load_shakespeare
 from core.unit_scaling.umup import Mults
 from papers.umup.config import grid
 from papers.umup.results import GroupResult, Results, best_grid_lr
-from papers.umup.train import Group, train_group
+from papers.umup.train import Group, kept_group
 
 
 def run(cfg, ctx: RunContext) -> Results:
@@ -21,7 +21,7 @@ def run(cfg, ctx: RunContext) -> Results:
     widths = sorted(int(w) for w in c.widths)
 
     def train(group: Group) -> GroupResult:
-        return train_group(c, corpus, group, ctx.checkpoint_dir, ctx.resume)
+        return kept_group(c, corpus, group, ctx)
 
     sweeps = {(p, w): train(Group(p, w, grid(c, p, w), seeds)) for p in c.parametrizations for w in widths}
 

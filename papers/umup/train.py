@@ -1,11 +1,11 @@
 """Training groups of runs of the character LM: one parametrization, width, hyperparameter set and number format,
-at several learning rates and seeds, all vmapped into one jitted step; resumable, each group's result kept (a
-papers/umup/results.GroupResult, which the run's Results hold)."""
+at several learning rates and seeds, all vmapped into one jitted step; resumable, each group's result kept in the run's
+memo store (`kept_group`, core.memo: a papers/umup/results.GroupResult, which the run's Results hold)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
-import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -17,8 +17,8 @@ import numpy as np
 import optax
 
 from core.charlm import PLAIN_FP8, UMUP_ADAM, train_windows, warmup_cosine, window_loss
+from core.context import RunContext
 from core.data.shakespeare import CharCorpus, evaluation_windows
-from core.io import atomic_write_json
 from core.nn import FP32, TransformerLM, param_kinds
 from core.nn.parametrization import by_name, lr_scales
 from core.train import fit_seeds
@@ -71,12 +71,19 @@ def build_model(cfg, corpus: CharCorpus, group: Group) -> TransformerLM:
     )
 
 
+def kept_group(cfg, corpus: CharCorpus, group: Group, ctx: RunContext) -> GroupResult:
+    """`train_group`'s result, kept in the run's memo store (core.memo, stage "group": keyed by the config and the
+    group, and by the training code with the corpus loader), so a resumed run reuses every finished group; its
+    training checkpoints are under the run's checkpoint directory."""
+    from core.data.shakespeare import load_shakespeare
+
+    compute = functools.partial(train_group, cfg, corpus, group, ctx.checkpoint_dir, ctx.resume)
+    return ctx.memo("group", {"umup": cfg, "group": group}, compute, like=GroupResult, code=[load_shakespeare])
+
+
 def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, resume: bool) -> GroupResult:
     """Train every run of `group` together (vmapped) and measure each one's validation loss. With `out_dir`, the
-    result is kept as out_dir/<group>.json (a resumed run reuses it) and training checkpoints beside it."""
-    result_file = None if out_dir is None else Path(out_dir) / f"{group.name}.json"
-    if resume and result_file is not None and result_file.exists():
-        return GroupResult(**json.loads(result_file.read_text()))
+    training checkpoints are kept under out_dir/checkpoints/<group> (and resumed when `resume`)."""
     t0 = time.perf_counter()
     model = build_model(cfg, corpus, group)
     seq = cfg.model.seq_len
@@ -138,6 +145,4 @@ def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, res
         seconds=time.perf_counter() - t0,
         params=int(sum(x.size for x in jax.tree_util.tree_leaves(template))),
     )
-    if result_file is not None:
-        atomic_write_json(result_file, result.to_dict())
     return result

@@ -85,8 +85,8 @@ def test_the_stored_results_hold_what_the_claims_read(smoke_run):
 
 
 def test_a_kept_smollm2_evaluation_is_reused_on_resume(tmp_path, monkeypatch):
-    """SmolLM2's evaluation is written to the checkpoint folder when it finishes and read back, not recomputed, by a
-    resumed run (a stand-in for the evaluation, so no model runs)."""
+    """SmolLM2's evaluation is kept in the memo store when it finishes and read back, not recomputed, by a resumed
+    run, and computed again by a fresh one (a stand-in for the evaluation, so no model runs)."""
     from papers.fp8_llm import pretrained as module
     from papers.fp8_llm.run import _pretrained
 
@@ -94,12 +94,15 @@ def test_a_kept_smollm2_evaluation_is_reused_on_resume(tmp_path, monkeypatch):
     made = PretrainedResult(8, 40, {"fp32": [3.0, 3.1], "amax": [3.05, 3.12]}, {}, {}, 1.5)
     calls = []
     monkeypatch.setattr(module, "pretrained_fp8_inference", lambda *a: calls.append(a) or made)
-    first = _pretrained(pc, RunContext.detached(tmp_path))
-    kept = tmp_path / "pretrained_2x8_amax.json"
+    first = _pretrained(pc, RunContext.detached(memo_dir=tmp_path))
+    (kept,) = tmp_path.glob("pretrained/*/value.json")
     assert first == made and calls == [(2, 8, ("amax",))] and json.loads(kept.read_text())["nats"] == made.nats
-    again = _pretrained(pc, RunContext.detached(tmp_path, resume=True))
+    again = _pretrained(pc, RunContext.detached(memo_dir=tmp_path, resume=True))
     assert again == made and len(calls) == 1  # read back, not recomputed
-    assert _pretrained(PretrainedConfig(windows=0), RunContext.detached(tmp_path)) is None
+    assert _pretrained(PretrainedConfig(windows=0), RunContext.detached(memo_dir=tmp_path)) is None
+    _pretrained(pc, RunContext.detached(memo_dir=tmp_path))  # a fresh run evaluates again
+    _pretrained(PretrainedConfig(windows=3, window=8, policies=["amax"]), RunContext.detached(memo_dir=tmp_path))
+    assert len(calls) == 3 and len(list(tmp_path.glob("pretrained/*/value.json"))) == 2
 
 
 def test_the_arm_names_are_the_fp8_policies():

@@ -1,4 +1,4 @@
-"""Featurising many molecules (failures counted, not fatal) and the on-disk cache of featurised QM9."""
+"""Featurising many molecules (failures counted, not fatal) and featurised QM9 kept in the memo store (core.memo)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ def test_featurise_many_counts_failures():
 def test_featurise_qm9_and_cache(qm9, sample, tmp_path, monkeypatch):
     idx = sample[:40][::-1]  # any order
     gs = featurise_qm9(idx, tmp_path)
-    files = list(tmp_path.glob("*.npz"))
-    assert len(files) == 1 and re.fullmatch(r"qm9-[0-9a-f]{16}\.npz", files[0].name)
+    files = list(tmp_path.glob("features/*/graphs.npz"))
+    assert len(files) == 1 and re.fullmatch(r"[0-9a-f]{12}-[0-9a-f]{12}", files[0].parent.name)
     assert len(gs) + sum(gs.skipped.values()) == len(idx)
     assert gs.skipped == {} and gs.has_3d.sum() >= len(idx) - 1
     np.testing.assert_array_equal(gs.ids, qm9.index[idx])
@@ -48,7 +48,7 @@ def test_featurise_qm9_and_cache(qm9, sample, tmp_path, monkeypatch):
         featurise_qm9(idx, tmp_path, max_spd=5)
     with pytest.raises(AssertionError, match="cache"):
         featurise_qm9(idx[:-1], tmp_path)
-    assert len(list(tmp_path.glob("*.npz"))) == 1
+    assert len(list(tmp_path.glob("features/*/graphs.npz"))) == 1
     with pytest.raises(ValueError, match="QM9 positions"):
         featurise_qm9(np.array([0, len(qm9)]), tmp_path)
     with pytest.raises(ValueError, match="indices"):
@@ -74,7 +74,7 @@ def test_featurise_qm9_counts_bad_molecules(tmp_path, monkeypatch):
     assert gs.skipped == {"invalid_smiles": 1, "no_heavy_atoms": 1}
     np.testing.assert_allclose(gs.target, np.array([0.1, 0.4]) * HARTREE_EV, rtol=1e-6)
     assert gs.has_3d.tolist() == [True, True]
-    meta = json.loads(np.load(next(tmp_path.glob("qm9-*.npz")))["meta"].tobytes())
+    meta = json.loads(np.load(next(tmp_path.glob("features/*/graphs.npz")))["meta"].tobytes())
     assert meta["skipped"] == gs.skipped
 
 
@@ -88,28 +88,29 @@ def test_featurise_all_of_qm9(qm9, tmp_path):
     np.testing.assert_array_equal(gs.take([0]).ids, gs.ids[:1])
 
 
-def test_the_cache_key_follows_the_featurisation_code(tmp_path, monkeypatch):
-    """Features computed by other featurisation code are not read back: the key holds the code's fingerprint (of
-    the featurisation modules only), and the file records it."""
-    from core.provenance import paper_fingerprint
+def test_the_features_are_keyed_by_the_featurisation_code_not_the_training_code(tmp_path):
+    """Features computed by other featurisation code are not read back: the entry's code is the closure of the code
+    featurising them (core.provenance.callable_units), which holds featurise and its helpers, the molecule source
+    and how the GraphSet is written and read, and none of the code that trains on them."""
+    from core.memo import ENTRY
+    from core.provenance import changed_units
 
-    idx = np.array([3, 1, 2])
-    expected = paper_fingerprint(
-        "gps",
-        "papers/gps/cache.py",
-        "papers/gps/features.py",
-        "papers/gps/graphs.py",
-        "core/data/molecules.py",
-        "core/io.py",
-    )
-    assert C.featurisation_fingerprint() == expected
-    assert expected != paper_fingerprint("gps")  # narrower than the paper's whole package: training code is not in it
-    before = C.qm9_cache_path(idx, tmp_path)
-    monkeypatch.setattr(C, "featurisation_fingerprint", lambda: "0123456789ab")
-    assert C.qm9_cache_path(idx, tmp_path) != before  # a line of featurisation code changed: another file
-    assert C.qm9_cache_path(idx, tmp_path) == C.qm9_cache_path(idx.copy(), tmp_path)
-    gs = featurise_many(["CCO", "c1ccccc1"], target=[1.0, 2.0])
-    path = tmp_path / "x.npz"
-    gs.save(path, code="0123456789ab")
-    assert json.loads(np.load(path)["meta"].tobytes())["code"] == "0123456789ab"
-    assert_sets_equal(type(gs).load(path), gs)
+    gs = featurise_qm9(np.array([3, 1, 2]), tmp_path)
+    (entry,) = tmp_path.glob("features/*/" + ENTRY)
+    units = json.loads(entry.read_text())["units"]
+    for reached in (
+        "papers.gps.features:featurise",
+        "papers.gps.features:shortest_path_distances",
+        "papers.gps.cache:featurise_many",
+        "papers.gps.cache:_save_graphs",
+        "papers.gps.graphs:GraphSet",
+        "core.data.molecules:load_qm9",
+    ):
+        assert reached in units, reached  # an edit to any of these gives another entry
+    modules = {k.partition(":")[0] for k in units}
+    assert not modules & {"papers.gps.train", "papers.gps.model", "papers.gps.batching", "papers.gps.run"}
+    assert changed_units(units) == []
+    # a changed featurisation unit is reported stale (make prune removes the entry)
+    assert changed_units({**units, "papers.gps.features:featurise": "0" * 64}) == ["papers.gps.features:featurise"]
+    assert_sets_equal(featurise_qm9(np.array([3, 1, 2]), tmp_path), gs)
+    assert len(list(tmp_path.glob("features/*"))) == 1

@@ -107,8 +107,8 @@ def _fake_training(calls: list):
 
 
 def test_a_second_run_reads_its_features_back_and_resumes_its_training(tmp_path, monkeypatch):
-    """What a second run reuses, checked without training: `run` caches the featurised split under
-    output_root/gps/features, which a second run reads back (featurisation is not called again), and gives each
+    """What a second run reuses, checked without training: `run` keeps the featurised split in its memo store
+    (core.memo), which a second run reads back even without resume (featurisation is not called again), and gives each
     arm's training its own directory of the run's checkpoints with the context's resume flag (train_gps resumes from
     there: tests/core/test_train.py). The whole smoke run again: the slow test below."""
     from papers.gps import cache, run
@@ -121,8 +121,9 @@ def test_a_second_run_reads_its_features_back_and_resumes_its_training(tmp_path,
         output_root=str(tmp_path / "out"),
         gps=Config(seeds=[0, 1], data=DataConfig(train=30, valid=10), model=ModelConfig(layers=1)),
     )
-    first = find_paper("papers.gps").compute(cfg, RunContext.detached(tmp_path / "ckpt"))
-    caches = sorted((tmp_path / "out" / "gps" / "features").glob("qm9-*.npz"))
+    memo = tmp_path / "out" / "gps" / "memo"
+    first = find_paper("papers.gps").compute(cfg, RunContext.detached(tmp_path / "ckpt", memo_dir=memo))
+    caches = sorted(memo.glob("features/*/graphs.npz"))
     assert len(caches) == 2  # the training and the validation molecules
     stamps = [c.stat().st_mtime_ns for c in caches]
     assert [c["checkpoint_dir"] for c in calls] == [tmp_path / "ckpt" / arm for arm in ARMS]
@@ -134,10 +135,12 @@ def test_a_second_run_reads_its_features_back_and_resumes_its_training(tmp_path,
 
     monkeypatch.setattr(cache, "featurise", featurise)
     calls.clear()
-    again = find_paper("papers.gps").compute(cfg, RunContext.detached(tmp_path / "ckpt", resume=True))
+    again = find_paper("papers.gps").compute(cfg, RunContext.detached(tmp_path / "ckpt", resume=True, memo_dir=memo))
     assert [c.stat().st_mtime_ns for c in caches] == stamps
     assert [c["checkpoint_dir"] for c in calls] == [tmp_path / "ckpt" / arm for arm in ARMS]
     assert [c["resume"] for c in calls] == [True] * 4
+    find_paper("papers.gps").compute(cfg, RunContext.detached(tmp_path / "ckpt", memo_dir=memo))  # not resumed:
+    assert [c.stat().st_mtime_ns for c in caches] == stamps  # the features are shared by every run all the same
     assert (again.data.train, again.data.valid, again.data.mean_mae) == (
         first.data.train, first.data.valid, first.data.mean_mae,
     )  # fmt: skip

@@ -4,6 +4,7 @@ are what the engine charges, and the benchmark cell reports consistent figures."
 
 import dataclasses
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -392,31 +393,38 @@ def _strip_wall(rows):
     return rows
 
 
-def test_speedups_in_two_processes_and_resumed_equal_one_process(tmp_path):
+def test_speedups_in_two_processes_and_resumed_equal_one_process(tmp_path, monkeypatch):
     dev = get_device("mk2", tiles=32)
     grid = (128, 128, [16, 32], [4, 16], [1 / 4], ["float16"], dev)
     serial = speedups(*grid)
     assert len(serial) == 2 and all(r["static_speedup"] > 0 for r in serial)
-    path = tmp_path / "cells.json"
+    store = tmp_path / "memo"
     calls = []
-    parallel = speedups(*grid, cache=CellCache(path), workers=2, log=lambda key, cell: calls.append(key))
+    parallel = speedups(*grid, cache=CellCache(store, dev), workers=2, log=lambda key, cell: calls.append(key))
     assert _strip_wall(parallel) == _strip_wall(serial)
     assert len(calls) == len(set(calls)) == 2 * (1 + 2 * 2)  # dense + (static, dynamic) x 2 blocks, at 2 ns
-    # a killed run: the cache lost its last cells; the rerun simulates only those and gives the same rows
-    cells = json.loads(path.read_text())
-    kept = dict(list(cells.items())[:4])
-    path.write_text(json.dumps(kept))
+    entries = {json.loads(p.read_text())["key"]["cell"]: p.parent for p in store.glob("ipu_cell/*/entry.json")}
+    assert set(entries) == set(calls)  # one memo entry per cell
+    # a killed run: the store lost its last cells; the rerun simulates only those and gives the same rows
+    lost = calls[4:]
+    for key in lost:
+        shutil.rmtree(entries[key])
+    import papers.popsparse.ipu as ipu
+
+    cache = CellCache(store, dev)  # before the stand-in below: the cache's code is the real task's
+    simulated, simulate = [], ipu._simulate_task
+    monkeypatch.setattr(ipu, "_simulate_task", lambda task: simulated.append(task[0]) or simulate(task))
     resumed_calls = []
-    cache = CellCache(path)
-    simulated_before = set(cache.cells)
     resumed = speedups(*grid, cache=cache, log=lambda key, cell: resumed_calls.append(key))
     assert _strip_wall(resumed) == _strip_wall(serial)
-    assert simulated_before == set(kept) and set(json.loads(path.read_text())) == set(cells)
-    assert [k for k in resumed_calls if k in kept] and len(resumed_calls) == len(calls)
-    # resume=False ignores the file
-    assert not CellCache(path, resume=False).cells
+    assert sorted(simulated) == sorted(lost) and sorted(resumed_calls) == sorted(calls)
+    assert len(list(store.glob("ipu_cell/*/entry.json"))) == len(calls)
+    monkeypatch.undo()
+    # resume=False reuses nothing; another device is another key
+    assert calls[0] not in CellCache(store, dev, resume=False)
+    assert calls[0] in CellCache(store, dev) and calls[0] not in CellCache(store, get_device("mk2", tiles=64))
     # a kind with its own batch sizes: static at n = 32 only, from the cells already simulated; static alone
-    only = speedups(*grid, cache=CellCache(path), kind_ns={"static": [32]}, kinds=("static",))
+    only = speedups(*grid, cache=CellCache(store, dev), kind_ns={"static": [32]}, kinds=("static",))
     assert [c["n"] for r in only for c in r["static"]["cells"]] == [32, 32] and "dynamic" not in only[0]
     assert [r["static_speedup"] for r in only] == [
         r["static"]["cells"][1]["tflops"] / r["dense"]["tflops"] for r in serial

@@ -479,13 +479,14 @@ def _tiny(cpu: bool = False):
 
 
 def test_a_resumed_run_reuses_the_simulated_cells(tmp_path, monkeypatch):
-    """`run` keeps every simulated cell in its checkpoint directory; a resumed run rebuilds the same Results from
-    them without simulating any cell again, and one that does not resume simulates them anew."""
+    """`run` keeps every simulated cell in its memo store; a resumed run rebuilds the same Results from them without
+    simulating any cell again, and one that does not resume simulates them anew."""
     from papers.popsparse import ipu
 
     cfg = _tiny(cpu=True)
-    first = PAPER.compute(cfg, RunContext.detached(tmp_path, resume=True))
-    assert (tmp_path / "ipu_cells.json").is_file()
+    first = PAPER.compute(cfg, RunContext.detached(memo_dir=tmp_path, resume=True))
+    assert len(list(tmp_path.glob("ipu_cell/*/entry.json"))) == 7  # dense 1, the grid's static and dynamic
+    # at 2 seeds 4, the crossover's static at density 1/16 2 (its cells at 1/4 are the grid's: simulated once)
     assert len(first.ipu) == 1 and len(first.crossover) == 2 and len(first.cpu) == 1
     assert first.pattern_seeds == [0, 1] and len(first.ipu[0].static.speedups) == 2
     assert first.cpu[0].methods == ["static", "dynamic", "scipy", "bcsr"]
@@ -494,10 +495,10 @@ def test_a_resumed_run_reuses_the_simulated_cells(tmp_path, monkeypatch):
         raise AssertionError("a resumed run simulated a cell it had kept")
 
     monkeypatch.setattr(ipu, "simulate_cell", simulated)
-    again = PAPER.compute(_tiny(), RunContext.detached(tmp_path, resume=True))
+    again = PAPER.compute(_tiny(), RunContext.detached(memo_dir=tmp_path, resume=True))
     assert to_json(again.ipu) == to_json(first.ipu) and to_json(again.crossover) == to_json(first.crossover)
     with pytest.raises(AssertionError, match="simulated a cell"):
-        PAPER.compute(_tiny(), RunContext.detached(tmp_path, resume=False))
+        PAPER.compute(_tiny(), RunContext.detached(memo_dir=tmp_path, resume=False))
 
 
 def test_config_errors_name_the_key():

@@ -19,7 +19,6 @@ from core.provenance import REPO_ROOT
 from papers.qm1b.generate import (
     ANGSTROM_BOHR,
     HARTREE_EV,
-    LABELLING_CODE,
     Selection,
     atom_string,
     check_molecule,
@@ -180,13 +179,8 @@ def test_a_shard_directory_refuses_another_dataset(tmp_path):
 
 
 def _copy_labelling_code(root: Path) -> None:
-    for rel in LABELLING_CODE:
-        src, dst = REPO_ROOT / rel, root / rel
-        if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
+    for rel in ("core", "ipu_model", "papers"):
+        shutil.copytree(REPO_ROOT / rel, root / rel, ignore=shutil.ignore_patterns("__pycache__"))
 
 
 def test_a_change_to_the_labelling_code_relabels_instead_of_reusing(tmp_path):
@@ -199,6 +193,14 @@ def test_a_change_to_the_labelling_code_relabels_instead_of_reusing(tmp_path):
     assert before == labelling_fingerprint()  # the same files give the same fingerprint wherever they lie
     generator = root / "papers" / "qm1b" / "generate.py"
     generator.write_text(generator.read_text() + "\n# a comment\n")
+    assert labelling_fingerprint(root) == before
+    schnet = root / "papers" / "qm1b" / "schnet.py"  # code that trains on the dataset is not labelling code
+    schnet.write_text(schnet.read_text() + "\nEXTRA_TRAINING_CONSTANT = 1\n")
+    assert labelling_fingerprint(root) == before
+    dft = root / "papers" / "qm1b" / "dft" / "pipeline.py"  # the labeller generate_shard imports where it runs
+    dft.write_text(dft.read_text().replace("class Labeller:\n", "class Labeller:\n    EXTRA = 0\n", 1))
+    assert labelling_fingerprint(root) != before
+    dft.write_text((REPO_ROOT / "papers" / "qm1b" / "dft" / "pipeline.py").read_text())
     assert labelling_fingerprint(root) == before
     generator.write_text(generator.read_text() + "MAX_STD_EV = MAX_STD_EV * 1.0\n")
     after = labelling_fingerprint(root)

@@ -15,7 +15,7 @@ from core.record import read_record
 from core.report import Interval, Report, Verdict
 from papers.sparq.claims import CLAIMS, decide, ratio_of_means, speedup
 from papers.sparq.config import Config
-from papers.sparq.model import induction_windows, model_key
+from papers.sparq.model import induction_windows
 from papers.sparq.report import render
 from papers.sparq.results import DecodeTiming, LMInfo, Method, MethodResult, Results, TimingPoint
 
@@ -52,9 +52,10 @@ def test_smoke_run_reports_every_claim_and_its_model_is_reused(smoke_run, tmp_pa
     assert [p.key for p in results.speed] == ["quality", "paper"]
     assert all(len(p.timing.dense_rounds) == len(p.timing.sparq_rounds) == 3 for p in results.speed)
     assert isinstance(decision["estimates"]["decode_speedup/paper/measured"], dict)  # an interval
-    # the trained LM is kept under its model key; this run trained it
+    # the trained LM is kept in the memo store, one entry of its settings and training code; this run trained it
     config = read_record(run.run_dir).config()  # the config the run got
-    assert [p.name for p in (run.output_root / "sparq" / "models").iterdir()] == [model_key(config.sparq, 0)]
+    store = run.output_root / "sparq" / "memo"
+    assert len([p for p in (store / "lm").iterdir() if not p.name.startswith(".")]) == 1
     assert results.lm.loaded is False and "trained in this run" in (run.run_dir / "report.md").read_text()
     # a second run of the same config loads that model instead of training it (checked where the model is kept,
     # with the run's own config; the smoke run itself is not run again): no training step, the same curve
@@ -64,24 +65,8 @@ def test_smoke_run_reports_every_claim_and_its_model_is_reused(smoke_run, tmp_pa
         raise AssertionError("the kept model was trained again")
 
     monkeypatch.setattr("papers.sparq.model.optimizer_step", lambda *a: refuse)
-    _, _, again = run_module._charlm(config, RunContext.detached(tmp_path, resume=True))
+    _, _, again = run_module._charlm(config, RunContext.detached(memo_dir=store, resume=True))
     assert again.loaded is True and again.train_loss == results.lm.train_loss
-
-
-def test_the_evaluation_store_is_kept_with_resume_and_cleared_without(tmp_path):
-    """The evaluation's finished batches live in the run's checkpoint folder: kept for a run with resume (which reads
-    them back: tests/papers/sparq/test_tasks.py::test_evaluate_reports_every_method_and_resumes_from_its_store),
-    emptied for a run without it, and nowhere for a run that keeps nothing."""
-    from papers.sparq import run as run_module
-
-    ctx = RunContext.detached(tmp_path, resume=True)
-    store = run_module._store(ctx)
-    assert store == tmp_path / "evaluation"
-    store.mkdir(parents=True)
-    (store / "context_0_2.json").write_text("{}")
-    assert run_module._store(ctx) == store and (store / "context_0_2.json").exists()
-    assert run_module._store(RunContext.detached(tmp_path)) == store and not list(store.iterdir())
-    assert run_module._store(RunContext.detached()) is None
 
 
 def test_config_errors_name_the_key():
@@ -178,14 +163,48 @@ def test_the_old_rules_show_beside_the_new_ones():
     assert claim.verdict is Verdict.HOLDS
 
 
-def test_the_model_key_changes_with_the_training_code(monkeypatch):
-    import papers.sparq.model as model
+def test_the_kept_lm_is_reused_by_its_settings_and_keyed_by_the_training_code(tmp_path, monkeypatch):
+    """The character LM is a memo entry (core.memo): a second call with the same model settings and seed loads it
+    without a training step, another seed trains another; its code is the closure of the training code (with the
+    corpus loader), none of the evaluation code, so a change to how SparQ is scored keeps the model."""
+    import json
 
-    c = Config()
-    key = model.model_key(c, 0)
-    assert key == model.model_key(c, 0) and key != model.model_key(c, 1)
-    monkeypatch.setattr(model, "paper_fingerprint", lambda paper, *paths: "other-code")
-    assert model.model_key(c, 0) != key
+    import papers.sparq.model as model
+    from core.data.shakespeare import load_shakespeare
+
+    c = dataclasses.replace(
+        Config(lm="charlm", prompt_len=8, generate=8, k=4),
+        model=dataclasses.replace(Config().model, d_model=16, depth=1, seq_len=32, steps=2, warmup=1,
+                                  induction_steps=0, checkpoint_every=1, repeat_span=4),
+    )  # fmt: skip
+    corpus = load_shakespeare()
+    _, params, info = model.kept_lm(c, corpus, 0, tmp_path, reuse=True)
+    assert info["loaded"] is False and len(info["train_loss"]) >= 1
+    (entry,) = [p for p in (tmp_path / "lm").iterdir() if not p.name.startswith(".")]
+    assert not (entry / "checkpoints").exists() and (entry / "params.msgpack").is_file()
+    units = json.loads((entry / "entry.json").read_text())["units"]
+    for reached in ("papers.sparq.model:train_model", "core.train:fit", "core.charlm:window_loss",
+                    "core.data.shakespeare:load_shakespeare", "papers.sparq.model:save_lm"):  # fmt: skip
+        assert reached in units, reached
+    assert not any(k.startswith(("papers.sparq.tasks:", "papers.sparq.speed:", "papers.sparq.run:")) for k in units)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the kept model was trained again")
+
+    monkeypatch.setattr(model, "optimizer_step", lambda *a: refuse)
+    _, again, info_again = model.kept_lm(c, corpus, 0, tmp_path, reuse=True)
+    assert info_again["loaded"] is True and info_again["train_loss"] == info["train_loss"]
+    assert all(np.array_equal(a, b) for a, b in zip(*(jax_leaves(p) for p in (params, again)), strict=True))
+    with pytest.raises(AssertionError, match="trained again"):
+        model.kept_lm(c, corpus, 1, tmp_path, reuse=True)  # another seed: another entry, trained
+    with pytest.raises(AssertionError, match="trained again"):
+        model.kept_lm(c, corpus, 0, tmp_path, reuse=False)  # a fresh run trains afresh
+
+
+def jax_leaves(tree):
+    import jax
+
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
 
 
 def test_ratio_of_means_resamples_the_pairs():

@@ -218,9 +218,11 @@ def test_evaluate_reports_every_method_and_resumes_from_its_store(lm, ids, tmp_p
         assert len(r.scores) == 3 and len(r.needles) == 3 and len(r.bpcs) == 3  # the padded row dropped
         assert all(np.isfinite(r.bpcs)) and r.bpc == pytest.approx(np.mean(r.bpcs))
     assert results[0].transfer == 1.0 and results[1].transfer == pytest.approx(0.5, rel=0.25)
-    files = sorted(p.name for p in tmp_path.glob("*.json"))
-    assert files == ["context_0_2.json", "context_2_3.json"]
-    part = json.loads((tmp_path / "context_2_3.json").read_text())
+    entries = {
+        tuple(json.loads(p.read_text())["key"]["contexts"]): p.parent for p in tmp_path.glob("evaluation/*/entry.json")
+    }
+    assert sorted(entries) == [(0, 2), (2, 3)]  # one memo entry per batch
+    part = json.loads((entries[(2, 3)] / "value.json").read_text())
     assert set(part) == {"repetition", "needle", "bpc"}
     assert set(part["needle"]) == {m.label for m in methods}
 
@@ -231,6 +233,10 @@ def test_evaluate_reports_every_method_and_resumes_from_its_store(lm, ids, tmp_p
     again = evaluate(c, lm_, data, methods, tmp_path, seed=0)
     for a, b in zip(results, again, strict=True):
         assert a == b  # every outcome, transfer and count, read back from the store
+    with pytest.raises(AssertionError, match="recomputed"):  # a fresh run (no resume) evaluates again
+        evaluate(c, lm_, data, methods, tmp_path, seed=0, reuse=False)
+    with pytest.raises(AssertionError, match="recomputed"):  # another seed: other entries
+        evaluate(c, lm_, data, methods, tmp_path, seed=1)
 
 
 def test_spaced_windows_cover_the_stream():

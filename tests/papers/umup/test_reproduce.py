@@ -254,22 +254,27 @@ TINY = NS(
 
 @pytest.mark.slow  # ~26 s (2026-11-28); resuming is tested in tests/core/test_runner.py in make test
 def test_a_group_trains_every_run_and_is_reused_when_resumed(tmp_path):
+    import shutil
+
+    from core.context import RunContext
     from core.data.shakespeare import load_shakespeare
-    from papers.umup.train import Group, train_group
+    from papers.umup.train import Group, kept_group
 
     corpus = load_shakespeare()
     group = Group("umup", 16, (2.0**-3, 2.0**-1), (0, 1))
-    first = train_group(TINY, corpus, group, tmp_path, resume=False)
+    fresh = RunContext.detached(tmp_path / "checkpoints", memo_dir=tmp_path / "memo")
+    resumed = RunContext.detached(tmp_path / "checkpoints", memo_dir=tmp_path / "memo", resume=True)
+    first = kept_group(TINY, corpus, group, fresh)
     assert first.lr == [2.0**-3, 2.0**-3, 2.0**-1, 2.0**-1] and first.seed == [0, 1, 0, 1]
     assert all(math.isfinite(v) for v in first.valid_loss)
     assert len(set(first.valid_loss)) == 4  # every run is its own model
-    kept = tmp_path / f"{group.name}.json"
+    (kept,) = (tmp_path / "memo" / "group").glob("*/value.json")
     assert json.loads(kept.read_text())["valid_loss"] == first.valid_loss
     # a resumed run reads the kept result; without it (killed after the last checkpoint, before the result was
-    # written) the checkpoint gives the same numbers
-    assert train_group(TINY, corpus, group, tmp_path, resume=True).valid_loss == first.valid_loss
-    kept.unlink()
-    assert train_group(TINY, corpus, group, tmp_path, resume=True).valid_loss == first.valid_loss
+    # stored) the checkpoint gives the same numbers
+    assert kept_group(TINY, corpus, group, resumed) == first
+    shutil.rmtree(kept.parent)
+    assert kept_group(TINY, corpus, group, resumed).valid_loss == first.valid_loss
 
 
 @pytest.mark.slow  # ~36 s (2026-11-28); core/unit_scaling/test_umup.py checks muP = SP at base width
