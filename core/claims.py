@@ -164,8 +164,9 @@ def _finite(x: Any) -> bool:
 def undefined_interval(x: Any) -> str:
     """Why `x` is an interval that says nothing (a NaN anywhere in it, or a bound at infinity around a finite
     estimate: a bootstrap undefined on some resamples), else "". Such an interval neither holds nor fails a rule: the
-    claim is undecided. An interval that is one infinite value (estimate and both bounds +inf, or -inf: a run that
-    diverged) is not undefined: it is decided as that value."""
+    claim is undecided. An interval that is one infinite value (estimate and both bounds +inf, or -inf: how a paper
+    records a run that diverged) is not undefined: like any value that is not a finite number it fails a rule, and a
+    claim where diverging should hold says so (`or_diverged`)."""
     if not isinstance(x, Interval):
         return ""
     vals = (x.estimate, x.low, x.high)
@@ -177,11 +178,11 @@ def undefined_interval(x: Any) -> str:
 
 
 def _bounds(x: Any) -> tuple[float, float] | None:
-    """(low, high) of a point or an interval that is a number (an infinite one included: a diverged run's gap); None
-    for anything else (text, NaN, a bool, an undefined interval)."""
+    """(low, high) of a finite point or interval; None for anything else (text, NaN, infinity, a bool)."""
     if isinstance(x, Interval):
-        return None if undefined_interval(x) else (x.low, x.high)
-    if _finite(x) or (isinstance(x, float) and math.isinf(x)):
+        vals = (x.estimate, x.low, x.high)
+        return (x.low, x.high) if all(math.isfinite(v) for v in vals) else None
+    if _finite(x):
         return float(x), float(x)
     return None
 

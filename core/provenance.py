@@ -54,9 +54,10 @@ FORM = 2  # the fingerprint's form: 1 hashed ast.dump of whole import closures; 
 _SKIPPED_SUFFIXES = {".md", ".pyc", ".lock"}
 _SKIPPED_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 INIT = "<init>"  # the unit of a module's top-level statements that bind no name of their own
-# Modules that key, log or show work and compute no value a result holds: a closure does not enter them, so a
-# change to how progress is drawn, metrics are logged or work is keyed leaves every result current.
-NOT_COMPUTING = ("core.provenance", "core.memo", "core.progress", "core.tracking")
+# Modules that key, place, log or show work and compute no value a result holds (the run's context: where it keeps
+# work and whether it resumes): a closure does not enter them, so a change to how progress is drawn, metrics are
+# logged or work is kept leaves every result current.
+NOT_COMPUTING = ("core.provenance", "core.memo", "core.prune", "core.context", "core.progress", "core.tracking")
 
 # ---------------------------------------------------------------------------------------------- the source's form
 
@@ -219,6 +220,15 @@ def _uses(node: ast.AST) -> set[str]:
     out: set[str] = set()
 
     def visit(n: ast.AST) -> None:
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            # a signature's annotations are never executed (the project writes `from __future__ import
+            # annotations`): its defaults, decorators and body are
+            args = n.args
+            for d in (*args.defaults, *(d for d in args.kw_defaults if d is not None)):
+                visit(d)
+            for child in (*getattr(n, "decorator_list", ()), *(n.body if isinstance(n.body, list) else [n.body])):
+                visit(child)
+            return
         if isinstance(n, ast.Attribute):
             chain, base = [n.attr], n.value
             while isinstance(base, ast.Attribute):
@@ -601,10 +611,11 @@ def paper_data(paper, root: Path = REPO_ROOT, *, decision: bool = False) -> dict
 
 
 def compute_units(paper, root: Path = REPO_ROOT) -> dict[str, str]:
-    """What a paper's compute fingerprint covers: 'module:unit' -> digest of every unit its `run` can reach, with
-    how Results are stored (COMPUTE_MACHINERY), and its data files by path."""
+    """What a paper's compute fingerprint covers: 'module:unit' -> digest of every unit its `run` and its `Config`
+    (whose methods and checks the run's config object carries) can reach, with how Results are stored
+    (COMPUTE_MACHINERY), and its data files by path."""
     closure = Closure(root, _top_dirs([paper.module("run")]))
-    for start in (paper.run, *COMPUTE_MACHINERY):
+    for start in (paper.run, paper.config, *COMPUTE_MACHINERY):  # the run calls its config's methods too
         closure.add(start)
     return {**closure.units, **paper_data(paper, root), **shared_data(root)}
 

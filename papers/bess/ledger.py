@@ -284,3 +284,32 @@ LEDGER += code_changes(
         "bess-moves-less": "61611c40c2aa",
     },
 )
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58, a correction of this claim's entry above of the same date: no code that measures or "
+    "decides it changed otherwise. That entry said core.claims would decide an interval that is one "
+    "infinite value (a diverged run's gap) as that value; it does not: such an interval fails a rule as "
+    "before (like text, NaN or an infinite point), and a claim where diverging should hold says so with "
+    "or_diverged. What stays of that entry: an undefined interval (a NaN in it, or an infinite bound "
+    "around a finite estimate) is undecided, with its reason in the claim's detail. The fingerprint also "
+    "moves because the closure no longer follows a function's signature annotations (never executed). No "
+    "stored verdict changes",
+    {
+        "beats-random-floor-as-literature": "db6b74c1ec81",
+        "mrr-nations-transe": "928ea822cb6d",
+        "mrr-nations-distmult": "9fef6cd01418",
+        "mrr-nations-complex": "8ed0f23c72e0",
+        "mrr-nations-rotate": "041483af3370",
+        "mrr-kinships-distmult": "411d015cd09f",
+        "mrr-kinships-complex": "e1ce96074312",
+        "mrr-umls-distmult": "955627f41515",
+        "mrr-umls-complex": "8296b5a93e02",
+        "ensemble-nations": "4927a414bd65",
+        "ensemble-kinships": "e2bfe62ade1a",
+        "ensemble-umls": "e9a4c70fd307",
+        "bess-equals-single-device": "0365f4d9f656",
+        "bess-moves-less": "8eb38d7f4409",
+    },
+)

@@ -231,3 +231,24 @@ LEDGER += code_changes(
         "gradients-smallest-amax": "d2a73b45c094",
     },
 )
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58, a correction of this claim's entry above of the same date: no code that measures or "
+    "decides it changed otherwise. That entry said core.claims would decide an interval that is one "
+    "infinite value (a diverged run's gap) as that value; it does not: such an interval fails a rule as "
+    "before (like text, NaN or an infinite point), and a claim where diverging should hold says so with "
+    "or_diverged. What stays of that entry: an undefined interval (a NaN in it, or an infinite bound "
+    "around a finite estimate) is undecided, with its reason in the claim's detail. The fingerprint also "
+    "moves because the closure no longer follows a function's signature annotations (never executed). No "
+    "stored verdict changes",
+    {
+        "amax-matches-fp32": "6f5cf2d1662e",
+        "cscale-worse-than-amax": "e27c81033ffa",
+        "cscale-gap-grows": "02128fb6065a",
+        "fp8-inference": "6992c4843ff0",
+        "pretrained-fp8-inference": "82030afff77e",
+        "gradients-smallest-amax": "1a28645daf12",
+    },
+)

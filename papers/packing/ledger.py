@@ -180,3 +180,30 @@ LEDGER += code_changes(
         "packed-throughput": "add57f9b0ae9",
     },
 )
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58, a correction of this claim's entry above of the same date: no code that measures or "
+    "decides it changed otherwise. That entry said core.claims would decide an interval that is one "
+    "infinite value (a diverged run's gap) as that value; it does not: such an interval fails a rule as "
+    "before (like text, NaN or an infinite point), and a claim where diverging should hold says so with "
+    "or_diverged. What stays of that entry: an undefined interval (a NaN in it, or an infinite bound "
+    "around a finite estimate) is undecided, with its reason in the claim's detail. The fingerprint also "
+    "moves because the closure no longer follows a function's signature annotations (never executed). No "
+    "stored verdict changes",
+    {
+        "wikipedia-512-lpfhp12-speedup": "6e6dbb3f9fa0",
+        "wikipedia-512-lpfhp12-efficiency": "d5e8bd330662",
+        "wikipedia-512-nnlshp3-speedup": "8904a14bf67a",
+        "wikipedia-512-nnlshp3-efficiency": "6fed3921349b",
+        "wikipedia-512-spfhp12-speedup": "e34a441869e6",
+        "wikipedia-512-spfhp12-efficiency": "abbac597de09",
+        "squad-1-1-384-spfhp3-speedup": "8544e8c06ed8",
+        "squad-1-1-384-spfhp3-efficiency": "0c6db61c0077",
+        "bound-wikipedia-512": "2f2d6ba9d122",
+        "bound-squad-1-1-384": "15cd9ada3617",
+        "no-cross-contamination": "61a3171c7f45",
+        "packed-throughput": "0db62067c186",
+    },
+)

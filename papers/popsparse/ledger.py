@@ -300,3 +300,25 @@ LEDGER += code_changes(
         "cpu-grows-with-block": "465cc577d04d",
     },
 )
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58, a correction of this claim's entry above of the same date: no code that measures or "
+    "decides it changed otherwise. That entry said core.claims would decide an interval that is one "
+    "infinite value (a diverged run's gap) as that value; it does not: such an interval fails a rule as "
+    "before (like text, NaN or an infinite point), and a claim where diverging should hold says so with "
+    "or_diverged. What stays of that entry: an undefined interval (a NaN in it, or an infinite bound "
+    "around a finite estimate) is undecided, with its reason in the claim's detail. The fingerprint also "
+    "moves because the closure no longer follows a function's signature annotations (never executed). No "
+    "stored verdict changes",
+    {
+        "ipu-paper-table": "2f7b45114064",
+        "ipu-paper-figures": "8eb358b9b9bd",
+        "ipu-static-beats-dynamic": "bb5b68f7ea08",
+        "ipu-headline-crossover": "7f4588f419b7",
+        "ipu-crossover-falls-with-block": "9c3f4e5633d6",
+        "cpu-static-beats-dynamic": "6ecc5d77f9c5",
+        "cpu-grows-with-block": "cabb7cb722b9",
+    },
+)

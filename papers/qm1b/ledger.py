@@ -245,3 +245,24 @@ LEDGER += code_changes(
     },
     run="results/qm1b",
 )
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58, a correction of this claim's entry above of the same date: no code that measures or "
+    "decides it changed otherwise. That entry said core.claims would decide an interval that is one "
+    "infinite value (a diverged run's gap) as that value; it does not: such an interval fails a rule as "
+    "before (like text, NaN or an infinite point), and a claim where diverging should hold says so with "
+    "or_diverged. What stays of that entry: an undefined interval (a NaN in it, or an infinite bound "
+    "around a finite estimate) is undecided, with its reason in the claim's detail. The fingerprint also "
+    "moves because the closure no longer follows a function's signature annotations (never executed). No "
+    "stored verdict changes",
+    {
+        "gap-within-0.1mev": "ff731cbd72ca",
+        "energy-within-1mev": "5e98df395676",
+        "drop-share": "147e98d8dc9e",
+        "valid-mae-falls": "5e3d0a5876f9",
+        "beats-mean-predictor": "46d6d3494fa8",
+        "gap-narrows": "8cd153d4483f",
+    },
+)

@@ -319,3 +319,24 @@ LEDGER += code_changes(
         "sparq-beats-streaming": "f325a2e74ee2",
     },
 )
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58, a correction of this claim's entry above of the same date: no code that measures or "
+    "decides it changed otherwise. That entry said core.claims would decide an interval that is one "
+    "infinite value (a diverged run's gap) as that value; it does not: such an interval fails a rule as "
+    "before (like text, NaN or an infinite point), and a claim where diverging should hold says so with "
+    "or_diverged. What stays of that entry: an undefined interval (a NaN in it, or an infinite bound "
+    "around a finite estimate) is undecided, with its reason in the claim's detail. The fingerprint also "
+    "moves because the closure no longer follows a function's signature annotations (never executed). No "
+    "stored verdict changes",
+    {
+        "sparq-repetition": "fa1716414f85",
+        "sparq-bpc": "df074de7183f",
+        "sparq-needle": "d5f07daf42e6",
+        "sparq-beats-h2o": "fa042675bba8",
+        "sparq-beats-local": "ccc0ed2193fb",
+        "sparq-beats-streaming": "a489c8626c0c",
+    },
+)

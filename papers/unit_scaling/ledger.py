@@ -311,3 +311,26 @@ LEDGER += code_changes(
         "fp8-regular-fails": "25305d7dd0d2",
     },
 )
+
+# code entry (2026-11-28)
+LEDGER += code_changes(
+    "2026-11-28",
+    "issue 58, a correction of this claim's entry above of the same date: no code that measures or "
+    "decides it changed otherwise. That entry said core.claims would decide an interval that is one "
+    "infinite value (a diverged run's gap) as that value; it does not: such an interval fails a rule as "
+    "before (like text, NaN or an infinite point), and a claim where diverging should hold says so with "
+    "or_diverged. What stays of that entry: an undefined interval (a NaN in it, or an infinite bound "
+    "around a finite estimate) is undecided, with its reason in the claim's detail. The fingerprint also "
+    "moves because the closure no longer follows a function's signature annotations (never executed). No "
+    "stored verdict changes",
+    {
+        "init-unit-scales": "8587eb29bc3b",
+        "init-unit-scales-iid": "87889a527392",
+        "init-regular-gradients-small": "dcd26ff88eb9",
+        "fp16-unit-matches-fp32-unit": "57a910d57287",
+        "fp16-regular-ls-matches-fp32": "242ea5a06620",
+        "fp8-unit-matches-fp32-unit": "0b2f7940c82c",
+        "fp16-regular-worse": "68868147e986",
+        "fp8-regular-fails": "33474ddd1cfa",
+    },
+)

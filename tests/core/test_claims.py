@@ -142,3 +142,23 @@ def test_or_diverged_holds_on_a_diverged_run_and_otherwise_passes_the_rules_verd
     assert rule.verdict("not bracketed", None) is F  # other text is not a divergence
     worse = or_diverged(at_least(0.01, kind="bound"), "gap >= 1%, or diverged")
     assert worse.kind == "bound" and worse.verdict(0.02, None) is H and worse.verdict(0.0, None) is F
+
+
+def test_an_undefined_interval_is_undecided_with_its_reason_and_a_diverged_run_still_fails():
+    """An interval with a NaN in it, or an infinite bound around a finite estimate (a bootstrap undefined on some
+    resamples), says nothing: the claim is undecided and its detail says why, whatever the rule. One that is a
+    single infinite value (how a paper records a diverged run) and an infinite point fail, as text does."""
+    from core.claims import undefined_interval
+
+    rules = (at_most(1e9), at_least(-1e9), equivalent(-1e9, 1e9), interval_above(-1e9), interval_below(1e9))
+    for ours in (Interval(0.5, -math.inf, math.inf, 0.95, "bootstrap undefined"), Interval(math.nan, 0.0, 1.0)):
+        assert undefined_interval(ours)
+        for rule in rules:
+            claim = Claim("c", "a claim", 1.0, rule).measured(ours, "over 40 examples")
+            assert claim.verdict is Verdict.UNDECIDED, (ours, rule.description)
+            assert claim.detail.startswith("undecided: its interval") and claim.detail.endswith("over 40 examples")
+    for ours in (Interval(math.inf, math.inf, math.inf, 0.95, "a run diverged"), math.inf, "diverged"):
+        assert not undefined_interval(ours)
+        for rule in rules:
+            assert Claim("c", "a claim", 1.0, rule).measured(ours).verdict is F, (ours, rule.description)
+    assert Claim("c", "a claim", 1.0, at_most(1.0)).measured(Interval(0.5, 0.4, 0.6)).detail == ""
