@@ -570,7 +570,7 @@ def changed_units(stored: Mapping[str, str], root: Path = REPO_ROOT) -> list[str
 COMPUTE_MACHINERY = ("core.results:to_json", "core.results:from_json")
 # the code every decision closure starts from: how a record is decided and written
 DECISION_MACHINERY = ("core.record:decide_record",)
-DECISION_PARTS = ("config", "claims", "decide", "render")
+DECISION_PARTS = ("config", "results", "claims", "decide", "render")  # Results: how the stored record is rebuilt
 
 
 def shared_data(root: Path = REPO_ROOT) -> dict[str, str]:
@@ -611,11 +611,11 @@ def paper_data(paper, root: Path = REPO_ROOT, *, decision: bool = False) -> dict
 
 
 def compute_units(paper, root: Path = REPO_ROOT) -> dict[str, str]:
-    """What a paper's compute fingerprint covers: 'module:unit' -> digest of every unit its `run` and its `Config`
-    (whose methods and checks the run's config object carries) can reach, with how Results are stored
-    (COMPUTE_MACHINERY), and its data files by path."""
+    """What a paper's compute fingerprint covers: 'module:unit' -> digest of every unit its `run`, its `Config` (whose
+    methods and checks the run's config object carries) and its `Results` type can reach, with how Results are
+    stored (COMPUTE_MACHINERY), and its data files by path."""
     closure = Closure(root, _top_dirs([paper.module("run")]))
-    for start in (paper.run, paper.config, *COMPUTE_MACHINERY):  # the run calls its config's methods too
+    for start in (paper.run, paper.config, paper.results, *COMPUTE_MACHINERY):  # what the run calls and returns
         closure.add(start)
     return {**closure.units, **paper_data(paper, root), **shared_data(root)}
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from core.paper import find_paper
-from core.provenance import compute_fingerprint, decision_fingerprint
+from core.provenance import FORM, compute_fingerprint, decision_fingerprint
 from tests.conftest import REPO_ROOT
 
 
@@ -66,6 +66,7 @@ def write_record(root: Path, paper: str, claims, wall: float, *, compute=None, d
         "scale": "default",
         "seed": 0,
         "compute_fingerprint": compute or now[0],
+        "fingerprint_form": FORM,
         "commit": "abc1234",
         "modified": False,
         "started": "2026-11-20T10:00:00+00:00",
