@@ -1,14 +1,17 @@
 """Atomic file output: write to a temporary file in the same directory, then rename over the target.
 
-A reader (or a run killed half-way) sees either the old file or the new one, never a torn one.
+A reader (or a run killed half-way) sees either the old file or the new one, never a torn one. And one writer at a
+time: `exclusive_lock(path, busy)` holds a lock file while a process works, so a second one fails at once.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -85,3 +88,18 @@ def atomic_symlink(target: str | os.PathLike, link: str | os.PathLike) -> Path:
     os.symlink(rel, tmp)
     os.replace(tmp, link)
     return link
+
+
+@contextmanager
+def exclusive_lock(path: str | os.PathLike, busy: Callable[[], Exception]) -> Iterator[None]:
+    """Hold an exclusive lock on the lock file `path` (made if missing, in a folder that must exist) for the block;
+    where another process holds it, raise `busy()` at once instead of waiting."""
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise busy() from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

@@ -35,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
-import fcntl
 import hashlib
 import json
 import logging
@@ -45,8 +44,7 @@ import secrets
 import shutil
 import time
 import types
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -235,22 +233,18 @@ def _label(e: Entry) -> str:
     return f"{e.store.parent.name}/{e.name}" if e.store.name == "memo" else e.name
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def _locked(path: Path):
     """Hold an exclusive lock on `path` (a lock file) while a stage works in its work directory; a second process
     working on the same entry fails at once, naming the lock."""
+    from core.io import exclusive_lock
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise MemoError(
-                f"memo: {path.with_suffix('')} is being worked on by another process (it holds {path}); wait for it"
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    return exclusive_lock(
+        path,
+        lambda: MemoError(
+            f"memo: {path.with_suffix('')} is being worked on by another process (it holds {path}); wait for it"
+        ),
+    )
 
 
 def _install(directory: Path, e: Entry, replace: bool) -> None:

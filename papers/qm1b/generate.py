@@ -36,7 +36,6 @@ rows and fingerprints; its shard storage (shard_name to shard_lock) is the seam 
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import re
@@ -44,7 +43,7 @@ import time
 import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -59,7 +58,7 @@ from core.data.molecules import (
     nci_smiles,
     qm9_smiles,
 )
-from core.io import atomic_write, atomic_write_json
+from core.io import atomic_write, atomic_write_json, exclusive_lock
 from core.progress import progress
 from papers.qm1b.checks import (  # re-exported here: papers.qm1b.generate.Selection, ELEMENTS, check_dft
     ELEMENTS,
@@ -275,21 +274,15 @@ def read_dataset(directory: Path, num_shards: int):
     return pa.concat_tables(tables)
 
 
-@contextmanager
-def shard_lock(folder: Path) -> Iterator[None]:
+def shard_lock(folder: Path):
     """Hold an exclusive lock on a shard folder while writing it; a second writer fails at once, naming the lock."""
     path = Path(folder) / ".lock"
-    with open(path, "a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise RuntimeError(
-                f"{folder} is being written by another process (it holds {path}): wait for it to finish or stop it"
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    return exclusive_lock(
+        path,
+        lambda: RuntimeError(
+            f"{folder} is being written by another process (it holds {path}): wait for it to finish or stop it"
+        ),
+    )
 
 
 @dataclass
