@@ -111,6 +111,30 @@ class Change:
         }
 
 
+# The reasons of two entries every paper's ledger has, one per claim (issue 58): written once, here.
+ISSUE_58_FORM = (
+    "issue 58: no code that measures or decides these claims changed; their fingerprint changed form. It "
+    "now hashes tokens (the same on Python 3.11, 3.12 and 3.13, where ast.dump was not) of every "
+    "function, class and constant the claim's measure and rule reach across modules (core.stats and "
+    "core.claims included; before, only the helpers in the claim's own module were followed). In the same "
+    "change core.claims decides an undefined interval (a NaN in it, or an infinite bound around a finite "
+    "estimate: a bootstrap undefined on some resamples) undecided, where it failed, and an interval that "
+    "is one infinite value (a diverged run's gap) as that value, where it failed: only a 'fails' can "
+    "change, and no stored verdict does (no reference record holds a non-finite figure, and the last "
+    "default runs of bess, sparq, fp8_llm and gps in results/pending.yaml failed no claim)"
+)
+ISSUE_58_CORRECTION = (
+    "issue 58, a correction of this claim's entry above of the same date: no code that measures or "
+    "decides it changed otherwise. That entry said core.claims would decide an interval that is one "
+    "infinite value (a diverged run's gap) as that value; it does not: such an interval fails a rule as "
+    "before (like text, NaN or an infinite point), and a claim where diverging should hold says so with "
+    "or_diverged. What stays of that entry: an undefined interval (a NaN in it, or an infinite bound "
+    "around a finite estimate) is undecided, with its reason in the claim's detail. The fingerprint also "
+    "moves because the closure no longer follows a function's signature annotations (never executed). No "
+    "stored verdict changes"
+)
+
+
 def entry_digest(entry: Change) -> str:
     """12 hex digits of everything a ledger entry says (its old rule by description and kind): the lock keeps one
     per entry, so an entry edited after it was locked is found (`check_lock`)."""

@@ -2,7 +2,7 @@
 lock: they carry no fingerprint, and say when and why a rule moved and the verdict last recorded under the old one."""
 
 from core.claims import at_least, at_most, interval_below
-from core.ledger import Change, code_changes
+from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes
 
 LEDGER: list[Change] = [
     Change(
@@ -148,15 +148,7 @@ LEDGER: list[Change] = [
 # code entry (2026-11-28)
 LEDGER += code_changes(
     "2026-11-28",
-    "issue 58: no code that measures or decides these claims changed; their fingerprint changed form. It "
-    "now hashes tokens (the same on Python 3.11, 3.12 and 3.13, where ast.dump was not) of every "
-    "function, class and constant the claim's measure and rule reach across modules (core.stats and "
-    "core.claims included; before, only the helpers in the claim's own module were followed). In the same "
-    "change core.claims decides an undefined interval (a NaN in it, or an infinite bound around a finite "
-    "estimate: a bootstrap undefined on some resamples) undecided, where it failed, and an interval that "
-    "is one infinite value (a diverged run's gap) as that value, where it failed: only a 'fails' can "
-    "change, and no stored verdict does (no reference record holds a non-finite figure, and the last "
-    "default runs of bess, sparq, fp8_llm and gps in results/pending.yaml failed no claim)",
+    ISSUE_58_FORM,
     {
         "mpnn-keeps-accuracy": "f51489c9cb6e",
         "3d-costs-more": "c2ea4996342d",
@@ -167,14 +159,7 @@ LEDGER += code_changes(
 # code entry (2026-11-28)
 LEDGER += code_changes(
     "2026-11-28",
-    "issue 58, a correction of this claim's entry above of the same date: no code that measures or "
-    "decides it changed otherwise. That entry said core.claims would decide an interval that is one "
-    "infinite value (a diverged run's gap) as that value; it does not: such an interval fails a rule as "
-    "before (like text, NaN or an infinite point), and a claim where diverging should hold says so with "
-    "or_diverged. What stays of that entry: an undefined interval (a NaN in it, or an infinite bound "
-    "around a finite estimate) is undecided, with its reason in the claim's detail. The fingerprint also "
-    "moves because the closure no longer follows a function's signature annotations (never executed). No "
-    "stored verdict changes",
+    ISSUE_58_CORRECTION,
     {
         "mpnn-keeps-accuracy": "22bb4c8bf955",
         "3d-costs-more": "2af2ff19a359",

@@ -7,7 +7,7 @@ by construction and becomes a fact; the table claims compare with the paper's fi
 Issue 45 (2026-11-26): the fact becomes a test; `packed-throughput` is timed in interleaved rounds with an interval.
 """
 
-from core.ledger import Change, code_changes
+from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes
 from core.report import Rule, at_least
 
 _ISSUE23_RUN = "README row of commit 72d964c (default run of 2026-11-24, 8.8 min: 15 of 15 claims hold)"
@@ -156,15 +156,7 @@ LEDGER: list[Change] = [
 # code entry (2026-11-28)
 LEDGER += code_changes(
     "2026-11-28",
-    "issue 58: no code that measures or decides these claims changed; their fingerprint changed form. It "
-    "now hashes tokens (the same on Python 3.11, 3.12 and 3.13, where ast.dump was not) of every "
-    "function, class and constant the claim's measure and rule reach across modules (core.stats and "
-    "core.claims included; before, only the helpers in the claim's own module were followed). In the same "
-    "change core.claims decides an undefined interval (a NaN in it, or an infinite bound around a finite "
-    "estimate: a bootstrap undefined on some resamples) undecided, where it failed, and an interval that "
-    "is one infinite value (a diverged run's gap) as that value, where it failed: only a 'fails' can "
-    "change, and no stored verdict does (no reference record holds a non-finite figure, and the last "
-    "default runs of bess, sparq, fp8_llm and gps in results/pending.yaml failed no claim)",
+    ISSUE_58_FORM,
     {
         "wikipedia-512-lpfhp12-speedup": "d3c988df83f4",
         "wikipedia-512-lpfhp12-efficiency": "5b1aa3cfac35",
@@ -184,14 +176,7 @@ LEDGER += code_changes(
 # code entry (2026-11-28)
 LEDGER += code_changes(
     "2026-11-28",
-    "issue 58, a correction of this claim's entry above of the same date: no code that measures or "
-    "decides it changed otherwise. That entry said core.claims would decide an interval that is one "
-    "infinite value (a diverged run's gap) as that value; it does not: such an interval fails a rule as "
-    "before (like text, NaN or an infinite point), and a claim where diverging should hold says so with "
-    "or_diverged. What stays of that entry: an undefined interval (a NaN in it, or an infinite bound "
-    "around a finite estimate) is undecided, with its reason in the claim's detail. The fingerprint also "
-    "moves because the closure no longer follows a function's signature annotations (never executed). No "
-    "stored verdict changes",
+    ISSUE_58_CORRECTION,
     {
         "wikipedia-512-lpfhp12-speedup": "6e6dbb3f9fa0",
         "wikipedia-512-lpfhp12-efficiency": "d5e8bd330662",
