@@ -648,11 +648,8 @@ def modules_of(units: Iterable[str]) -> set[str]:
     return {k.partition(":")[0] for k in units if ":" in k}
 
 
-def paper_fingerprint(paper: str, *narrower: str | Path, root: Path = REPO_ROOT) -> str:
-    """The compute fingerprint of paper `paper` (by name); with `narrower` (paths relative to the repository root),
-    that of only those files, whole."""
-    if narrower:
-        return code_fingerprint(*narrower, root=root)
+def paper_fingerprint(paper: str, root: Path = REPO_ROOT) -> str:
+    """The compute fingerprint of paper `paper` (by name)."""
     from core.paper import find_paper
 
     return compute_fingerprint(find_paper(f"papers.{paper}"), root=root)
