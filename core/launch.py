@@ -6,7 +6,8 @@ clear line instead of a traceback, and before any work of any sweep job starts. 
 line with Hydra's public override parser and checks each override itself: a config group's choice against the
 group's options before composing; where Hydra then refuses the composition, each key against the config composed
 from the group choices alone, and a value the schema cannot take from the OmegaConf error's key. Hydra's error text
-is passed on, never parsed.
+is passed on, never parsed. `--cfg job` (and `--info`) is validated the same way before Hydra prints, so it shows
+only a config a run would accept; the overrides may come before or after Hydra's flags (Hydra gets them first).
 
 The config is validated once. A plain run's job gets the config the preflight validated (`core.runner.Validated`)
 rather than validating Hydra's composition of it again. Hydra still composes it once more inside `hydra.main`, for
@@ -47,16 +48,17 @@ SCHEMA_GROUP = "paper_schema"  # configs/config.yaml composes `optional paper_sc
 
 _MAX_PREFLIGHT_COMPOSES = 64
 
-# Hydra's flags (`--hydra-help` lists them) that print something instead of running, or that change where the
-# configs come from: the preflight steps aside and leaves the command to Hydra.
+# Hydra's flags (`--hydra-help` lists them). These print something instead of running and need no config: the
+# preflight steps aside and leaves the command to Hydra.
 _ASIDE_SWITCHES = (("--help", "-h"), ("--hydra-help",), ("--version",), ("--shell-completion", "-sc"))
+# These change where the configs come from, which the preflight does not follow: it steps aside too.
 _ASIDE_OPTIONS = (
-    ("--cfg", "-c"),
     ("--config-path", "-cp"),
     ("--config-name", "-cn"),
     ("--config-dir", "-cd"),
     ("--experimental-rerun",),
 )
+_INFO_CHOICES = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
 
 
 @dataclass(frozen=True)
@@ -64,19 +66,26 @@ class CommandLine:
     overrides: list[str]
     multirun: bool  # -m: a sweep, one job per combination of swept values
     runs: bool  # False where a flag prints instead of running (--help, --cfg, --info, ...) or an unknown flag is given
+    # --cfg or --info: print the composed config (or Hydra's information about it) instead of running; the preflight
+    # validates it first, as it would a run's
+    shows: bool = False
+    # the command line as Hydra gets it: the overrides first, then the flags, so an override may come after a flag
+    # (`--cfg job paper=prng`), which Hydra's own parser refuses; unchanged where Hydra is left to report a bad flag
+    hydra_argv: tuple[str, ...] = ()
 
 
 def parse_command_line(argv: Sequence[str]) -> CommandLine:
-    """Split the command line into Hydra's flags and the overrides. The flags are declared as Hydra declares them,
-    so each option's value is told apart from the overrides; an unknown flag or a bad use of one is left to Hydra to
-    report (`runs` False)."""
+    """Split the command line into Hydra's flags and the overrides, in any order. The flags are declared as Hydra
+    declares them, so each option's value is told apart from the overrides; an unknown flag or a bad use of one is
+    left to Hydra to report (`runs` False, the command line passed on as it is)."""
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
     parser.add_argument("overrides", nargs="*")
     parser.add_argument("--multirun", "-m", action="store_true")
     parser.add_argument("--run", "-r", action="store_true")
     parser.add_argument("--resolve", action="store_true")
     parser.add_argument("--package", "-p")
-    parser.add_argument("--info", "-i", nargs="?", const="all", dest="aside_info")
+    parser.add_argument("--cfg", "-c", choices=["job", "hydra", "all"])
+    parser.add_argument("--info", "-i", nargs="?", const="all", choices=_INFO_CHOICES)
     for names in _ASIDE_SWITCHES:
         parser.add_argument(*names, action="store_true", dest=_aside(names[0]))
     for names in _ASIDE_OPTIONS:
@@ -84,9 +93,24 @@ def parse_command_line(argv: Sequence[str]) -> CommandLine:
     try:
         args, unknown = parser.parse_known_intermixed_args(list(argv))
     except argparse.ArgumentError:
-        return CommandLine([], multirun=False, runs=False)
-    aside = bool(unknown) or any(v not in (None, False) for k, v in vars(args).items() if k.startswith("aside_"))
-    return CommandLine(list(args.overrides), multirun=args.multirun, runs=not aside)
+        return CommandLine([], multirun=False, runs=False, hydra_argv=tuple(argv))
+    if unknown:
+        return CommandLine(list(args.overrides), multirun=args.multirun, runs=False, hydra_argv=tuple(argv))
+    aside = any(v not in (None, False) for k, v in vars(args).items() if k.startswith("aside_"))
+    shows = args.cfg is not None or args.info is not None
+    flags: list[str] = []
+    for name, value in vars(args).items():
+        if name == "overrides" or value in (None, False):
+            continue
+        flag = "--" + name.removeprefix("aside_").replace("_", "-")
+        flags += [flag] if value is True else [flag, str(value)]
+    return CommandLine(
+        list(args.overrides),
+        multirun=args.multirun,
+        runs=not (aside or shows),
+        shows=shows and not aside,
+        hydra_argv=(*args.overrides, *flags),
+    )
 
 
 def _aside(flag: str) -> str:
@@ -273,19 +297,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         initialize_distributed()  # a process of a multi-process run joins the others before any JAX work
     validated: list[Validated] = []
-    if line.runs:
+    if line.runs or line.shows:  # --cfg job shows only a config that a run would accept
         try:
             validated = preflight(line.overrides)
         except ConfigError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
     else:
-        register_schemas(line.overrides)  # --cfg job shows the paper's defaults and types too
+        register_schemas(line.overrides)  # --help shows the paper's defaults and types too
     job = validated[0] if len(validated) == 1 and not line.multirun else None
 
     def task(cfg: DictConfig) -> None:
         _task(cfg, job)
 
-    sys.argv = [sys.argv[0], *argv]
+    sys.argv = [sys.argv[0], *line.hydra_argv]
     hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")(task)()
     return 0

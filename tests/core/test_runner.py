@@ -12,7 +12,7 @@ import pytest
 
 from core import launch
 from core.config import ConfigError
-from core.launch import CommandLine, load_config, parse_command_line
+from core.launch import load_config, parse_command_line
 from core.runner import RunContext
 from tests.conftest import FIXTURE_CONFIGS, REPO_ROOT
 
@@ -185,11 +185,54 @@ def test_a_crashed_run_resumes_from_its_checkpoint(cli, tmp_path):
 
 def test_the_command_line_is_split_into_hydra_flags_and_overrides():
     line = parse_command_line(["paper=toy", "-m", "seed=3,4"])
-    assert line == CommandLine(["paper=toy", "seed=3,4"], multirun=True, runs=True)
-    assert parse_command_line(["paper=toy", "--cfg", "job"]) == CommandLine(["paper=toy"], multirun=False, runs=False)
+    assert (line.overrides, line.multirun, line.runs, line.shows) == (["paper=toy", "seed=3,4"], True, True, False)
+    assert line.hydra_argv == ("paper=toy", "seed=3,4", "--multirun")
+    shown = parse_command_line(["--cfg", "job", "paper=toy", "seed=3"])  # an override after a flag, too
+    assert (shown.overrides, shown.runs, shown.shows) == (["paper=toy", "seed=3"], False, True)
+    assert shown.hydra_argv == ("paper=toy", "seed=3", "--cfg", "job")  # the order Hydra's parser accepts
+    assert parse_command_line(["paper=toy", "-i", "defaults"]).hydra_argv == ("paper=toy", "--info", "defaults")
     assert parse_command_line(["-cd", "/elsewhere", "paper=toy"]).overrides == ["paper=toy"]
-    for flags in (["--help"], ["--info"], ["-i", "defaults"], ["--version"], ["--bogus"]):
-        assert not parse_command_line(["paper=toy", *flags]).runs, flags
+    for flags in (["--help"], ["--version"], ["-cd", "/elsewhere"], ["--bogus"]):
+        line = parse_command_line(["paper=toy", *flags])
+        assert not line.runs and not line.shows, flags
+    assert parse_command_line(["paper=toy", "--bogus"]).hydra_argv == ("paper=toy", "--bogus")  # Hydra reports it
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("toy.chunks=0", "toy.chunks=0 is out of range"),
+        ("toy.chunsk=2", "unknown config key 'toy.chunsk': allowed keys under 'toy' are"),
+    ],
+)
+def test_every_entry_refuses_a_bad_config_with_the_same_message_and_exit_2(monkeypatch, capsys, bad, message):
+    """A plain run, a sweep, `--cfg job` (before or after the overrides) and load_config: one validation."""
+    monkeypatch.setattr(launch, "run", lambda cfg, **kw: pytest.fail("a bad config must not run"))
+    monkeypatch.setattr(sys, "argv", ["reproduce.py"])
+    args = ["paper=toy", "scale=smoke", "logger=none", f"hydra.searchpath=[file://{FIXTURE_CONFIGS}]"]
+    entries = {
+        "run": [*args, bad],
+        "sweep": ["-m", *args, "seed=1,2", bad],
+        "cfg job after": [*args, bad, "--cfg", "job"],
+        "cfg job before": ["--cfg", "job", *args, bad],
+    }
+    errors = {}
+    for name, argv in entries.items():
+        assert launch.main(argv) == 2, name
+        errors[name] = capsys.readouterr().err.strip()
+    with pytest.raises(ConfigError) as raised:
+        load_config([*args, bad])
+    errors["load_config"] = f"error: {raised.value}"
+    assert len(set(errors.values())) == 1 and message in errors["run"], errors
+
+
+def test_cfg_job_prints_a_valid_config_with_overrides_on_either_side(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["reproduce.py"])
+    args = ["paper=toy", "scale=smoke", "logger=none", f"hydra.searchpath=[file://{FIXTURE_CONFIGS}]"]
+    for argv in ([*args, "--cfg", "job", "toy.chunks=5"], ["--cfg", "job", *args, "toy.chunks=5"]):
+        assert launch.main(argv) == 0
+        printed = capsys.readouterr().out
+        assert "chunks: 5" in printed and "hydra:" not in printed, printed
 
 
 def test_a_paper_runs_outside_the_runner_with_a_detached_context(tmp_path):
