@@ -9,7 +9,10 @@
 
 Prints the markdown rows `| paper | holds | fails | undecided | time | run | code |` on stdout and, on stderr, which
 record each row was read from. `make results` runs it; `make readme` writes the table into README.md. The README
-is only ever written from results/, which is committed, so writing it destroys nothing a clone does not have.
+is only ever written from results/, which is committed, so writing it destroys nothing a clone does not have; and
+where a paper has neither a reference record nor an entry in results/pending.yaml saying why (a record deleted or
+unreadable here), the row and the paper README's block stay as they are, with a warning: writing never removes
+what was made from evidence this checkout cannot see.
 
 The verdict counts are the record's decision (holds, fails, undecided: undecided is never counted either way). The
 code column compares the record's two fingerprints with this checkout's code (core.provenance): "current" when the
@@ -81,7 +84,8 @@ def find_record(paper: str, references: Path | None, outputs: Path | None) -> tu
     """(the record to show, or None; where it was looked for or read from)."""
     path = (references / paper) if outputs is None else (outputs / paper / "latest")
     if not path.exists():
-        return None, f"{shown(path)}: none" + (" (results/pending.yaml says why)" if outputs is None else "")
+        says = outputs is None and paper in pending(references)
+        return None, f"{shown(path)}: none" + (" (results/pending.yaml says why)" if says else "")
     try:
         return read_record(path), shown(path)
     except RecordError as e:
@@ -176,6 +180,14 @@ def table(papers: list[str], references: Path, outputs: Path | None = None, root
     return lines, sources
 
 
+def between(path: Path, begin: str = BEGIN, end: str = END) -> list[str]:
+    """The lines now between `begin` and `end` in `path` (none where it has no markers)."""
+    text = path.read_text() if path.is_file() else ""
+    if begin not in text or end not in text:
+        return []
+    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n").splitlines()
+
+
 def write_into(path: Path, lines: list[str], begin: str = BEGIN, end: str = END) -> None:
     """Replace the lines between `begin` and `end` in `path` with `lines` (atomically)."""
     from core.io import atomic_write_text
@@ -186,6 +198,32 @@ def write_into(path: Path, lines: list[str], begin: str = BEGIN, end: str = END)
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
     atomic_write_text(path, head + begin + "\n" + "\n".join(lines) + "\n" + end + tail)
+
+
+def unseen(paper: str, references: Path) -> str | None:
+    """Why `make readme` cannot see the evidence of `paper`'s row (None where it can: a reference record, or an
+    entry of results/pending.yaml saying why there is none)."""
+    record, source = find_record(paper, references, None)
+    if record is not None or paper in pending(references):
+        return None
+    return source
+
+
+def keep_unseen(papers: list[str], lines: list[str], readme: Path, references: Path) -> list[str]:
+    """The table's lines, where a paper whose evidence cannot be seen keeps the row the README has now (writing the
+    README never removes a row made from evidence this checkout does not hold); a warning on stderr for each."""
+    old = {}
+    for line in between(readme):
+        for paper in papers:
+            if f"](papers/{paper}/README.md)" in line:
+                old[paper] = line
+    out = list(lines)
+    for i, paper in enumerate(papers, start=len(HEADER)):
+        why = unseen(paper, references)
+        if why and paper in old and old[paper] != out[i]:
+            out[i] = old[paper]
+            print(f"warning: kept {shown(readme)}'s row of {paper}: {why}, nothing to make it from", file=sys.stderr)
+    return out
 
 
 def shown_value(v: Any) -> str:
@@ -258,11 +296,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--write writes the README from the reference runs only: leave out --outputs")
     lines, sources = table(args.paper or known, args.references, args.outputs)
     if args.write:
+        lines = keep_unseen(args.paper or known, lines, args.write, args.references)
         write_into(args.write, lines)
         for paper in args.paper or known:
-            readme = ROOT / "papers" / paper / "README.md"
-            if readme.is_file() and CLAIMS_BEGIN in readme.read_text():
-                write_into(readme, paper_section(paper, args.references), CLAIMS_BEGIN, CLAIMS_END)
+            readme = args.write.parent / "papers" / paper / "README.md"  # the pages beside the README
+            if not (readme.is_file() and CLAIMS_BEGIN in readme.read_text()):
+                continue
+            why = unseen(paper, args.references)
+            if why and between(readme, CLAIMS_BEGIN, CLAIMS_END):
+                print(
+                    f"warning: kept {shown(readme)}'s reference block: {why}, nothing to make it from", file=sys.stderr
+                )
+                continue
+            write_into(readme, paper_section(paper, args.references), CLAIMS_BEGIN, CLAIMS_END)
     print("\n".join(lines))
     print("\n".join(f"read {s}" for s in sources), file=sys.stderr)
     return 0

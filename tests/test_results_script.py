@@ -208,6 +208,34 @@ def test_a_paper_readme_gets_its_reference_runs_claims_and_facts(references, tmp
     assert "stale block" not in readme.read_text() and lines[0] in readme.read_text()
 
 
+def test_writing_the_readme_keeps_a_row_and_block_whose_evidence_it_cannot_see(references, tmp_path, capsys):
+    """A paper with neither a reference record nor a results/pending.yaml entry keeps its row and block (a fresh
+    clone's `make readme` after a record was deleted or could not be read must not erase it); the others are
+    rewritten; and a pending paper's row says why it has no reference."""
+    site = tmp_path / "site"
+    old_rows = {p: f"| [{p}](papers/{p}/README.md) | 9 | 9 | 9 | old | old | old |" for p in ("prng", "bess", "qm1b")}
+    table = "\n".join([*RESULTS.HEADER, *old_rows.values()])
+    (site / "README.md").parent.mkdir()
+    (site / "README.md").write_text(f"# T\n\n{RESULTS.BEGIN}\n{table}\n{RESULTS.END}\n")
+    for paper in old_rows:
+        page = site / "papers" / paper / "README.md"
+        page.parent.mkdir(parents=True)
+        page.write_text(f"# {paper}\n\n{RESULTS.CLAIMS_BEGIN}\nold block of {paper}\n{RESULTS.CLAIMS_END}\n")
+    (references / "pending.yaml").write_text("qm1b:\n  last_run: 2026-11-01 (1 hold)\n  staled_by: a change\n")
+    papers = ["--paper", "prng", "--paper", "bess", "--paper", "qm1b"]
+    assert RESULTS.main(["--references", str(references), "--write", str(site / "README.md"), *papers]) == 0
+    err = capsys.readouterr().err
+    rows = rows_by_paper(RESULTS.between(site / "README.md"))
+    assert rows["bess"] == old_rows["bess"] and "warning: kept" in err and "row of bess" in err
+    assert "old block of bess" in (site / "papers" / "bess" / "README.md").read_text()
+    assert rows["prng"] != old_rows["prng"] and "| 2 | 1 | 0 |" in rows["prng"]
+    assert "old block of prng" not in (site / "papers" / "prng" / "README.md").read_text()
+    assert "stale: last default run 2026-11-01 (1 hold), before a change" in rows["qm1b"]  # pending: rewritten
+    assert "No reference run in results/qm1b/ yet" in (site / "papers" / "qm1b" / "README.md").read_text()
+    assert [w for w in err.splitlines() if w.startswith("warning")] == [w for w in err.splitlines() if "kept" in w]
+    assert not any("prng" in w or "qm1b" in w for w in err.splitlines() if w.startswith("warning"))
+
+
 def test_the_readme_is_what_make_readme_writes_from_the_committed_results():
     """The CI check: README.md's table and every paper README's reference block equal what `make readme` writes
     from results/ with this checkout's code; after a change that stales a row, `make readme` marks it."""
