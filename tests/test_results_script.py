@@ -123,7 +123,7 @@ def test_rows_count_the_three_verdicts_and_say_which_code_made_and_decided_them(
         "| no reference run: `make reproduce PAPER=bess`, then `make reference PAPER=bess` | - | - |"
     )
     assert sources[0] == f"prng: {references / 'prng'}"
-    assert sources[3] == f"{references / 'bess'}: none (results/pending.yaml says why)"  # no folder at all
+    assert sources[3] == f"{references / 'bess'}: none"  # no folder at all, and no pending.yaml entry
     # a paper whose last default run predates its compute code: pending.yaml says which run and what staled it
     (references / "pending.yaml").write_text(
         "bess:\n  last_run: 2026-11-26 (9 hold, 0 fail, 1 undecided)\n  staled_by: issue 57's run -> Results\n"
