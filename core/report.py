@@ -49,6 +49,12 @@ from core.claims import (  # noqa: F401  (the claims API, re-exported where repo
 )
 from core.claims import check_id as _check_id
 
+# what a smoke run's verdicts mean, in its report and its terminal summary
+SMOKE_NOTE = (
+    "Smoke scale: these verdicts check the plumbing (the run computes, stores, decides and reports end to end), "
+    "not the paper: its samples are far too few to decide the claims. `scale=default` decides them."
+)
+
 
 def _cell(text: str) -> str:
     """Text safe inside a markdown table cell."""
@@ -286,6 +292,8 @@ class Report:
                 ),
                 "",
             ]
+            if header.get("scale") == "smoke":
+                out += [SMOKE_NOTE, ""]
             details = [f"- `{c.id}`: {c.detail}" for c in self.claims if c.detail]
             if details:
                 out += [*details, ""]

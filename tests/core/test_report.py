@@ -91,6 +91,17 @@ def test_markdown_escapes_pipes_and_puts_claims_first():
     assert "1 hold, 1 fail, 0 undecided of 4 claims (1 unverified, 1 not measured)" in md
 
 
+def test_a_smoke_reports_verdicts_say_they_check_the_plumbing_not_the_paper():
+    r = Report("toy", "Toy")
+    r.claims.append(Claim("c1", "x", 1.0, within_abs(0.1)).measured(2.0))
+    smoke = r.to_markdown(header={"scale": "smoke"}, config_yaml="", versions={})
+    default = r.to_markdown(header={"scale": "default"}, config_yaml="", versions={})
+    assert "check the plumbing" in smoke and "not the paper" in smoke
+    assert "plumbing" not in default
+    lines = smoke.splitlines()  # right below the verdict count
+    assert lines[lines.index(next(x for x in lines if x.startswith("0 hold, 1 fail"))) + 2].startswith("Smoke scale")
+
+
 def test_report_dict_is_strict_json():
     r = Report("toy", "Toy", metrics={"nan": math.nan, "arr": np.float64(2.0), "n": np.int64(3)})
     r.claims.append(Claim("c", "s", 1.0, within_abs(0.1)).measured(math.nan))
