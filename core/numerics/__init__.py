@@ -19,8 +19,8 @@ ml_dtypes (or gfloat, for formats ml_dtypes lacks) gives.
                             scaling from a history of absolute maxima
     format_stats, log2_histogram   how much of a tensor a format keeps (underflow, overflow) and its exponents
 core.numerics.fp8 (not imported here) is FP8 training's per-tensor scale biases (`fp8_dot`, `update_meta`);
-core.numerics.mx (not imported here) the OCP MX block-scaled formats (`mx_quantise`, `mx_encode`, `mx_decode`,
-`mx_dot`), also FP8 training's "mx" policy.
+core.numerics.mx (not imported here) the OCP MX block-scaled formats (`mx_quantise`, whose gradient is zero unless
+`straight_through=True`; `mx_encode`, `mx_decode`, `mx_dot`), also FP8 training's "mx" policy.
 """
 
 from core.numerics.cast import cast_to_format, code_values, decode, encode, fast_random_bits, stochastic_rounding

@@ -32,8 +32,12 @@ grid, bit for bit what numpy + ml_dtypes give (tested).
 
     MX_FORMATS, MXFormat, get_mx_format   the six formats (or any element format with a block size)
     mx_shared_exponents(x, fmt, axis)     each block's shared_exp (int32; the NaN scale as 128)
-    mx_quantise(x, fmt, axis)             x rounded to the MX grid (float32, x's shape)
+    mx_quantise(x, fmt, axis)             x rounded to the MX grid (float32, x's shape); its gradient is zero
+                                          (rounding's), or with straight_through=True the identity
     mx_encode / mx_decode                 element codes (uint8) and E8M0 scale codes (uint8), and back
+    mx_dot(x, w)                          x @ w as MX hardware computes it: MX operands, FP32 accumulation, and a
+                                          backward whose products each quantise their operands along their own
+                                          contraction axis
 """
 
 from __future__ import annotations
@@ -281,6 +285,23 @@ def _random_bits(x: jax.Array, rounding: Rounding, key, random_bits) -> jax.Arra
     return random_bits
 
 
+# A straight-through rule as a custom_jvp, not as x + stop_gradient(q - x): that sum is not q bit for bit (where q is
+# -0, as for every small negative element that rounds to zero, x + (q - x) is +0), and the forward value must be
+# mx_quantise's own. A custom_jvp (rather than a custom_vjp) also serves forward-mode derivatives, JAX transposes its
+# linear rule for jax.grad, and its rule is bound by a decorator (no new top-level statement in this module's <init>,
+# which core.provenance fingerprints for every paper that reaches mx_dot).
+@partial(jax.custom_jvp, nondiff_argnums=(2, 3))
+def _quantise_straight_through(x: jax.Array, random_bits: jax.Array | None, fmt: MXFormat, axis: int) -> jax.Array:
+    """_quantise's values, with the identity as derivative in x."""
+    return _quantise(x, random_bits, fmt, axis)[0]
+
+
+@_quantise_straight_through.defjvp
+def _quantise_straight_through_jvp(fmt: MXFormat, axis: int, primals, tangents):
+    x, random_bits = primals
+    return _quantise_straight_through(x, random_bits, fmt, axis), tangents[0]  # the random bits have no tangent
+
+
 def mx_quantise(
     x,
     fmt: str | MXFormat | FloatFormat,
@@ -289,14 +310,30 @@ def mx_quantise(
     rounding: Rounding = "nearest",
     key: jax.Array | None = None,
     random_bits: jax.Array | None = None,
+    straight_through: bool = False,
 ) -> jax.Array:
     """`x` rounded to the MX format's grid with blocks along `axis`: float32 values X * P_i (see the module
     docstring). rounding="stochastic" takes its bits as core.numerics.cast_to_format does (`random_bits` of x's
-    shape, else `key`, else the enclosing stochastic_rounding block)."""
+    shape, else `key`, else the enclosing stochastic_rounding block).
+
+    Gradient: by default, rounding's own: zero almost everywhere, so `jax.grad` through mx_quantise returns zeros
+    (no error, no warning). `straight_through=True` keeps the value bit for bit and makes the derivative the
+    identity (the straight-through estimator, Bengio et al. 2013): the cotangent passes to x unchanged at every
+    element, including a block's largest elements where they clamp to the element's max, elements that underflow
+    to 0, and the elements of a block holding NaN or Inf (whose values are NaN). The plain rule, not the "clipped"
+    one that zeroes clamped elements: the scale follows each block's max, so only a block's largest elements clamp
+    (under the specification's floor scale, by at most 12.5% for E4M3, 25% for E2M1), and zeroing would cut the
+    gradient of the elements that carry the block. Forward-mode derivatives (`jax.jvp`) get the same identity.
+    (core.numerics.quantise is the cast to an element format whose gradient is cast to a format of its own; `mx_dot`
+    is the MX matmul with its own backward.)"""
     fmt = get_mx_format(fmt)
     x = _as_float32(x, "mx_quantise")
     axis = _check_axis(x, axis, "mx_quantise")
     bits = _random_bits(x, rounding, key, random_bits)
+    if not isinstance(straight_through, bool):
+        raise TypeError(f"mx_quantise: straight_through must be True or False, got {straight_through!r}")
+    if straight_through:
+        return _quantise_straight_through(x, bits, fmt, axis)
     return _quantise(x, bits, fmt, axis)[0]
 
 

@@ -241,6 +241,80 @@ def test_bad_arguments_are_refused_with_what_is_allowed():
         mx_quantise(np.ones((2, 32), np.int32), "mxfp8")
 
 
+# ---------------------------------------------------------------------------------------------- the gradient
+
+
+def gradient_cases(seed: int) -> np.ndarray:
+    """held_out's blocks with a NaN block, an Inf block and a block whose max clamps (510: E4M3 448, E2M1 384, INT8
+    508), 2,560 elements in all: under 4,096, since jaxlib 0.10.2's CPU max-reduction of 4,096 or more float32
+    elements (its YNNPACK fusion) drops NaN, and a NaN block of a larger array comes out finite."""
+    x = held_out(seed, rows=64)
+    x[0, 3], x[1, 30] = np.nan, -np.inf
+    x[2] = np.r_[np.float32(510), np.linspace(-3, 3, 31, dtype=np.float32)]
+    return x
+
+
+def weighted_sum_grad(x, w, **kwargs):
+    """d/dx sum(w * mx_quantise(x, **kwargs)), and the same under jit."""
+
+    def loss(x):
+        return (w * mx_quantise(x, **kwargs)).sum()
+
+    return np.asarray(jax.grad(loss)(x)), np.asarray(jax.jit(jax.grad(loss))(x))
+
+
+@pytest.mark.parametrize("name", ["mxfp8_e4m3", "mxfp4_e2m1", "mxint8"])
+def test_the_gradient_is_zero_by_default_and_the_identity_straight_through(name):
+    x = gradient_cases(seed=505)
+    w = np.random.default_rng(5).standard_normal(x.shape).astype(np.float32)
+    ref = reference(x, name)[0]
+    assert np.isnan(ref[:2]).all() and ref[2, 0] == {"mxfp8_e4m3": 448, "mxfp4_e2m1": 384, "mxint8": 508}[name]
+    # the default: rounding's derivative, zero everywhere (the documented behaviour, not an error)
+    for grad in weighted_sum_grad(x, w, fmt=name):
+        np.testing.assert_array_equal(grad, np.zeros_like(x))
+    # straight through: the same values bit for bit, and the cotangent w passed to x unchanged, at clamped, NaN and
+    # underflowing elements too
+    eager = np.asarray(mx_quantise(x, name, straight_through=True))
+    jitted = np.asarray(jax.jit(lambda x: mx_quantise(x, name, straight_through=True))(x))
+    assert same_bits(eager, ref).all() and same_bits(jitted, ref).all()
+    for grad in weighted_sum_grad(x, w, fmt=name, straight_through=True):
+        np.testing.assert_array_equal(grad, w)
+    # along another axis, with padding, under vmap, and in forward mode
+    x3 = x[:10].reshape(2, 5, 32)  # blocks of 5 padded to 32: 2,048 elements
+    along = np.asarray(mx_quantise(x3, name, axis=1, straight_through=True))
+    assert same_bits(along, reference(x3, name, axis=1)[0]).all()
+    per_row = jax.vmap(jax.grad(lambda r, v: (v * mx_quantise(r, name, straight_through=True)).sum()))
+    np.testing.assert_array_equal(np.asarray(per_row(x[:40], w[:40])), w[:40])
+    value, tangent = jax.jvp(lambda x: mx_quantise(x, name, straight_through=True), (x,), (w,))
+    assert same_bits(np.asarray(value), ref).all()
+    np.testing.assert_array_equal(np.asarray(tangent), w)
+
+
+@pytest.mark.parametrize("name", ["mxfp6_e3m2", "mxint8"])
+def test_straight_through_with_stochastic_rounding(name):
+    x = gradient_cases(seed=606)
+    w = np.random.default_rng(6).standard_normal(x.shape).astype(np.float32)
+    bits = np.asarray(fast_random_bits(jax.random.key(4), x.shape))
+    ref = reference(x, name, srbits=bits)[0]
+    ours = np.asarray(mx_quantise(x, name, rounding="stochastic", random_bits=bits, straight_through=True))
+    assert same_bits(ours, ref).all()
+    keyed = {"rounding": "stochastic", "key": jax.random.key(4), "straight_through": True}
+    assert same_bits(
+        np.asarray(mx_quantise(x, name, **keyed)),
+        np.asarray(mx_quantise(x, name, **{**keyed, "straight_through": False})),
+    ).all()
+    for grad in weighted_sum_grad(x, w, fmt=name, rounding="stochastic", random_bits=bits, straight_through=True):
+        np.testing.assert_array_equal(grad, w)
+    for grad in weighted_sum_grad(x, w, fmt=name, **keyed):
+        np.testing.assert_array_equal(grad, w)
+    with stochastic_rounding(jax.random.key(4)):  # the enclosing block's bits, as for the default path
+        blocked = np.asarray(mx_quantise(x, name, rounding="stochastic", straight_through=True))
+    with stochastic_rounding(jax.random.key(4)):
+        assert same_bits(blocked, np.asarray(mx_quantise(x, name, rounding="stochastic"))).all()
+    with pytest.raises(TypeError, match="straight_through must be True or False, got 'yes'"):
+        mx_quantise(x, name, straight_through="yes")
+
+
 # ---------------------------------------------------------------------------------------------- the MX matmul
 
 
