@@ -1,15 +1,16 @@
 """The PRNG report: the tables (failures per generator and seed, the cells of the two generators under each
 technology mapping, dieharder's p-values when it ran, the battery on jax.random streams from derived keys), made from
 the Results and the decision. It formats: the claims, the facts, the failure counts and the cell ratios it shows are
-decided in papers/prng/claims.py (`decided.estimates`). No figures: the paper's findings are pass/fail counts and
-cell counts."""
+decided in papers/prng/claims.py (`decided.estimates`); and one figure, the battery's per-bit p-values of every
+generator, where the paper's finding shows: xoroshiro128+'s lowest bits fail the linear tests, xoroshiro128aox's
+do not."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from core.claims import Decided
-from core.report import Report, Table
+from core.report import Figure, Report, Table
 from papers.prng.battery import FAIL_P
 from papers.prng.paper import CONSTRUCTIONS, DIEHARDER_TESTS, LABELS, PAPER_CELL_RATIO, PAPER_CELLS
 from papers.prng.results import Results
@@ -137,6 +138,28 @@ def jax_streams_table(cfg, results: Results, decided: Decided) -> Table:
     )
 
 
+P_FLOOR = 1e-16  # p-values below it are drawn at it (a failing bit's p can underflow to 0)
+
+
+def bit_figure(results: Results) -> Figure:
+    """-log10 p of the binary-rank and linear-complexity tests for each of the 64 output bits: one line per
+    generator (over its seeds: the mean, with the range shaded), and the failure threshold."""
+    from core import plots
+
+    fig, axes = plots.figure(2, 1, panel=(6.0, 3.2))
+    bits = np.arange(64)
+    for ax, (test, of) in zip(axes, (("binary rank", "rank_p"), ("linear complexity", "lc_p")), strict=True):
+        series = {
+            LABELS[gen]: (bits, -np.log10(np.maximum(np.stack([getattr(s.battery, of) for s in ss], 1), P_FLOOR)))
+            for gen, ss in results.streams.items()
+            if ss
+        }
+        plots.curves(ax, series, xlabel="output bit (0: least significant)", ylabel=f"{test}: -log10 p", marker=None)
+        ax.axhline(-np.log10(FAIL_P), color="k", ls="--", lw=0.8, label=f"fails: p < {FAIL_P:g}")
+        ax.legend(fontsize=7)
+    return fig
+
+
 def render(cfg, results: Results, decided: Decided) -> Report:
     c = cfg.prng
     notes = [
@@ -154,6 +177,18 @@ def render(cfg, results: Results, decided: Decided) -> Report:
         tables=tables(cfg, results, decided) + extra_tables,
         metrics=metrics,
         notes=notes,
+        figures=[
+            Figure(
+                "bit_p_values",
+                bit_figure(results),
+                f"Per-bit p-values of the battery's linear tests, each generator over its {len(c.seeds)} seed(s): "
+                f"the line is the mean of -log10 p, the band its range; above the dashed line a bit fails "
+                f"(p < {FAIL_P:g}); p below {P_FLOOR:g} is drawn at {P_FLOOR:g}. The paper's finding: "
+                "xoroshiro128+'s lowest bits are linear (they fail), xoroshiro128aox's are not.",
+            )
+        ]
+        if any(results.streams.values())
+        else [],
     )
 
 

@@ -94,4 +94,7 @@ def test_the_smoke_run_writes_the_run_record(smoke_run, paper):
         assert f"| {c['id']} |" in report and c["verdict"] in report, c["id"]
     assert all(f"| {f['id']} |" in report for f in facts)
     assert all(f"]({name})" in report for name in files)
+    assert files, f"{paper}: every report has at least one figure"
     assert record["compute_fingerprint"] in report and decision["decision"]["fingerprint"] in report
+    assert f"**commit**: {record['commit'] or '-'}" in report  # and the commit that made the run
+    assert "these verdicts check the plumbing" in report  # a smoke run says what its verdicts are worth
