@@ -23,14 +23,15 @@ the approximate scores (the logits q[i1] . K[:, i1] / temperature, before the so
 of K and V per KV head; y, alpha and the output per query head. This is the reference implementation's rule
 (graphcore-research/llm-inference-research, `llminference/methods/ann_attention.py`, `SparseQ.forward` and
 `AnnAttention.forward`; papers/sparq/REFERENCES.md, SPARQ-GQA), not the mean of the softmax probabilities.
-`local_attention_gqa`, `h2o_attention_gqa`, `streaming_attention_gqa` and `quest_attention_gqa` are the baselines in
-the same layout: one window, one kept set (H2O's accumulated attention summed over the group), one set of sinks and
-window, or one set of pages (Quest's bounds summed over the group) per KV head, read once for the g query heads.
+`dense_attention_gqa`, `local_attention_gqa`, `h2o_attention_gqa`, `streaming_attention_gqa` and `quest_attention_gqa`
+are the baselines in the same layout: the whole valid cache, one window, one kept set (H2O's accumulated attention
+summed over the group), one set of sinks and window, or one set of pages (Quest's bounds summed over the group) per KV
+head, read once for the g query heads.
 The transfers listed below are per head with one query head per KV head; the GQA forms count q and the outputs of
 the group, 2gd, in place of 2d.
 
 Public pieces:
-    dense_attention        every valid position; transfer (2 + 2S)d
+    dense_attention(_gqa)  every valid position; transfer (2 + 2S)d
     sparq_attention        SparQ's five steps for one query head per KV head
     sparq_attention_gqa    SparQ with g query heads sharing a KV head (selection shared over the group)
     local_attention(_gqa)  the last k valid positions only; transfer (2 + 2k)d
@@ -78,6 +79,16 @@ def dense_attention(q, K, V, length=None) -> tuple[jax.Array, int]:
     valid = _valid(S, length, q.shape[:-1])
     p = masked_softmax(jnp.einsum("...sd,...d->...s", K, q) / math.sqrt(d), valid)
     return jnp.einsum("...s,...sd->...d", p, V), (2 + 2 * S) * d
+
+
+def dense_attention_gqa(q, K, V, length=None) -> tuple[jax.Array, int]:
+    """`dense_attention` with grouped queries: q [..., g, d], K, V [..., S, d], `length` [...] (per KV head) or None;
+    the g query heads of a KV head attend over every valid position of its cache, read once for the group. Transfer
+    per KV head: 2gd + 2Sd (what core.nn.decoding.dense_step reports)."""
+    S, d, g = _check_gqa(q, K, V, "dense_attention_gqa")
+    valid = _valid(S, length, K.shape[:-2])  # [..., S]
+    p = masked_softmax(jnp.einsum("...sd,...gd->...gs", K, q) / math.sqrt(d), valid[..., None, :])
+    return jnp.einsum("...gs,...sd->...gd", p, V), (2 * g + 2 * S) * d
 
 
 def local_attention(q, K, V, *, k: int, length=None) -> tuple[jax.Array, int]:
