@@ -56,6 +56,16 @@ costs several times threefry's; large draws amortise it and run faster than thre
 
 `key_from_state(s0, s1)` makes keys from given states (validated: 64-bit words, never (0, 0)); `state_of(keys)` reads
 them back as uint64 arrays. `jax.random.wrap_key_data` does no such check: a (0, 0) key draws zeros forever.
+
+By object, not by name: pass `impl=xoroshiro128aox` (this module's object), as in
+`jax.random.key(seed, impl=core.random.jax_prng.xoroshiro128aox)`; `jax.random.key(seed, impl="xoroshiro128aox")`
+fails ("unrecognized PRNG implementation"). JAX (0.10.2) looks a name up in a private table,
+`jax._src.random.prng.prngs`, which only the private `jax._src.random.prng.register_prng` fills (threefry, philox and
+rbg register themselves through it); its public `jax.extend.random` defines an implementation
+(`define_prng_impl`, used below) but registers no name, and this module uses no private JAX API. Nor can the
+generator be JAX's default: `jax.config.update("jax_default_prng_impl", ...)` takes only the six names it lists
+(threefry2x32, threefry4x32, rbg, unsafe_rbg, philox2x32, philox4x32) and refuses both "xoroshiro128aox" and the
+object. So `jax.random.key_impl` of our keys is the object itself (printed as its tag, "xaox"), not a name.
 """
 
 from __future__ import annotations

@@ -161,6 +161,25 @@ def test_children_are_distinct_from_each_other_and_their_parent():
     assert not (words == np.asarray(jax.random.key_data(key))).all(axis=1).any()
 
 
+def test_the_generator_is_passed_by_object_not_by_name():
+    """The documented call, jax.random.key(seed, impl=xoroshiro128aox), is jax_prng.key's seeding; the name is refused
+    (JAX 0.10.2 has no public registry of names: should a release add one, this fails, and the module should register
+    the name), and so is making it JAX's default."""
+    by_object = jax.random.key(0, impl=xp.xoroshiro128aox)
+    np.testing.assert_array_equal(
+        np.asarray(jax.random.key_data(by_object)), np.asarray(jax.random.key_data(xp.key(0)))
+    )
+    assert state_ints(by_object) == seeded_state(0)
+    assert jax.random.key_impl(by_object) == xp.xoroshiro128aox
+    with pytest.raises(ValueError, match='unrecognized PRNG implementation "xoroshiro128aox"'):
+        jax.random.key(0, impl="xoroshiro128aox")
+    default = jax.config.jax_default_prng_impl
+    for impl in ("xoroshiro128aox", xp.xoroshiro128aox):
+        with pytest.raises(ValueError, match="threefry2x32"):  # the message lists the names it takes
+            jax.config.update("jax_default_prng_impl", impl)
+    assert jax.config.jax_default_prng_impl == default
+
+
 def test_key_data_round_trips():
     rng = np.random.default_rng(3)
     s0 = rng.integers(0, 2**64, (2, 3), dtype=np.uint64, endpoint=False)
