@@ -222,8 +222,11 @@ def _as_float32(x, what: str) -> jax.Array:
 def _block_exponents(blocks: jax.Array, fmt: MXFormat, axis: int) -> jax.Array:
     """int32 shared exponents of the blocks along axis + 1, kept as a size-1 axis (SCALE_NAN for a block holding NaN
     or Inf)."""
-    # a float max (faster than an integer one here); were subnormals flushed, a block of them still gets -127
+    # a float max (faster than an integer one here); were subnormals flushed, a block of them still gets -127. NaN is
+    # found apart: XLA's CPU max-reduction of 4,096 or more float32 elements drops it (jaxlib 0.10.2, its YNNPACK
+    # fusion), which would leave a NaN block finite and its NaN element garbage
     top = lax.bitcast_convert_type(jnp.max(jnp.abs(blocks), axis=axis + 1, keepdims=True), jnp.uint32) & _ABS
+    top = jnp.where(jnp.any(jnp.isnan(blocks), axis=axis + 1, keepdims=True), _INF, top)
     _, _, lead = _decompose(top)  # floor(log2 max|V|)
     shared = lead - fmt.emax
     if fmt.scale_rounding == "ceil":  # one more where the block max would exceed the element's max

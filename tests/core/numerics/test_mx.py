@@ -196,6 +196,21 @@ def test_scale_rule_edge_cases(name):
     assert big == np.float32(min(np.ldexp(top, 127 - emax), np.finfo(np.float32).max))
 
 
+@pytest.mark.parametrize("name", ["mxfp8_e4m3", "mxint8"])
+def test_a_nan_block_is_nan_in_a_tensor_of_any_size(name):
+    """Many blocks at once: XLA's CPU max-reduction of 4,096 or more float32 values drops NaN (jaxlib 0.10.2), which
+    once left a NaN block with a finite scale and its NaN element a garbage number."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((256, 64)).astype(np.float32)  # 16,384 values, 512 blocks of 32
+    x[17, 40], x[200, 3] = np.nan, np.inf
+    ours = np.asarray(mx_quantise(x, name))
+    ref = np.concatenate([reference(row, name)[0] for row in x])
+    assert same_bits(ours.reshape(-1), ref.reshape(-1)).all()
+    nan_blocks = np.isnan(ours).reshape(256, 2, 32).all(-1)
+    assert {tuple(b) for b in np.argwhere(nan_blocks)} == {(17, 1), (200, 0)} and np.isnan(ours).sum() == 64
+    assert list(np.flatnonzero(np.asarray(mx_encode(x, name)[1]) == 255)) == [17 * 2 + 1, 200 * 2]
+
+
 def test_the_largest_element_is_clamped_as_the_specification_says():
     # E4M3: 480 is in [256, 512) with scale 1, above E4M3's max 448: clamped, not rounded to 512 or NaN
     assert float(mx_quantise(np.r_[np.float32(480), np.zeros(31, np.float32)], "mxfp8_e4m3")[0]) == 448.0

@@ -9,6 +9,7 @@ import pytest
 from core.numerics import (
     FORMATS,
     all_finite,
+    amax,
     amax_scale_bias,
     amax_scaled_dot,
     delayed_scaled_cast,
@@ -27,6 +28,15 @@ def reference_bias(amax, fmt_max, limit=31):
     if not math.isfinite(amax):
         return 0
     return max(-limit, min(limit, math.floor(math.log2(fmt_max / amax))))
+
+
+@pytest.mark.parametrize("shape", [(7,), (64, 64), (3, 100, 100)])
+def test_amax_is_nan_when_x_holds_a_nan_whatever_its_size(shape):
+    """jnp.max alone drops NaN over 4,096 or more float32 values on XLA's CPU backend (jaxlib 0.10.2)."""
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    assert float(amax(jnp.asarray(x))) == np.abs(x).max()
+    x.reshape(-1)[x.size // 2] = np.nan
+    assert np.isnan(float(amax(jnp.asarray(x)))) and np.isnan(float(jax.jit(amax)(jnp.asarray(x))))
 
 
 @pytest.mark.parametrize("name", ["e4m3", "e5m2", "e4m3fnuz"])
