@@ -7,8 +7,9 @@ leftovers of killed writers under `<outputs>/<paper>/memo/`, and training checkp
     python scripts/prune.py --dry-run           # only list them
     python scripts/prune.py --outputs DIR       # another output root
 
-`make prune` runs it (ARGS="--dry-run"). Work made by the current code is never removed. Exit status 0; 2 for an
-output root that does not exist.
+`make prune` runs it (ARGS="--dry-run"). Work made by the current code is never removed. Exit status 0 (also where
+the default outputs/ does not exist yet: nothing has run, so nothing is kept); 2 for an output root named with
+--outputs that does not exist.
 """
 
 from __future__ import annotations
@@ -25,11 +26,14 @@ from core.prune import human, remove, stale  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--outputs", default="outputs", help="the output root (default: %(default)s)")
+    parser.add_argument("--outputs", help="the output root (default: outputs)")
     parser.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
     args = parser.parse_args(argv)
-    root = Path(args.outputs)
+    root = Path(args.outputs or "outputs")
     if not root.is_dir():
+        if args.outputs is None:
+            print(f"nothing to prune: no run has written to {root}/ yet")
+            return 0
         print(f"error: the output root {root} does not exist", file=sys.stderr)
         return 2
     total = count = 0

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.context import RunContext
-from core.memo import ENTRY, MemoError, kept, key_text, memo
+from core.context import RunContext, collecting_reuse
+from core.memo import ENTRY, MemoError, Stage, kept, key_text, lookup, memo, store_value
 from core.provenance import REPO_ROOT, compute_units
 from core.prune import stale
 
@@ -213,6 +213,37 @@ def test_the_run_context_reuses_on_resume_or_when_shared(tmp_path):
     assert count.calls == 3
 
 
+def test_a_run_notes_the_entries_it_reused_and_those_it_stored(tmp_path):
+    """What a run reuses of the memo store goes into its record (results.json `reused`), counted per stage; what it
+    stores, or starts working on, is what an interrupted run says it kept."""
+    count = Counter(lambda: 7)
+    ctx = RunContext.detached(memo_dir=tmp_path, resume=True)
+    with collecting_reuse() as first:
+        ctx.memo("stage", {"n": 1}, count)
+        ctx.memo("stage", {"n": 2}, count)
+        ctx.memo("work", {}, lambda directory: 3, work=True)
+    assert first.record() == [] and first.summary() == ""
+    assert first.memo_kept == {"stage": 2, "work": 1} and first.memo_reused == {}
+    pieces = Stage(tmp_path, "piece", lambda: 0)
+    with collecting_reuse() as second:
+        for n in (1, 2, 1):
+            ctx.memo("stage", {"n": n}, count)
+        ctx.memo("work", {}, lambda directory: 3, work=True)
+        store_value(pieces.entry({"i": 0}), 5, seconds=0.1)
+        assert lookup(pieces.entry({"i": 0}), report=False) == (True, 5)  # a piece of many: counted, not logged
+        RunContext.detached(memo_dir=tmp_path).memo("stage", {"n": 1}, count)  # a fresh run recomputes
+    assert count.calls == 3
+    assert second.record() == [
+        {"kind": "memo", "what": "stage", "entries": 3},
+        {"kind": "memo", "what": "work", "entries": 1},
+        {"kind": "memo", "what": "piece", "entries": 1},
+    ]
+    assert second.memo_kept == {"piece": 1, "stage": 1}
+    assert second.summary() == "reused earlier work: memo stage (3 entries), memo work (1 entry), memo piece (1 entry)"
+    ctx.memo("stage", {"n": 1}, count)  # outside a run's collection: nothing noted, nothing fails
+    assert second.memo_reused["stage"] == 3
+
+
 def test_work_directories_resume_and_become_the_entry(tmp_path):
     def compute(work):
         done = sorted(p.name for p in work.glob("part_*"))
@@ -377,3 +408,11 @@ def test_prune_refuses_a_missing_output_root(tmp_path, capsys):
 
     assert main(["--outputs", str(tmp_path / "nowhere")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_prune_on_a_fresh_clone_says_nothing_ran_yet(tmp_path, capsys, monkeypatch):
+    from scripts.prune import main
+
+    monkeypatch.chdir(tmp_path)  # no outputs/ here: nothing has run
+    assert main([]) == 0 and main(["--dry-run"]) == 0
+    assert "nothing to prune: no run has written to outputs/ yet" in capsys.readouterr().out
