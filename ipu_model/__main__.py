@@ -4,7 +4,8 @@
     python -m ipu_model ops --device mk2             # the ops table: simulated time and fraction of peak
 
 `matmul` prints the plan and the profile, checks the result against numpy, and with --out writes profile.txt,
-profile.json and profile.png (tile memory and cycle heat-maps).
+profile.json and profile.png (tile memory and cycle heat-maps); `ops` prints the table, and with --out writes
+ops.md and ops.json. The options --device, --tiles and --out go before or after the command's name.
 """
 
 from __future__ import annotations
@@ -123,20 +124,41 @@ def format_table(rows: list[dict], device) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _add_global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
+    """The options every command takes, before or after the command's name. `defaults=False` (on each command's
+    parser) leaves an option not given there unset, so a value given before the command's name stands."""
+
+    def default(value):
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument("--device", default=default("mk2"), choices=sorted(PRESETS), help="the device (default: mk2)")
+    parser.add_argument("--tiles", type=int, default=default(None), help="override the device's tile count")
+    parser.add_argument("--out", type=Path, default=default(None), help="directory for the profile files")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser: the commands `matmul` and `ops`, each taking the global options before or after
+    its name."""
     parser = argparse.ArgumentParser(prog="python -m ipu_model", description=__doc__.split("\n")[0])
-    parser.add_argument("--device", default="mk2", choices=sorted(PRESETS))
-    parser.add_argument("--tiles", type=int, help="override the device's tile count")
-    parser.add_argument("--out", type=Path, help="directory for the profile files")
+    _add_global_options(parser, defaults=True)
     sub = parser.add_subparsers(dest="command", required=True)
     mm = sub.add_parser("matmul", help="profile one planned matmul")
     mm.add_argument("m", type=int)
     mm.add_argument("k", type=int)
     mm.add_argument("n", type=int)
     mm.add_argument("--dtype", default="float16", choices=["float16", "float32"])
-    sub.add_parser("ops", help="the library ops table: simulated time and fraction of peak")
+    _add_global_options(mm, defaults=False)
+    table = sub.add_parser("ops", help="the library ops table: simulated time and fraction of peak")
+    _add_global_options(table, defaults=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
-    device = get_device(args.device, **({"tiles": args.tiles} if args.tiles else {}))
+    if args.tiles is not None and args.tiles < 1:
+        parser.error(f"--tiles must be a positive tile count, got {args.tiles}")
+    device = get_device(args.device, **({"tiles": args.tiles} if args.tiles is not None else {}))
     if args.command == "matmul":
         if min(args.m, args.k, args.n) < 1:
             parser.error(f"matmul sizes must be positive, got {args.m} {args.k} {args.n}")

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+
+from ipu_model.__main__ import build_parser
 from tests.conftest import REPO_ROOT
 
 
@@ -30,3 +34,41 @@ def test_matmul_profile_files(tmp_path):
 def test_bad_sizes_are_rejected():
     r = _cli("matmul", "0", "8", "8")
     assert r.returncode == 2 and "matmul sizes must be positive" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        ["--out", "{out}", "--device", "mk1", "matmul", "64", "64", "64"],  # the global options first
+        ["matmul", "64", "64", "64", "--out", "{out}", "--device", "mk1"],  # after the command, as the README has it
+    ],
+    ids=["options-first", "options-last"],
+)
+def test_global_options_before_or_after_the_command(tmp_path, order):
+    out = tmp_path / "profile"
+    r = _cli(*(a.format(out=out) for a in order))
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["profile.json", "profile.png", "profile.txt"]
+    assert json.loads((out / "profile.json").read_text())["device"] == "mk1"  # not the default mk2
+    assert f"wrote {out}/profile.txt" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "device", "tiles", "out"),
+    [
+        (["ops"], "mk2", None, None),  # the defaults
+        (["--device", "bow", "--tiles", "46", "--out", "d", "ops"], "bow", 46, Path("d")),
+        (["ops", "--device", "bow", "--tiles", "46", "--out", "d"], "bow", 46, Path("d")),
+        (["--device", "bow", "ops", "--out", "d"], "bow", None, Path("d")),  # one before, one after: both stand
+        (["--tiles", "8", "matmul", "2", "3", "4", "--device", "mk1"], "mk1", 8, None),
+        (["--device", "bow", "ops", "--device", "mk1"], "mk1", None, None),  # given twice: the later one
+    ],
+)
+def test_parsed_options(argv, device, tiles, out):
+    args = build_parser().parse_args(argv)
+    assert (args.device, args.tiles, args.out) == (device, tiles, out)
+
+
+def test_bad_tiles_are_rejected():
+    r = _cli("matmul", "8", "8", "8", "--tiles", "0")
+    assert r.returncode == 2 and "--tiles must be a positive tile count, got 0" in r.stderr
