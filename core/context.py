@@ -4,16 +4,23 @@ Two kinds of kept work: the checkpoints of the run's training loops (`checkpoint
 the whole config and compute code), and the values of its stages (`memo`, core.memo: each keyed by the settings it
 reads and the code it can reach, under `<output_root>/<paper>/memo`).
 
+What a run reuses of earlier runs' work is noted as it happens (`note_resumed` by core.train.fit, `note_memo` by
+core.memo) into the `Reuse` the runner collects (`collecting_reuse`), for results.json's `reused` list and the line
+at the end of a run; outside the runner the notes are only logged.
+
 Kept apart from the runner (core.runner) so that the code a run executes, which the compute fingerprint covers,
 does not include the code that records and decides runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import logging
 import platform
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -34,6 +41,8 @@ VERSIONED = (
     "rdkit",
     "pyarrow",
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -106,3 +115,61 @@ def versions(packages: Iterable[str] = VERSIONED) -> dict[str, str]:
 
         out["jax devices"] = ", ".join(sorted({d.platform for d in jax.devices()}))
     return out
+
+
+# ---------------------------------------------------------------------------------------------- what a run reused
+
+
+@dataclass
+class Reuse:
+    """What one run reused of earlier runs' work, and what of its own it kept for later ones, in the order it
+    happened: the training loops resumed from a checkpoint, the memo entries (core.memo) reused and those stored."""
+
+    resumed: list[dict[str, Any]] = field(default_factory=list)  # {"what", "from_step", "of"} per resumed loop
+    memo_reused: dict[str, int] = field(default_factory=dict)  # memo name -> entries reused
+    memo_kept: dict[str, int] = field(default_factory=dict)  # memo name -> entries stored (or being worked on)
+
+    def record(self) -> list[dict[str, Any]]:
+        """results.json's `reused`: one item per resumed loop, `{"kind": "checkpoint", "what": <loop name>,
+        "from_step": N, "of": M}`, then one per memo stage with reused entries, `{"kind": "memo", "what": <name>,
+        "entries": n}`; empty where the run reused nothing."""
+        loops = [{"kind": "checkpoint", **r} for r in self.resumed]
+        return loops + [{"kind": "memo", "what": k, "entries": n} for k, n in self.memo_reused.items()]
+
+    def summary(self) -> str:
+        """One line naming what was reused ('' where nothing was)."""
+        parts = [f"{r['what']} from step {r['from_step']} of {r['of']}" for r in self.resumed]
+        parts += [f"memo {k} ({n} {'entry' if n == 1 else 'entries'})" for k, n in self.memo_reused.items()]
+        return f"reused earlier work: {', '.join(parts)}" if parts else ""
+
+
+_REUSE: contextvars.ContextVar[Reuse | None] = contextvars.ContextVar("run_reuse", default=None)
+
+
+@contextlib.contextmanager
+def collecting_reuse() -> Iterator[Reuse]:
+    """Collect the notes of reuse made inside the with-block (the runner wraps a run in it)."""
+    reuse = Reuse()
+    token = _REUSE.set(reuse)
+    try:
+        yield reuse
+    finally:
+        _REUSE.reset(token)
+
+
+def note_resumed(name: str, step: int, steps: int, checkpoint_dir: Any) -> None:
+    """A training loop `name` of `steps` steps resumed from its checkpoint of `step` in `checkpoint_dir`: log one
+    line and note it for the run's record."""
+    log.info("%s: resumed from step %d of %d (checkpoint %s)", name, step, steps, checkpoint_dir)
+    reuse = _REUSE.get()
+    if reuse is not None:
+        reuse.resumed.append({"what": name, "from_step": int(step), "of": int(steps)})
+
+
+def note_memo(name: str, *, reused: bool) -> None:
+    """A memo entry of stage `name` was reused (`reused`), or stored or started by this run: noted for the run's
+    record and for what an interrupted run says it kept (core.memo logs it itself)."""
+    reuse = _REUSE.get()
+    if reuse is not None:
+        counts = reuse.memo_reused if reused else reuse.memo_kept
+        counts[name] = counts.get(name, 0) + 1

@@ -27,7 +27,8 @@ and the package versions (core.context.versions).
 
 **Reuse.** `reuse=False` recomputes (and replaces the entry): a run's stages follow `resume` (RunContext.memo),
 except those every run shares (featurised data). A reuse logs one line: name, key, code, when it was made and how
-long it had taken.
+long it had taken, and is noted for the run's record of what it reused (core.context.note_memo: results.json's
+`reused`); so is what a run stores, for what an interrupted run says it kept.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from core.context import note_memo
 
 log = logging.getLogger(__name__)
 
@@ -283,6 +286,7 @@ def store_value(
     if directory is None:
         directory = e.path.parent / f"{TMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         directory.mkdir(parents=True)
+        note_memo(e.name, reused=False)  # a work directory was noted when its work started
     try:
         (directory / WORK_UNITS).unlink(missing_ok=True)
         _write(value, directory, save)
@@ -314,6 +318,7 @@ def lookup(
         return False, None
     meta = e.meta()
     value = _read(e, like, load)
+    note_memo(e.name, reused=True)
     if report:
         log.info(
             "memo %s: reused (%s, made %s, %.1f s to compute)",
@@ -359,6 +364,7 @@ def kept(
             from core.io import json_text
 
             (e.work / WORK_UNITS).write_text(json_text({"name": e.name, "key": e.key, "units": e.units}))
+            note_memo(e.name, reused=False)  # work kept across an interruption, to be resumed
             value = compute(e.work)
             seconds = time.perf_counter() - t0
             store_value(e, value, seconds=seconds, save=save, directory=e.work, replace=not reuse)

@@ -2,8 +2,9 @@
 
 A run directory (`outputs/<paper>/<timestamp>/`, or a reference under `results/<paper>/`) holds
 - `results.json`: what `run` made: the paper's Results (core.results) with the config, seed, scale, code
-  fingerprint of the computation, the commit and whether the tree was modified, versions and wall time. Written once,
-  when the computation ends; never rewritten by a decision.
+  fingerprint of the computation, the commit and whether the tree was modified, versions and wall time, and what
+  the run reused of earlier runs' work (`reused`: core.context.Reuse.record; records made before it was kept have
+  no such field). Written once, when the computation ends; never rewritten by a decision.
 - `claims.json`: the claims as declared before any work started (`declared`), then the decision: every claim with
   our figure and verdict, the facts, the estimates the tables show, the verdict counts, the ledger, and the
   decision's own fingerprint (the code of `claims`, `decide`, `render` and the ledger).
@@ -105,8 +106,10 @@ def write_results(
     units: dict[str, str] | None = None,
     wall: float,
     versions: dict[str, str],
+    reused: list[dict[str, Any]] | None = None,
 ) -> Any:
-    """Write results.json (atomically) and return the Results as read back from it, which is what gets decided."""
+    """Write results.json (atomically) and return the Results as read back from it, which is what gets decided.
+    `reused`: what the run reused of earlier runs' work (core.context.Reuse.record; None: nothing)."""
     if not isinstance(results, paper.Results):
         raise TypeError(f"{paper.run} returned {type(results).__name__}, expected {paper.results}")
     data = to_json(results)
@@ -132,6 +135,7 @@ def write_results(
         "wall_seconds": round(wall, 3),
         "versions": versions,
         "overrides": overrides,
+        "reused": list(reused or []),
         "config": config,
         "results": data,
     }

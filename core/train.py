@@ -16,6 +16,8 @@ loop needs, each on its own cadence:
 - a History (one record per logged step: step, compile-free training seconds so far, metrics) that is saved with
   the checkpoint, and every record sent to the run's tracker (wandb) under the loop's `name`;
 - a tqdm bar with the rate and the latest metrics (or an outer bar shared by several loops);
+- a resume says so: one log line, "<name>: resumed from step N of M (checkpoint <dir>)", also noted in the run's
+  record of what it reused (core.context.note_resumed);
 - counters of the work done (`count(batch) -> {"tokens": ...}`), summed over all steps and over the timed ones, so
   rates (tokens/s) use the same compile-free time.
 
@@ -42,6 +44,7 @@ import numpy as np
 import optax
 
 from core.checkpoint import Checkpointer
+from core.context import note_resumed
 from core.devices import is_main_process, to_host
 from core.numerics import all_finite
 from core.progress import progress
@@ -200,6 +203,7 @@ def fit(
         for key in ("train_seconds", "wall_seconds", "timed_steps", "counts", "timed_counts", "skipped"):
             setattr(out, key, meta["timers"][key])
         out.history = history
+        note_resumed(name, start, steps, ckpt.directory)  # one log line, and the run's record of what it reused
     elif ckpt is not None and is_main_process():
         ckpt.clear()  # a fresh start: an older run's checkpoints must not be resumed later
     out.resumed_from = start

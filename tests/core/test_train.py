@@ -5,6 +5,7 @@ this loop, so this is the resumption test of every paper's training)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import signal
@@ -19,6 +20,7 @@ import optax
 import pytest
 
 from core.checkpoint import Checkpointer
+from core.context import collecting_reuse
 from core.train import History, every, fit, fit_seeds, init_state, optimizer_step
 from tests.conftest import REPO_ROOT
 
@@ -101,6 +103,36 @@ def test_resume_continues_a_crashed_run_to_the_same_history(tmp_path):
     assert again.resumed_from == 9 and again.state == whole.state
     fresh = fit(counting_step, 0.0, batches(), checkpoint_dir=tmp_path, resume=False, **{**kw, "steps": 2})
     assert fresh.resumed_from == 0 and Checkpointer(tmp_path).steps() == [2]
+
+
+def test_a_resume_logs_one_line_and_is_noted_for_the_run_record(tmp_path, caplog):
+    """The step a loop resumed from and its length: one log line, and an item of the run's `reused` record."""
+    kw = dict(steps=5, checkpoint_every=2, checkpoint_dir=tmp_path / "arm", name="arm")
+
+    def batch_of(crash_at=None):
+        def batch(k):
+            if k == crash_at:
+                raise RuntimeError("crash")
+            return float(k)
+
+        return batch
+
+    with collecting_reuse() as first:
+        with pytest.raises(RuntimeError):
+            fit(counting_step, 0.0, batch_of(crash_at=3), resume=True, **kw)  # nothing to resume: a fresh start
+    assert first.record() == []
+    with caplog.at_level(logging.INFO), collecting_reuse() as second:
+        done = fit(counting_step, 0.0, batch_of(), resume=True, **kw)
+        fit(counting_step, 0.0, batch_of(crash_at=0), resume=True, **kw)  # finished: resumes at its end
+        fit(counting_step, 0.0, batch_of(), resume=False, **kw)  # a fresh start reuses nothing
+    assert done.resumed_from == 2 and done.state == sum(range(5))
+    assert second.record() == [
+        {"kind": "checkpoint", "what": "arm", "from_step": 2, "of": 5},
+        {"kind": "checkpoint", "what": "arm", "from_step": 5, "of": 5},
+    ]
+    assert second.summary() == "reused earlier work: arm from step 2 of 5, arm from step 5 of 5"
+    lines = [r.getMessage() for r in caplog.records if "resumed" in r.getMessage()]
+    assert lines == [f"arm: resumed from step {n} of 5 (checkpoint {tmp_path / 'arm'})" for n in (2, 5)]
 
 
 def test_eval_at_start_and_notes():
