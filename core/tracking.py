@@ -16,6 +16,7 @@ import contextlib
 import contextvars
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,31 @@ class WandbTracker(Tracker):
 
     def finish(self, exit_code: int = 0) -> None:
         self._run.finish(exit_code=exit_code)
+
+
+def finish_within(tracker: Tracker, exit_code: int, seconds: float = 30.0) -> bool:
+    """Finish `tracker` with `exit_code`, waiting at most `seconds` for it (a run stopped by Ctrl-C may have left
+    wandb mid-message, and an online run's upload may be slow): False, with a warning, where it did not finish in
+    time or failed. It finishes in a thread of its own, which the process does not wait for when it exits."""
+    outcome: list[BaseException | None] = []
+
+    def finish() -> None:
+        try:
+            tracker.finish(exit_code=exit_code)
+            outcome.append(None)
+        except Exception as e:  # a tracker that cannot finish must not hide why the run stopped
+            outcome.append(e)
+
+    thread = threading.Thread(target=finish, name="tracker-finish", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not outcome:
+        log.warning("the tracker did not finish within %.0f s; not waiting for it", seconds)
+        return False
+    if outcome[0] is not None:
+        log.warning("the tracker could not finish: %s", outcome[0])
+        return False
+    return True
 
 
 def _scalar(v: Any) -> float | int | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +44,7 @@ def test_run_writes_the_record_and_points_latest_at_it(cli, tmp_path):
     assert record["config"]["toy"] == {"samples_per_chunk": 20000, "chunks": 3}  # scale=smoke specialisation
     assert record["scale"] == "smoke" and record["seed"] == 0 and record["wall_seconds"] > 0
     assert {"python", "jax", "numpy", "hydra-core"} <= set(record["versions"])
+    assert record["reused"] == [] and not (run_dir / "unfinished.json").exists()  # a fresh run reused nothing
     results = json.loads((run_dir / "claims.json").read_text())  # what decide and render made of it
     assert [c["id"] for c in results["claims"]] == ["pi-estimate", "pi-exact"]
     assert [c["holds"] for c in results["claims"]] == [True, False]
@@ -166,6 +168,14 @@ def test_a_crashed_run_resumes_from_its_checkpoint(cli, tmp_path):
     crashed = cli([*common, f"output_root={tmp_path / 'a'}"], env={"TOY_CRASH_AFTER_CHUNK": "2"})
     assert crashed.returncode != 0 and "simulated crash after chunk 2" in crashed.stderr
     assert not (tmp_path / "a" / "toy" / "latest").exists()  # a failed run is never 'latest'
+    marked = json.loads((only_run_dir(tmp_path / "a") / "unfinished.json").read_text())  # but marked unfinished
+    assert (marked["stopped"], marked["error"]) == ("failed", "RuntimeError: simulated crash after chunk 2")
+    again = [*common, f"output_root={tmp_path / 'a'}", f"hydra.searchpath=[file://{FIXTURE_CONFIGS}]"]
+    assert marked["checkpoints"] == {".": 2} and marked["resume"] == shlex.join(
+        ["python", "scripts/reproduce.py", *again]
+    )
+    where = marked["where"]  # the line that raised
+    assert where.startswith("tests/fixtures/toy_paper/run.py:") and where.endswith(" in chunk_of")
     resumed = cli([*common, f"output_root={tmp_path / 'a'}"])
     assert resumed.returncode == 0, resumed.stderr
     fresh = cli([*common, f"output_root={tmp_path / 'b'}"])
@@ -177,6 +187,8 @@ def test_a_crashed_run_resumes_from_its_checkpoint(cli, tmp_path):
     assert result(tmp_path / "a")["resumed_from_chunk"] == 2
     assert result(tmp_path / "b")["resumed_from_chunk"] == 0
     assert result(tmp_path / "a")["pi_estimate"] == result(tmp_path / "b")["pi_estimate"]
+    reused = {r: json.loads((tmp_path / r / "toy" / "latest" / "results.json").read_text())["reused"] for r in "ab"}
+    assert reused == {"a": [{"kind": "checkpoint", "what": "chunks", "from_step": 2, "of": 4}], "b": []}
 
     restart = cli([*common, "resume=false", f"output_root={tmp_path / 'a'}"])
     assert restart.returncode == 0, restart.stderr
