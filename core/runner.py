@@ -59,7 +59,7 @@ from core.io import atomic_symlink
 from core.paper import Paper, find_paper
 from core.provenance import REPO_ROOT, compute_units, units_fingerprint
 from core.record import decide_record, declare, write_results
-from core.report import Report, format_value
+from core.report import SMOKE_NOTE, Report, format_value
 from core.tracking import Tracker, activate, finish_within, make_tracker
 
 log = logging.getLogger(__name__)
@@ -200,7 +200,7 @@ def _run(spec: Paper, typed: DictConfig, config: RunConfig, paper: str, run_dir:
     if main and report is not None:
         atomic_symlink(run_dir, Path(typed.output_root) / paper / "latest")
         stop.finished = True
-        print(summary_text(report, run_dir, wall))
+        print(summary_text(report, run_dir, wall, typed.scale.name.value))
         if stop.reuse.summary():
             print(stop.reuse.summary())
     return report
@@ -489,15 +489,15 @@ def write_code_manifest(checkpoint_dir: Path, paper: str, units: dict[str, str])
         atomic_write_text(path, json_text({"paper": paper, "units": units}))
 
 
-def summary_text(report: Report, run_dir: Path, wall: float) -> str:
+def summary_text(report: Report, run_dir: Path, wall: float, scale: str = "") -> str:
     """The claims as a plain-text table for the terminal."""
     rows = [("claim", "paper", "ours", "verdict")]
     rows += [(c.id, format_value(c.paper), format_value(c.ours), c.verdict.value) for c in report.claims]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["", f"== {report.title} =="]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines += [
-        f"{report.verdict_summary()} · {wall:.1f} s",
-        f"report: {run_dir / 'report.md'}",
-    ]
+    lines += [f"{report.verdict_summary()} · {wall:.1f} s"]
+    if scale == "smoke":
+        lines += [SMOKE_NOTE]
+    lines += [f"report: {run_dir / 'report.md'}"]
     return "\n".join(lines)

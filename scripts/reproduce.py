@@ -9,7 +9,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.launch import main
+try:
+    from core.launch import main  # Hydra, OmegaConf and the project: about a second
+except KeyboardInterrupt:  # Ctrl-C before core.launch.main can report it: the same line, no traceback
+    print("interrupted before the run started; nothing was kept", file=sys.stderr)
+    sys.exit(130)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -112,8 +112,13 @@ def time_text(run: dict[str, Any]) -> str:
     changed = changed_settings(run)
     if changed:
         text += f"; overrides: {' '.join(changed)}"
-    if any(o.lower() in ("resume=true", "+resume=true") for o in run.get("overrides", [])):
-        text += "; resumed from a killed run's checkpoint: the time is the resumed part's"
+    resumed = [r for r in run.get("reused") or [] if r.get("kind") == "checkpoint"]
+    # records made before results.json said what was reused: a resume asked for on the command line
+    if resumed or any(o.lower() in ("resume=true", "+resume=true") for o in run.get("overrides", [])):
+        steps = ", ".join(f"{r['what']} from step {r['from_step']} of {r['of']}" for r in resumed)
+        text += (
+            f"; resumed from a killed run's checkpoint{f' ({steps})' if steps else ''}: the time is the resumed part's"
+        )
     return text
 
 

@@ -259,3 +259,12 @@ def test_a_resumed_runs_time_says_it_is_the_resumed_part():
     assert RESULTS.time_text({**run, "overrides": ["paper=popsparse", "logger=none", "resume=true"]}) == (
         "18.8 min (default scale, 2026-11-28); resumed from a killed run's checkpoint: the time is the resumed part's"
     )
+    reused = [
+        {"kind": "memo", "what": "features", "entries": 1},  # kept work alone is not a resume
+        {"kind": "checkpoint", "what": "fp32_unit", "from_step": 1200, "of": 4000},
+    ]
+    assert RESULTS.time_text({**run, "overrides": [], "reused": reused[:1]}) == "18.8 min (default scale, 2026-11-28)"
+    assert RESULTS.time_text({**run, "overrides": [], "reused": reused}) == (
+        "18.8 min (default scale, 2026-11-28); resumed from a killed run's checkpoint (fp32_unit from step 1200 of "
+        "4000): the time is the resumed part's"
+    )

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from core.report import (
+    SMOKE_NOTE,
     Claim,
     Figure,
     Report,
@@ -181,3 +182,13 @@ def test_fixed_writes_decimals_and_names_a_missing_value():
     assert fixed(3.14159) == "3.14" and fixed(2.0, 3) == "2.000" and fixed(7, 1) == "7.0"
     assert fixed(None) == fixed(math.nan) == fixed(math.inf) == "n/a"
     assert fixed(math.inf, 3, missing="diverged") == "diverged"
+
+
+def test_the_terminal_summary_of_a_smoke_run_says_it_checks_the_plumbing(tmp_path):
+    from core.runner import summary_text
+
+    r = Report("toy", "Toy")
+    r.claims.append(Claim("c1", "x", 1.0, within_abs(0.1)).measured(2.0))
+    smoke, default = (summary_text(r, tmp_path, 1.0, scale).splitlines() for scale in ("smoke", "default"))
+    assert smoke[-2] == SMOKE_NOTE and smoke[-3].startswith("0 hold, 1 fail") and smoke[-1].startswith("report: ")
+    assert SMOKE_NOTE not in default and len(default) == len(smoke) - 1
