@@ -29,11 +29,11 @@ Preconditions (`setup`): "run:<paper>" puts a stored run of <paper> at outputs/<
 "after a run" in the README: the paper's committed reference run (results/<paper>/), or, for a paper without one,
 its stored smoke Results (tests/fixtures/results/<paper>/results.json).
 
-Counts on 2026-11-28 (`python -m tests.test_readme_commands` prints them and lists every command by class): 114
-documented commands, 69 distinct (each distinct command runs once); RUN 15 distinct (37 occurrences), about 27 s
+Counts on 2026-11-28 (`python -m tests.test_readme_commands` prints them and lists every command by class): 117
+documented commands, 70 distinct (each distinct command runs once); RUN 15 distinct (37 occurrences), about 27 s
 together on the 2-core machine; SLOW 14 (15), about 5.5 minutes together, 2 of them prng's default-scale run and
-compare; SKIP 40 (62): default scale 8, after the sweep 1, reference 5, benchmark 5, the test suite 4, installs 4,
-your files 4, prose 3, minutes 2, missing tool 2, uploads 1, cluster 1.
+compare; SKIP 41 (65): default scale 8, after the sweep 1, reference 5, benchmark 5, the test suite 4, installs 4,
+your files 4, prose 3, minutes 2, missing tool 2, git history 1, uploads 1, cluster 1.
 """
 
 from __future__ import annotations
@@ -378,7 +378,8 @@ def unresolved(command: str) -> list[str]:
 
 def copy_tree(dest: Path) -> dict[str, str]:
     """A copy of the working tree at `dest` (tracked files present and untracked ones git does not ignore, with their
-    times, so `make install` stays satisfied), .venv linked; the copied files' digests, by path."""
+    times), .venv linked (`make install` compares the locks' contents, so it takes the linked .venv as installed);
+    the copied files' digests, by path."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO_ROOT,
