@@ -16,4 +16,15 @@ except KeyboardInterrupt:  # Ctrl-C before core.launch.main can report it: the s
     sys.exit(130)
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    if status in (130, 143):
+        # stopped mid-computation: XLA's threads may still be running a step, and tearing the interpreter down under
+        # them can crash it (SIGSEGV instead of 130). Everything the run keeps is written (atomically) by now.
+        import logging
+        import os
+
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)
