@@ -29,6 +29,13 @@ from tests.conftest import FIXTURE_CONFIGS, REPO_ROOT
 SEARCHPATH = f"hydra.searchpath=[file://{FIXTURE_CONFIGS}]"
 
 
+def as_from_a_terminal() -> None:
+    """Ctrl-C's default disposition in the child, as a terminal starts a program with: a test suite started in the
+    background (`make test &`, nohup, some CI runners) has SIGINT ignored, which its children would inherit, and a
+    Python started with SIGINT ignored never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
     """scripts/reproduce.py in a session of its own, so that a signal reaches its whole group as Ctrl-C does."""
     return subprocess.Popen(
@@ -39,6 +46,7 @@ def start(args: list[str], env: dict[str, str] | None = None) -> subprocess.Pope
         text=True,
         env={**os.environ, **(env or {})},
         start_new_session=True,
+        preexec_fn=as_from_a_terminal,
     )
 
 
@@ -206,6 +214,16 @@ class RaisesInFinaliser:
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the one outside a run
 def test_an_interrupt_that_lands_in_a_finaliser_still_stops_the_run():
+    # Python's own Ctrl-C handler, as in a program started from a terminal (a suite started in the background has
+    # SIGINT ignored, and an ignored signal is not raised again)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _finaliser_interrupt_stops_the_run()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _finaliser_interrupt_stops_the_run() -> None:
     with pytest.raises(KeyboardInterrupt), _stop_signals():
         RaisesInFinaliser()  # collected at once: its __del__ raises, and Python ignores it
         for _ in range(100):  # the run goes on: the interrupt is raised again here
