@@ -214,9 +214,10 @@ def unseen(paper: str, references: Path) -> str | None:
     return source
 
 
-def keep_unseen(papers: list[str], lines: list[str], readme: Path, references: Path) -> list[str]:
+def keep_unseen(papers: list[str], lines: list[str], readme: Path, missing: dict[str, str | None]) -> list[str]:
     """The table's lines, where a paper whose evidence cannot be seen keeps the row the README has now (writing the
-    README never removes a row made from evidence this checkout does not hold); a warning on stderr for each."""
+    README never removes a row made from evidence this checkout does not hold; `missing`: unseen() of each paper); a
+    warning on stderr for each."""
     old = {}
     for line in between(readme):
         for paper in papers:
@@ -224,7 +225,7 @@ def keep_unseen(papers: list[str], lines: list[str], readme: Path, references: P
                 old[paper] = line
     out = list(lines)
     for i, paper in enumerate(papers, start=len(HEADER)):
-        why = unseen(paper, references)
+        why = missing[paper]
         if why and paper in old and old[paper] != out[i]:
             out[i] = old[paper]
             print(f"warning: kept {shown(readme)}'s row of {paper}: {why}, nothing to make it from", file=sys.stderr)
@@ -301,13 +302,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--write writes the README from the reference runs only: leave out --outputs")
     lines, sources = table(args.paper or known, args.references, args.outputs)
     if args.write:
-        lines = keep_unseen(args.paper or known, lines, args.write, args.references)
+        missing = {paper: unseen(paper, args.references) for paper in args.paper or known}  # each record read once
+        lines = keep_unseen(args.paper or known, lines, args.write, missing)
         write_into(args.write, lines)
         for paper in args.paper or known:
             readme = args.write.parent / "papers" / paper / "README.md"  # the pages beside the README
             if not (readme.is_file() and CLAIMS_BEGIN in readme.read_text()):
                 continue
-            why = unseen(paper, args.references)
+            why = missing[paper]
             if why and between(readme, CLAIMS_BEGIN, CLAIMS_END):
                 print(
                     f"warning: kept {shown(readme)}'s reference block: {why}, nothing to make it from", file=sys.stderr
