@@ -26,7 +26,7 @@ from pathlib import Path
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "charlm_identity.json"
 PAPERS = ("unit_scaling", "umup", "fp8_llm", "sparq")
 # Results fields that measure time (or say whether work was reused), left out of the run digests
-TIMING_KEYS = frozenset({"seconds", "wall_seconds", "train_seconds", "resumed_from", "loaded", "ms", "times", "timing"})
+TIMING_KEYS = frozenset({"seconds", "wall_seconds", "train_seconds", "resumed_from", "loaded", "dense_rounds", "sparq_rounds", "select_rounds"})
 
 
 def digest(tree) -> str:
