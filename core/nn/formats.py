@@ -33,7 +33,7 @@ from functools import cached_property
 import jax
 
 from core.numerics import FloatFormat, get_format, quantise
-from core.numerics.cast import ROUNDINGS
+from core.numerics.bits import ROUNDINGS
 
 SCOPES = ("all", "matmul")
 HEADS = ("fp32", "low")

@@ -23,7 +23,8 @@ core.numerics.mx (not imported here) the OCP MX block-scaled formats (`mx_quanti
 `straight_through=True`; `mx_encode`, `mx_decode`, `mx_dot`), also FP8 training's "mx" policy.
 """
 
-from core.numerics.cast import cast_to_format, code_values, decode, encode, fast_random_bits, stochastic_rounding
+from core.numerics.bits import fast_random_bits, stochastic_rounding
+from core.numerics.cast import cast_to_format, code_values, decode, encode
 from core.numerics.formats import FORMATS, FloatFormat, get_format, make_format
 from core.numerics.quantise import quantise, quantised_dot
 from core.numerics.scaling import (

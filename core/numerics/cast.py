@@ -15,10 +15,6 @@ also makes each step the textbook one:
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Literal
 
@@ -27,47 +23,39 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from core.numerics.bits import (
+    ABS_MASK,
+    INF_BITS,
+    QNAN_BITS,
+    ROUNDINGS,
+    SIGN_MASK,
+    as_float32,
+    carries,
+    compose,
+    decompose,
+    fast_random_bits,
+    float32_bits,
+    next_rounding_key,
+    rounding_bits,
+    shift_left,
+    shift_right,
+    stochastic_rounding,
+)
 from core.numerics.formats import FloatFormat, get_format
 
 Rounding = Literal["nearest", "stochastic"]
-ROUNDINGS = ("nearest", "stochastic")
-
-_QNAN = np.uint32(0x7FC00000)
-_INF = np.uint32(0x7F800000)
-_ABS = np.uint32(0x7FFFFFFF)
-_SIGN = np.uint32(0x80000000)
-
-
-def _u32(v: int) -> np.uint32:
-    return np.uint32(v)
-
-
-def _shl(x: jax.Array, s: jax.Array) -> jax.Array:
-    """x << s for s in [0, 31] (clipped), on uint32."""
-    return lax.shift_left(x, jnp.clip(s, 0, 31).astype(jnp.uint32))
-
-
-def _shr(x: jax.Array, s: jax.Array) -> jax.Array:
-    """x >> s, logical, giving 0 for s >= 32 (XLA leaves over-wide shifts implementation-defined)."""
-    out = lax.shift_right_logical(x, jnp.clip(s, 0, 31).astype(jnp.uint32))
-    return jnp.where(s >= 32, _u32(0), out)
-
-
-def _bit_length(x: jax.Array) -> jax.Array:
-    return 32 - lax.clz(x).astype(jnp.int32)
-
-
-def _float32_bits(value: float) -> int:
-    return int(np.array(value, np.float32).view(np.uint32))
-
-
-def _decompose(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """For |x|'s bits `a`: (sig, u, L) with |x| = sig * 2^u and L = floor(log2 |x|) (for x != 0)."""
-    e32 = lax.shift_right_logical(a, _u32(23)).astype(jnp.int32)
-    sig = jnp.where(e32 > 0, (a & 0x7FFFFF) | 0x800000, a & 0x7FFFFF)
-    u = jnp.maximum(e32, 1) - 150
-    lead = jnp.where(e32 > 0, e32 - 127, u + _bit_length(sig) - 1)
-    return sig, u, lead
+__all__ = [  # the bit-level pieces are core.numerics.bits'; these two are re-exported for the package's namespace
+    "ROUNDINGS",
+    "Rounding",
+    "cast_to_format",
+    "code_dtype",
+    "code_values",
+    "decode",
+    "encode",
+    "fast_random_bits",
+    "next_rounding_key",
+    "stochastic_rounding",
+]
 
 
 def _quantum_exponent(lead: jax.Array, fmt: FloatFormat) -> jax.Array:
@@ -77,43 +65,23 @@ def _quantum_exponent(lead: jax.Array, fmt: FloatFormat) -> jax.Array:
     return jnp.where(lead >= fmt.emin, lead - fmt.mantissa_bits, fmt.emin)
 
 
-def _compose(rounded: jax.Array, q_exp: jax.Array) -> jax.Array:
-    """float32 bits of rounded * 2^q_exp (exact: the format's values are float32 values)."""
-    nb = _bit_length(rounded)
-    lead = q_exp + nb - 1
-    mant = jnp.where(nb <= 24, _shl(rounded, 24 - nb), _shr(rounded, nb - 24)) & 0x7FFFFF
-    normal = _shl((lead + 127).astype(jnp.uint32), jnp.int32(23)) | mant
-    subnormal = _shl(rounded, q_exp + 149)
-    out = jnp.where(lead >= -126, normal, subnormal)
-    return jnp.where(rounded == 0, _u32(0), out)
-
-
 def _round_general(a: jax.Array, random_bits: jax.Array | None, fmt: FloatFormat) -> jax.Array:
     """Bits of |x| rounded to the format's grid (before overflow handling), for any format."""
-    sig, u, lead = _decompose(a)
+    sig, u, lead = decompose(a)
     q_exp = _quantum_exponent(lead, fmt)
     shift = q_exp - u  # low bits of sig below the format's quantum
-    keep = _shr(sig, shift)
-    dropped = sig - _shl(keep, shift)  # sig & (2^shift - 1), valid for any shift
+    keep = shift_right(sig, shift)
+    dropped = sig - shift_left(keep, shift)  # sig & (2^shift - 1), valid for any shift
     if random_bits is None:
-        half = jnp.where(shift >= 1, _shl(_u32(1), shift - 1), _u32(0))
-        half = jnp.where(shift > 32, _u32(0xFFFFFFFF), half)  # dropped < 2^24 < half: always down
+        half = jnp.where(shift >= 1, shift_left(np.uint32(1), shift - 1), np.uint32(0))
+        half = jnp.where(shift > 32, np.uint32(0xFFFFFFFF), half)  # dropped < 2^24 < half: always down
         up = (dropped > half) | ((dropped == half) & (shift >= 1) & ((keep & 1) == 1))
     else:
         # the dropped bits as a 32-bit fraction T (exact for shift <= 32, else truncated to a multiple of 2^-32)
-        threshold = jnp.where(shift <= 32, _shl(dropped, 32 - shift), _shr(dropped, shift - 32))
-        up = (shift >= 1) & _carries(random_bits, threshold)
+        threshold = jnp.where(shift <= 32, shift_left(dropped, 32 - shift), shift_right(dropped, shift - 32))
+        up = (shift >= 1) & carries(random_bits, threshold)
     rounded = jnp.where(shift >= 1, keep + up.astype(jnp.uint32), sig)
-    return _compose(rounded, jnp.where(shift >= 1, q_exp, u))
-
-
-def _carries(random_bits: jax.Array, threshold: jax.Array) -> jax.Array:
-    """Stochastic rounding's decision: does random + T carry out of 32 bits? P = T / 2^32, the dropped fraction.
-
-    This is 'add random bits below the kept ones, then truncate', as hardware does it (and gfloat's
-    RoundMode.Stochastic with 32 random bits, bit for bit).
-    """
-    return (random_bits + threshold) < random_bits
+    return compose(rounded, jnp.where(shift >= 1, q_exp, u))
 
 
 def _fast_path(fmt: FloatFormat) -> bool:
@@ -124,9 +92,9 @@ def _fast_path(fmt: FloatFormat) -> bool:
 
 def _round_fast(a: jax.Array, random_bits: jax.Array | None, fmt: FloatFormat) -> jax.Array:
     drop = 23 - fmt.mantissa_bits  # float32 mantissa bits below the format's, in its normal range
-    low = _u32((1 << drop) - 1)
+    low = np.uint32((1 << drop) - 1)
     if random_bits is None:
-        normal = a + _u32((1 << (drop - 1)) - 1) + ((a >> drop) & 1)  # nearest-even: carry into the kept bits
+        normal = a + np.uint32((1 << (drop - 1)) - 1) + ((a >> drop) & 1)  # nearest-even: carry into the kept bits
     else:
         normal = a + (random_bits >> (32 - drop))  # add `drop` random bits below the kept ones
     normal = normal & ~low
@@ -138,100 +106,31 @@ def _round_fast(a: jax.Array, random_bits: jax.Array | None, fmt: FloatFormat) -
     else:
         whole = jnp.floor(s)
         fraction = ((s - whole) * np.float32(2.0**32)).astype(jnp.uint32)  # exact when s has <= 32 fraction bits
-        k = whole + _carries(random_bits, fraction).astype(jnp.float32)
+        k = whole + carries(random_bits, fraction).astype(jnp.float32)
     subnormal = lax.bitcast_convert_type(k * quantum, jnp.uint32)
-    return jnp.where(a < _u32(_float32_bits(fmt.smallest_normal)), subnormal, normal)
+    return jnp.where(a < np.uint32(float32_bits(fmt.smallest_normal)), subnormal, normal)
 
 
 @partial(jax.jit, static_argnames=("fmt", "saturate"))
 def _cast_bits(x: jax.Array, random_bits: jax.Array | None, fmt: FloatFormat, saturate: bool):
     u32 = lax.bitcast_convert_type(x, jnp.uint32)
-    sign = u32 & _SIGN
-    a = u32 & _ABS
-    is_nan = a > _INF
+    sign = u32 & SIGN_MASK
+    a = u32 & ABS_MASK
+    is_nan = a > INF_BITS
     mag = (_round_fast if _fast_path(fmt) else _round_general)(a, random_bits, fmt)
 
-    max_bits = _u32(_float32_bits(fmt.max))
-    overflow = (a == _INF) | (~is_nan & (mag > max_bits))
+    max_bits = np.uint32(float32_bits(fmt.max))
+    overflow = (a == INF_BITS) | (~is_nan & (mag > max_bits))
     if saturate or fmt.special == "finite":  # a format without Inf and NaN can only saturate
         big = max_bits
     else:
-        big = _u32(_INF) if fmt.has_inf else _u32(_QNAN)
+        big = np.uint32(INF_BITS) if fmt.has_inf else np.uint32(QNAN_BITS)
     mag = jnp.where(overflow, big, mag)
-    mag = jnp.where(is_nan, _u32(_QNAN), mag)
+    mag = jnp.where(is_nan, np.uint32(QNAN_BITS), mag)
     if not fmt.has_negative_zero:
-        sign = jnp.where(mag == 0, _u32(0), sign)
-    sign = jnp.where(mag == _QNAN, _u32(0), sign)
+        sign = jnp.where(mag == 0, np.uint32(0), sign)
+    sign = jnp.where(mag == QNAN_BITS, np.uint32(0), sign)
     return lax.bitcast_convert_type(sign | mag, jnp.float32)
-
-
-def _mix32(x: jax.Array) -> jax.Array:
-    """A 32-bit integer hash with low bias (the 'lowbias32' constants of Wellons' hash-prospector search)."""
-    x = x ^ (x >> 16)
-    x = x * np.uint32(0x7FEB352D)
-    x = x ^ (x >> 15)
-    x = x * np.uint32(0x846CA68B)
-    return x ^ (x >> 16)
-
-
-def fast_random_bits(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
-    """Uniform uint32 bits for stochastic rounding: a counter-based hash of the element index, keyed by `key`.
-
-    JAX's threefry costs several times a whole cast (about 6x at 16M values on a 2-core CPU); rounding needs
-    unbiased, well-mixed bits, not cryptographic ones, and the IPU itself draws them from a cheap hardware
-    generator. Two rounds of a strong 32-bit mixer over (index, two key words) fuse into the cast's kernel. Pass
-    `random_bits=jax.random.bits(key, shape, jnp.uint32)` to cast_to_format to use threefry instead.
-    """
-    k = jax.random.bits(key, (2,), jnp.uint32)
-    size = int(np.prod(shape, dtype=np.int64))
-    counter = lax.iota(jnp.uint32, size).reshape(shape)
-    return _mix32(_mix32(counter ^ k[0]) + k[1])
-
-
-@dataclass
-class _KeySource:
-    key: jax.Array
-    count: int = 0
-
-    def next(self) -> jax.Array:
-        self.count += 1
-        return jax.random.fold_in(self.key, self.count)
-
-
-_ROUNDING_KEYS: contextvars.ContextVar[_KeySource | None] = contextvars.ContextVar("rounding_keys", default=None)
-
-
-@contextlib.contextmanager
-def stochastic_rounding(key: jax.Array) -> Iterator[None]:
-    """Supply keys to every stochastic cast traced inside the block that is not given its own: `cast_to_format`
-    without `key=` or `random_bits=`, and `quantise` without `key=`.
-
-    Each such cast takes the block's key folded with a count of the casts drawn so far, so the same program with
-    the same key rounds the same way. Open it inside the function being traced (e.g. in the loss function, with a
-    key that is an argument of the jitted step), so that the keys are values of that trace."""
-    token = _ROUNDING_KEYS.set(_KeySource(key))
-    try:
-        yield
-    finally:
-        _ROUNDING_KEYS.reset(token)
-
-
-def next_rounding_key(what: str, given: str = "key=") -> jax.Array:
-    """The next key of the enclosing `stochastic_rounding` block, for the cast `what`; without a block, a ValueError
-    naming `what` and the arguments (`given`) that would have supplied the bits."""
-    source = _ROUNDING_KEYS.get()
-    if source is None:
-        raise ValueError(
-            f"{what}: rounding='stochastic' needs {given} or an enclosing core.numerics.stochastic_rounding(key) block"
-        )
-    return source.next()
-
-
-def _as_float32(x, what: str) -> jax.Array:
-    x = jnp.asarray(x)
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        raise TypeError(f"{what}: expected a floating-point array, got dtype {x.dtype}")
-    return x.astype(jnp.float32)
 
 
 def cast_to_format(
@@ -257,22 +156,8 @@ def cast_to_format(
     Inputs are converted to float32 first (float64 inputs are thus rounded twice; pass float32).
     """
     fmt = get_format(fmt)
-    x = _as_float32(x, "cast_to_format")
-    if rounding not in ROUNDINGS:
-        raise ValueError(f"cast_to_format: rounding must be one of {', '.join(ROUNDINGS)}, got {rounding!r}")
-    if rounding == "stochastic":
-        if random_bits is None:
-            if key is None:
-                key = next_rounding_key("cast_to_format", "key=, random_bits=")
-            random_bits = fast_random_bits(key, x.shape)
-        random_bits = jnp.asarray(random_bits)
-        if random_bits.dtype != jnp.uint32 or random_bits.shape != x.shape:
-            raise ValueError(
-                f"cast_to_format: random_bits must be uint32 of shape {x.shape}, "
-                f"got {random_bits.dtype} of shape {random_bits.shape}"
-            )
-    else:
-        random_bits = None
+    x = as_float32(x, "cast_to_format")
+    random_bits = rounding_bits(x.shape, rounding, key, random_bits, "cast_to_format")
     return _cast_bits(x, random_bits, fmt, bool(saturate))
 
 
@@ -324,34 +209,35 @@ def decode(codes, fmt: str | FloatFormat) -> jax.Array:
 @partial(jax.jit, static_argnames=("fmt",))
 def _encode_bits(v: jax.Array, fmt: FloatFormat) -> jax.Array:
     u32 = lax.bitcast_convert_type(v, jnp.uint32)
-    a = u32 & _ABS
-    negative = (u32 & _SIGN) != 0
-    sig, u, lead = _decompose(a)
+    a = u32 & ABS_MASK
+    negative = (u32 & SIGN_MASK) != 0
+    sig, u, lead = decompose(a)
     q_exp = _quantum_exponent(lead, fmt)
     m = fmt.mantissa_bits
     # On the grid |v| = k * 2^q_exp exactly; the code's magnitude is (exponent field << M) + mantissa field.
-    k = jnp.where(q_exp >= u, _shr(sig, q_exp - u), _shl(sig, u - q_exp))
+    k = jnp.where(q_exp >= u, shift_right(sig, q_exp - u), shift_left(sig, u - q_exp))
     normal = lead >= fmt.emin
-    field = jnp.where(normal, (lead - fmt.emin + 1).astype(jnp.uint32), _u32(0))
-    mantissa = jnp.where(normal, k - _shl(_u32(1), jnp.int32(m)), k)
+    field = jnp.where(normal, (lead - fmt.emin + 1).astype(jnp.uint32), np.uint32(0))
+    mantissa = jnp.where(normal, k - shift_left(np.uint32(1), jnp.int32(m)), k)
     if not fmt.subnormals:  # below the smallest normal only zero exists
-        field = jnp.where(normal, field, _u32(0))
-        mantissa = jnp.where(normal, mantissa, _u32(0))
-    mag = _shl(field, jnp.int32(m)) | mantissa
-    mag = jnp.where(a == 0, _u32(0), mag)
-    sign_bit = _u32(1 << (fmt.exponent_bits + m))
-    top = _u32(2**fmt.exponent_bits - 1)
+        field = jnp.where(normal, field, np.uint32(0))
+        mantissa = jnp.where(normal, mantissa, np.uint32(0))
+    mag = shift_left(field, jnp.int32(m)) | mantissa
+    mag = jnp.where(a == 0, np.uint32(0), mag)
+    sign_bit = np.uint32(1 << (fmt.exponent_bits + m))
+    top = np.uint32(2**fmt.exponent_bits - 1)
     if fmt.special == "ieee":
-        inf_code, nan_code = _shl(top, jnp.int32(m)), _shl(top, jnp.int32(m)) | _shl(_u32(1), jnp.int32(m - 1))
+        inf_code = shift_left(top, jnp.int32(m))
+        nan_code = inf_code | shift_left(np.uint32(1), jnp.int32(m - 1))
     elif fmt.special == "fn":
-        inf_code = nan_code = _shl(top, jnp.int32(m)) | _u32(2**m - 1)
+        inf_code = nan_code = shift_left(top, jnp.int32(m)) | np.uint32(2**m - 1)
     elif fmt.special == "finite":  # the cast saturated Inf; NaN has no code: -0's, as ml_dtypes gives
-        inf_code, nan_code = _shl(top, jnp.int32(m)) | _u32(2**m - 1), sign_bit
+        inf_code, nan_code = shift_left(top, jnp.int32(m)) | np.uint32(2**m - 1), sign_bit
     else:
         inf_code = nan_code = sign_bit
-    mag = jnp.where(a == _INF, inf_code, mag)
-    code = jnp.where(negative & (a <= _INF) & ((a != 0) | fmt.has_negative_zero), mag | sign_bit, mag)
-    return jnp.where(a > _INF, nan_code, code)
+    mag = jnp.where(a == INF_BITS, inf_code, mag)
+    code = jnp.where(negative & (a <= INF_BITS) & ((a != 0) | fmt.has_negative_zero), mag | sign_bit, mag)
+    return jnp.where(a > INF_BITS, nan_code, code)
 
 
 def encode(x, fmt: str | FloatFormat, **cast_kwargs) -> jax.Array:

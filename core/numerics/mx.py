@@ -38,6 +38,9 @@ grid, bit for bit what numpy + ml_dtypes give (tested).
     mx_dot(x, w)                          x @ w as MX hardware computes it: MX operands, FP32 accumulation, and a
                                           backward whose products each quantise their operands along their own
                                           contraction axis
+
+Over 400 lines for a reason: the format table, the conversion and its inverse share the block layout and the exact
+scaling (private here), and mx_dot's backward needs the conversion's internals; split, they would have to be public.
 """
 
 from __future__ import annotations
@@ -50,21 +53,18 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from core.numerics.cast import (
-    _ABS,
-    _INF,
-    _SIGN,
-    Rounding,
-    _bit_length,
-    _decompose,
-    _float32_bits,
-    _shl,
-    _shr,
-    cast_to_format,
-    decode,
-    encode,
-    next_rounding_key,
+from core.numerics.bits import (
+    ABS_MASK,
+    INF_BITS,
+    SIGN_MASK,
+    as_float32,
+    carries,
+    compose,
+    decompose,
+    float32_bits,
+    rounding_bits,
 )
+from core.numerics.cast import Rounding, cast_to_format, decode, encode
 from core.numerics.formats import FloatFormat, get_format
 
 SCALE_EMAX = 127  # E8M0: 2^-127 .. 2^127, code 255 is NaN
@@ -163,21 +163,13 @@ def _ldexp_bits(a: jax.Array, k: jax.Array) -> jax.Array:
     """Bits of |x| * 2^k for |x|'s bits `a` (finite): exact where the result is a float32 value, else truncated
     toward zero (only below 2^-126, far under any element's quantum); Inf above float32's range (only the "ceil"
     scale rounding reaches it, for a block within an element step of float32's max)."""
-    sig, u, _ = _decompose(a)
-    e = u + k  # |x| 2^k = sig 2^e
-    nb = _bit_length(sig)
-    lead = e + nb - 1
-    mant = _shl(sig, 24 - nb) & 0x7FFFFF
-    normal = _shl((lead + 127).astype(jnp.uint32), jnp.int32(23)) | mant
-    subnormal = jnp.where(e + 149 >= 0, _shl(sig, e + 149), _shr(sig, -(e + 149)))
-    out = jnp.where(lead >= -126, normal, subnormal)
-    out = jnp.where(lead > 127, _INF, out)
-    return jnp.where(sig == 0, jnp.uint32(0), out)
+    sig, u, _ = decompose(a)
+    return compose(sig, u + k)  # |x| 2^k = sig 2^(u + k)
 
 
 def _ldexp(x: jax.Array, k: jax.Array) -> jax.Array:
     bits = lax.bitcast_convert_type(x, jnp.uint32)
-    out = (bits & _SIGN) | _ldexp_bits(bits & _ABS, k)
+    out = (bits & SIGN_MASK) | _ldexp_bits(bits & ABS_MASK, k)
     return lax.bitcast_convert_type(out, jnp.float32)
 
 
@@ -212,28 +204,21 @@ def _check_axis(x: jax.Array, axis: int, what: str) -> int:
     return int(axis) % x.ndim
 
 
-def _as_float32(x, what: str) -> jax.Array:
-    x = jnp.asarray(x)
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        raise TypeError(f"{what}: expected a floating-point array, got dtype {x.dtype}")
-    return x.astype(jnp.float32)
-
-
 def _block_exponents(blocks: jax.Array, fmt: MXFormat, axis: int) -> jax.Array:
     """int32 shared exponents of the blocks along axis + 1, kept as a size-1 axis (SCALE_NAN for a block holding NaN
     or Inf)."""
     # a float max (faster than an integer one here); were subnormals flushed, a block of them still gets -127. NaN is
     # found apart: XLA's CPU max-reduction of 4,096 or more float32 elements drops it (jaxlib 0.10.2, its YNNPACK
     # fusion), which would leave a NaN block finite and its NaN element garbage
-    top = lax.bitcast_convert_type(jnp.max(jnp.abs(blocks), axis=axis + 1, keepdims=True), jnp.uint32) & _ABS
-    top = jnp.where(jnp.any(jnp.isnan(blocks), axis=axis + 1, keepdims=True), _INF, top)
-    _, _, lead = _decompose(top)  # floor(log2 max|V|)
+    top = lax.bitcast_convert_type(jnp.max(jnp.abs(blocks), axis=axis + 1, keepdims=True), jnp.uint32) & ABS_MASK
+    top = jnp.where(jnp.any(jnp.isnan(blocks), axis=axis + 1, keepdims=True), INF_BITS, top)
+    _, _, lead = decompose(top)  # floor(log2 max|V|)
     shared = lead - fmt.emax
     if fmt.scale_rounding == "ceil":  # one more where the block max would exceed the element's max
-        shared = shared + (_ldexp_bits(top, -shared) > _float32_bits(fmt.max)).astype(jnp.int32)
+        shared = shared + (_ldexp_bits(top, -shared) > float32_bits(fmt.max)).astype(jnp.int32)
     shared = jnp.clip(shared, -SCALE_EMAX, SCALE_EMAX)
     shared = jnp.where(top == 0, -SCALE_EMAX, shared)
-    return jnp.where(top >= _INF, SCALE_NAN, shared).astype(jnp.int32)
+    return jnp.where(top >= INF_BITS, SCALE_NAN, shared).astype(jnp.int32)
 
 
 def _round_elements(scaled: jax.Array, fmt: MXFormat, random_bits: jax.Array | None) -> jax.Array:
@@ -249,7 +234,7 @@ def _round_elements(scaled: jax.Array, fmt: MXFormat, random_bits: jax.Array | N
     else:
         whole = jnp.floor(jnp.abs(units))
         fraction = ((jnp.abs(units) - whole) * np.float32(2.0**32)).astype(jnp.uint32)  # exact: < 2^8 integer part
-        up = (random_bits + fraction) < random_bits
+        up = carries(random_bits, fraction)
         k = jnp.sign(units) * (whole + up.astype(jnp.float32))
     k = jnp.clip(k, -INT8_MAX, INT8_MAX)
     return _ldexp(jnp.where(k == 0, 0.0, k), jnp.int32(-INT8_FRACTION_BITS))  # two's complement has no -0
@@ -267,25 +252,6 @@ def _quantise(x: jax.Array, random_bits: jax.Array | None, fmt: MXFormat, axis: 
     elements = _round_elements(scaled, fmt, random_bits)
     values = jnp.where(finite, _ldexp(elements, shared), jnp.nan)
     return _from_blocks(values, x.shape, axis), shared, elements
-
-
-def _random_bits(x: jax.Array, rounding: Rounding, key, random_bits) -> jax.Array | None:
-    if rounding not in ("nearest", "stochastic"):
-        raise ValueError(f"mx_quantise: rounding must be one of nearest, stochastic, got {rounding!r}")
-    if rounding == "nearest":
-        return None
-    if random_bits is None:
-        from core.numerics.cast import fast_random_bits
-
-        key = next_rounding_key("mx_quantise", "key=, random_bits=") if key is None else key
-        random_bits = fast_random_bits(key, x.shape)
-    random_bits = jnp.asarray(random_bits)
-    if random_bits.dtype != jnp.uint32 or random_bits.shape != x.shape:
-        raise ValueError(
-            f"mx_quantise: random_bits must be uint32 of shape {x.shape}, got {random_bits.dtype} of shape "
-            f"{random_bits.shape}"
-        )
-    return random_bits
 
 
 # A straight-through rule as a custom_jvp, not as x + stop_gradient(q - x): that sum is not q bit for bit (where q is
@@ -330,9 +296,9 @@ def mx_quantise(
     (core.numerics.quantise is the cast to an element format whose gradient is cast to a format of its own; `mx_dot`
     is the MX matmul with its own backward.)"""
     fmt = get_mx_format(fmt)
-    x = _as_float32(x, "mx_quantise")
+    x = as_float32(x, "mx_quantise")
     axis = _check_axis(x, axis, "mx_quantise")
-    bits = _random_bits(x, rounding, key, random_bits)
+    bits = rounding_bits(x.shape, rounding, key, random_bits, "mx_quantise")
     if not isinstance(straight_through, bool):
         raise TypeError(f"mx_quantise: straight_through must be True or False, got {straight_through!r}")
     if straight_through:
@@ -344,7 +310,7 @@ def mx_shared_exponents(x, fmt: str | MXFormat | FloatFormat, axis: int = -1) ->
     """Each block's shared exponent (int32; SCALE_NAN = 128 for a block holding NaN or Inf), blocks along `axis`,
     which becomes the last axis of the result: [..., n_blocks]."""
     fmt = get_mx_format(fmt)
-    x = _as_float32(x, "mx_shared_exponents")
+    x = as_float32(x, "mx_shared_exponents")
     axis = _check_axis(x, axis, "mx_shared_exponents")
     return _scales_last(_block_exponents(_to_blocks(x, axis, fmt.block_size), fmt, axis), axis)
 
@@ -355,10 +321,14 @@ def mx_encode(x, fmt: str | MXFormat | FloatFormat, axis: int = -1, **rounding) 
     become the last axis; 255 is the NaN scale, whose block's element codes are 0). `rounding`: mx_quantise's
     `rounding`, `key`, `random_bits`."""
     fmt = get_mx_format(fmt)
-    x = _as_float32(x, "mx_encode")
+    x = as_float32(x, "mx_encode")
     axis = _check_axis(x, axis, "mx_encode")
-    bits = _random_bits(
-        x, rounding.pop("rounding", "nearest"), rounding.pop("key", None), rounding.pop("random_bits", None)
+    bits = rounding_bits(
+        x.shape,
+        rounding.pop("rounding", "nearest"),
+        rounding.pop("key", None),
+        rounding.pop("random_bits", None),
+        "mx_encode",
     )
     if rounding:
         raise TypeError(f"mx_encode: unexpected arguments {', '.join(rounding)}")
@@ -439,7 +409,7 @@ def mx_dot(x, w, probe=None, *, formats=("mxfp8_e4m3", "mxfp8_e4m3", "mxfp8_e5m2
     formats = tuple(get_mx_format(f) for f in formats)
     if len(formats) != 3:
         raise ValueError(f"mx_dot: formats must name the formats of x, w and g, got {len(formats)}")
-    x, w = _as_float32(x, "mx_dot"), _as_float32(w, "mx_dot")
+    x, w = as_float32(x, "mx_dot"), as_float32(w, "mx_dot")
     if w.ndim != 2 or x.ndim < 1 or x.shape[-1] != w.shape[0]:
         raise ValueError(f"mx_dot: x [..., k] @ w [k, n] needs matching k, got {x.shape} and {w.shape}")
     probe = jnp.zeros((3, 2), jnp.float32) if probe is None else probe

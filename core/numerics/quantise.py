@@ -17,7 +17,8 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from core.numerics.cast import ROUNDINGS, cast_to_format, next_rounding_key
+from core.numerics.bits import ROUNDINGS, next_rounding_key
+from core.numerics.cast import cast_to_format
 from core.numerics.formats import FloatFormat, get_format
 
 FormatLike = str | FloatFormat | None
