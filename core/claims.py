@@ -17,6 +17,12 @@ A point value (a deterministic measurement: simulated cycles, an exact compariso
 figure printed to a few digits is an interval (`printed(0.7)` is [0.65, 0.75]); equivalence rules widen their
 margin by it. Facts that hold by construction or restate our own arithmetic are not claims: they are `Fact` rows
 labelled analytic, calibration or construction.
+
+This module is the one import path of the claims API (Claim, Fact, Interval, Rule, the rules, Decided, the verdicts
+and `format_value`); core.report holds the Report that shows them and imports them from here like every paper.
+
+One module over 400 lines: Interval, the rules, Claim, Fact and Decided are one vocabulary (a rule reads an
+Interval, a claim applies a rule, Decided counts claims and facts); split, each part would import the others.
 """
 
 from __future__ import annotations
@@ -62,9 +68,9 @@ class Interval:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "estimate": _jsonable(self.estimate),
-            "low": _jsonable(self.low),
-            "high": _jsonable(self.high),
+            "estimate": jsonable(self.estimate),
+            "low": jsonable(self.low),
+            "high": jsonable(self.high),
             "confidence": self.confidence,
             "method": self.method,
         }
@@ -365,7 +371,7 @@ class Claim:
         out = {
             "id": self.id,
             "statement": self.statement,
-            "paper": _jsonable(self.paper),
+            "paper": jsonable(self.paper),
             "tolerance": self.rule.description,
             "decision": self.rule.kind,
             "source": self.source,
@@ -381,7 +387,7 @@ class Claim:
     def to_dict(self) -> dict[str, Any]:
         out = {
             **self.declaration(),
-            "ours": _jsonable(self.ours),
+            "ours": jsonable(self.ours),
             "verdict": self.verdict.value,
             "holds": self.holds,
             "detail": self.detail,
@@ -417,8 +423,8 @@ class Fact:
             "id": self.id,
             "statement": self.statement,
             "kind": self.kind,
-            "value": _jsonable(self.value),
-            "paper": _jsonable(self.paper),
+            "value": jsonable(self.value),
+            "paper": jsonable(self.paper),
             "detail": self.detail,
         }
 
@@ -452,7 +458,9 @@ def count_verdicts(claims: list[Claim]) -> dict[str, int]:
     return out
 
 
-def _jsonable(v: Any) -> Any:
+def jsonable(v: Any) -> Any:
+    """`v` as a JSON value for claims.json and report tables: Intervals as their dicts, numpy scalars as numbers,
+    non-finite floats as their text, containers element by element, anything else as its str."""
     if isinstance(v, Interval):
         return v.to_dict()
     if hasattr(v, "item") and callable(v.item) and getattr(v, "ndim", 0) == 0:
@@ -462,7 +470,7 @@ def _jsonable(v: Any) -> Any:
     if isinstance(v, bool | int | float | str) or v is None:
         return v
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
-        return [_jsonable(x) for x in v]
+        return [jsonable(x) for x in v]
     return str(v)

@@ -21,6 +21,9 @@ then it appends the `code` entries itself (`write_code_entry`), naming the recor
 A re-specified claim's report shows its original rule's verdict beside the new one: the old rule evaluated on the
 same run where `old_rule` is given (the statistic is unchanged, only the rule moved), otherwise the verdict last
 recorded under the old rule, with the commit and run that produced it.
+
+One module over 400 lines: the ledger entries, the claims lock and the re-decision differences share one
+fingerprint of a claim and of its code; the lock is checked against the entries and written from them.
 """
 
 from __future__ import annotations

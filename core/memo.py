@@ -29,6 +29,9 @@ and the package versions (core.context.versions).
 except those every run shares (featurised data). A reuse logs one line: name, key, code, when it was made and how
 long it had taken, and is noted for the run's record of what it reused (core.context.note_memo: results.json's
 `reused`); so is what a run stores, for what an interrupted run says it kept.
+
+One module over 400 lines: a stage's key, its store on disk (atomic write, lock, read back) and the reuse it
+reports are one protocol; split, the store's layout would have to be public to both halves.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from core.claims import Decided, _jsonable
+from core.claims import Decided, jsonable
 from core.config import validate_run_config
 from core.io import atomic_savefig, atomic_write_json, atomic_write_text, json_text
 from core.ledger import claim_fingerprint
@@ -236,7 +236,7 @@ def decided_values(decided: Decided | Report) -> dict[str, Any]:
     return {
         "claims": [{k: v for k, v in c.to_dict().items()} for c in decided.claims],
         "facts": [f.to_dict() for f in decided.facts],
-        "estimates": {k: _jsonable(v) for k, v in decided.estimates.items()},
+        "estimates": {k: jsonable(v) for k, v in decided.estimates.items()},
     }
 
 

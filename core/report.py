@@ -24,28 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from core.claims import (  # noqa: F401  (the claims API, re-exported where reports import it from)
-    FACT_KINDS,
+from core.claims import (
     Claim,
     Fact,
     Interval,
-    Rule,
-    Value,
     Verdict,
-    _jsonable,
-    at_least,
-    at_most,
     count_verdicts,
-    equivalent,
     format_value,
-    interval_above,
-    interval_below,
-    is_true,
-    or_diverged,
-    printed,
+    jsonable,
     shown_verdict,
-    within_abs,
-    within_rel,
 )
 from core.claims import check_id as _check_id
 
@@ -124,7 +111,7 @@ class Table:
             "name": self.name,
             "title": self.title,
             "columns": list(self.columns),
-            "rows": [[_jsonable(v) for v in row] for row in self.rows],
+            "rows": [[jsonable(v) for v in row] for row in self.rows],
             "caption": self.caption,
         }
 
@@ -352,8 +339,8 @@ class Report:
             "verdicts": self.verdicts,
             "facts": [f.to_dict() for f in self.facts],
             "ledger": [e.to_dict({c.id: c for c in self.claims}.get(e.claim)) for e in self.ledger],
-            "estimates": {k: _jsonable(v) for k, v in self.estimates.items()},
-            "metrics": {k: _jsonable(v) for k, v in self.metrics.items()},
+            "estimates": {k: jsonable(v) for k, v in self.estimates.items()},
+            "metrics": {k: jsonable(v) for k, v in self.metrics.items()},
             "tables": [t.to_dict() for t in self.tables],
             "figures": [{"name": f.name, "file": f.filename, "caption": f.caption} for f in self.figures],
             "notes": list(self.notes),

@@ -53,13 +53,14 @@ from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
+from core.claims import format_value
 from core.config import ConfigError, RunConfig, validate_run_config
 from core.context import Reuse, RunContext, collecting_reuse, versions
 from core.io import atomic_symlink
 from core.paper import Paper, find_paper
 from core.provenance import REPO_ROOT, compute_units, units_fingerprint
 from core.record import decide_record, declare, write_results
-from core.report import SMOKE_NOTE, Report, format_value
+from core.report import SMOKE_NOTE, Report
 from core.tracking import Tracker, activate, finish_within, make_tracker
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from core.report import Interval
+from core.claims import Interval
 
 
 def _vector(name: str, x: Sequence[float] | np.ndarray, at_least: int) -> np.ndarray:

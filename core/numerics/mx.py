@@ -39,7 +39,7 @@ grid, bit for bit what numpy + ml_dtypes give (tested).
                                           backward whose products each quantise their operands along their own
                                           contraction axis
 
-Over 400 lines for a reason: the format table, the conversion and its inverse share the block layout and the exact
+One module over 400 lines: the format table, the conversion and its inverse share the block layout and the exact
 scaling (private here), and mx_dot's backward needs the conversion's internals; split, they would have to be public.
 """
 

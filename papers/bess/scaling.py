@@ -29,7 +29,7 @@ from core.train import fit, init_state, optimizer_step
 from papers.bess.bess import BalancedSampler, all_gather_loss_fn, bytes_per_step, shard_entities
 from papers.bess.kg import KGDataset
 from papers.bess.losses import Loss
-from papers.bess.train import KGEConfig, _compiled_step, init_tables, make_mesh, place_tables
+from papers.bess.train import KGEConfig, compiled_step, init_tables, make_mesh, place_tables
 
 
 def synthetic_kg(num_entities: int, num_relations: int, num_triples: int, seed: int) -> KGDataset:
@@ -155,7 +155,7 @@ def measure(
     sharding = shard_entities(kg.num_entities, n, seed)
     sampler = BalancedSampler(kg.train, sharding, batch // (n * n), cfg.negatives, seed)
     loss = Loss("softmax", num_entities=kg.num_entities)
-    optimiser, step_fn = _compiled_step(mesh, model, float(cfg.gamma), loss, (cfg.lr, 0.0))
+    optimiser, step_fn = compiled_step(mesh, model, float(cfg.gamma), loss, (cfg.lr, 0.0))
     entities, relations = init_tables(cfg, kg.num_entities, kg.num_relations)
     state = init_state(place_tables(mesh, sharding, entities, relations), optimiser)
     first = sampler.sample(0)

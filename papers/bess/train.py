@@ -108,7 +108,7 @@ def place_tables(mesh: Mesh, sharding, entities: np.ndarray, relations: np.ndarr
 
 
 @lru_cache(maxsize=32)
-def _compiled_step(mesh: Mesh, model: str, gamma: float, loss: Loss, optimiser_key: tuple):
+def compiled_step(mesh: Mesh, model: str, gamma: float, loss: Loss, optimiser_key: tuple):
     lr, weight_decay = optimiser_key
     optimiser = optax.adamw(lr, weight_decay=weight_decay)
     bess = bess_loss_fn(mesh, model, gamma, loss)
@@ -141,7 +141,7 @@ def train_kge(
         seed=cfg.seed,
     )
     loss = Loss(cfg.loss, cfg.adversarial, cfg.margin, kg.num_entities)
-    optimiser, step_fn = _compiled_step(mesh, cfg.model, float(cfg.gamma), loss, (cfg.lr, cfg.weight_decay))
+    optimiser, step_fn = compiled_step(mesh, cfg.model, float(cfg.gamma), loss, (cfg.lr, cfg.weight_decay))
     entities, relations = init_tables(cfg, kg.num_entities, kg.num_relations)
     known = known_answers(kg.all_triples())
     best = _BestParams(checkpoint_dir, resume, entities, relations)

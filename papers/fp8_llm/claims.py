@@ -5,6 +5,9 @@ Each claim names the paper's statement (papers/fp8_llm/REFERENCES.md, ref. n = e
 the rule that decides it, and the design (confidence, unit of replication, the smallest effect the default design
 resolves). `decide` also makes the facts and the estimates the tables show (every interval the report prints); the
 report module (papers/fp8_llm/report.py) formats them into tables and figures.
+
+One module over 400 lines: as in papers/popsparse/claims.py, the claims lock fingerprints each measuring function
+with the helpers of its own module that it calls, so the helpers that decide a claim stay beside it.
 """
 
 from __future__ import annotations
@@ -13,8 +16,7 @@ import math
 
 import numpy as np
 
-from core.claims import Decided
-from core.report import Claim, Fact, Interval, equivalent, interval_above, interval_below
+from core.claims import Claim, Decided, Fact, Interval, equivalent, interval_above, interval_below
 from core.stats import paired_bootstrap, relative_gaps, seed_mean, slope
 from papers.fp8_llm.config import arm_seeds
 from papers.fp8_llm.results import Results

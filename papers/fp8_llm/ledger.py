@@ -2,8 +2,8 @@
 lock and carry no fingerprint: they were found in `git log -p -- papers/fp8_llm/report.py` and the README's history,
 with the verdict last recorded under the old rule."""
 
+from core.claims import interval_below
 from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes
-from core.report import interval_below
 
 # the claims' fingerprints after issue 44 (claims.lock.json)
 _ISSUE_44 = {

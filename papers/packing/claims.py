@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from core.claims import Decided
-from core.report import Claim, Interval, Rule, at_least, at_most, printed, within_abs
+from core.claims import Claim, Decided, Interval, Rule, at_least, at_most, printed, within_abs
 from core.stats import seed_mean
 from papers.packing.results import Results
 from papers.packing.tables import LABELS, PUBLISHED, PUBLISHED_BOUND, planned_cells, published

@@ -7,8 +7,8 @@ by construction and becomes a fact; the table claims compare with the paper's fi
 Issue 45 (2026-11-26): the fact becomes a test; `packed-throughput` is timed in interleaved rounds with an interval.
 """
 
+from core.claims import Rule, at_least
 from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes
-from core.report import Rule, at_least
 
 _ISSUE23_RUN = "README row of commit 72d964c (default run of 2026-11-24, 8.8 min: 15 of 15 claims hold)"
 _LAST_RUN = "README row of commit 7484b79 (default run of 2026-11-24, 8.1 min: 13 of 13 claims hold)"

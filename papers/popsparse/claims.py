@@ -9,7 +9,7 @@ Every simulated sparse cell is run with several random block patterns (`popspars
 simulation is otherwise deterministic, so each IPU claim is decided over the seeds: its interval spans every seed
 (and every value the paper's figures allow), it holds where every seed meets the rule and fails where none does.
 
-Kept as one module over 400 lines on purpose: the claims lock fingerprints each measuring function with the
+One module over 400 lines: the claims lock fingerprints each measuring function with the
 helpers of its own module that it calls, so the helpers that decide a claim stay here beside it; only those the
 report needs as well (selecting rows, the crossover's interpolation, a cell's rate at the paper's clock) are in
 sweep.py, which the lock's fingerprint of a claim does not follow (the decision fingerprint covers it). numpy, scipy
@@ -24,8 +24,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from core.claims import Decided, inside
-from core.report import Claim, Fact, Interval, Rule, fixed, interval_above, is_true, within_abs
+from core.claims import Claim, Decided, Fact, Interval, Rule, inside, interval_above, is_true, within_abs
+from core.report import fixed
 from core.stats import paired_speedup, slope
 from papers.popsparse.paper import (
     FIGURE_M,

@@ -3,7 +3,11 @@ simulated IPU's, the dense rate and the figures' cells beside the paper's, the I
 block size, the CPU sweep against its peers and its crossovers) and the figures (papers/popsparse/figures.py: the
 sim/paper ratio of every cell of the paper's table, speed-up over dense against density on the simulated IPU and on
 the CPU). It formats: the claims, the facts and every interval or seed range it shows are decided in
-papers/popsparse/claims.py (`decided.estimates`, named by papers/popsparse/sweep.py)."""
+papers/popsparse/claims.py (`decided.estimates`, named by papers/popsparse/sweep.py).
+
+One module over 400 lines: one table or figure a function, each reading the same decided estimates and the
+paper's cells; the report is long because the paper's table and figures are many, not because it does two jobs.
+"""
 
 from __future__ import annotations
 

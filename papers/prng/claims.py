@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from core.claims import Decided
-from core.report import Claim, Fact, Interval, Rule, Verdict, at_most
+from core.claims import Claim, Decided, Fact, Interval, Rule, Verdict, at_most
 from papers.prng import battery
 from papers.prng.paper import MAPPINGS, PAPER_CELL_RATIO, PAPER_CELLS
 from papers.prng.results import Battery, Results

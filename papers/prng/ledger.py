@@ -1,8 +1,8 @@
 """Every change to the PRNG claims (core/ledger.py), oldest first. No claim was re-specified before the ledger
 began (git log of papers/prng/report.py: the four rules are those of the first reproduction, 2026-11-22)."""
 
+from core.claims import at_least
 from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes
-from core.report import at_least
 
 _LAST_RUN = "README row of commit 7484b79 (default run of 2026-11-24, 36 s: 4 of 4 claims hold)"
 _ISSUE45_RUN = "README row of commit cc441f2 (default run of 2026-11-25, 37 s: 2 of 2 claims hold)"

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from core.claims import Decided
-from core.report import Claim, Interval, at_most, interval_below, mean_std
+from core.claims import Claim, Decided, Interval, at_most, interval_below
+from core.report import mean_std
 from core.stats import proportion, seed_mean
 from papers.qm1b.results import Results, Size
 

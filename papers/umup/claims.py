@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from core.report import Claim, Interval, at_most, equivalent, interval_above, interval_below, or_diverged
+from core.claims import Claim, Interval, at_most, equivalent, interval_above, interval_below, or_diverged
 from core.stats import paired_relative_gap, relative_gaps, seed_difference, seed_mean
 from papers.umup.design import HEADS, TRANSFER_MARGIN
 from papers.umup.results import GroupResult, Results, mean_curve

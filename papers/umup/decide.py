@@ -22,8 +22,7 @@ import math
 
 import numpy as np
 
-from core.claims import Decided
-from core.report import Interval, Value
+from core.claims import Decided, Interval, Value
 from core.stats import paired_relative_gap
 from papers.umup.claims import (
     Optimum,

@@ -12,8 +12,8 @@ import math
 import numpy as np
 
 from core import plots
-from core.claims import Decided
-from core.report import Figure, Interval, Report, Table, estimate_text, fixed
+from core.claims import Decided, Interval
+from core.report import Figure, Report, Table, estimate_text, fixed
 from papers.umup.design import HEADS, NAMES, TRANSFER_MARGIN
 from papers.umup.results import GroupResult, Results, best_grid_lr, mean_curve
 

@@ -10,8 +10,7 @@ import math
 
 import numpy as np
 
-from core.claims import Decided
-from core.report import Claim, Interval, Value, at_most, equivalent, interval_above, or_diverged
+from core.claims import Claim, Decided, Interval, Value, at_most, equivalent, interval_above, or_diverged
 from core.stats import paired_relative_gap, seed_mean
 from papers.unit_scaling.arms import ARMS, FP16_STORAGE, IID_LABEL, MATCH_MARGIN, PAPER_BPC, TWIN, gap_name
 from papers.unit_scaling.results import ArmResult, Results, TensorScale

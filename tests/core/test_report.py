@@ -4,22 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from core.report import (
-    SMOKE_NOTE,
-    Claim,
-    Figure,
-    Report,
-    Table,
-    at_least,
-    at_most,
-    estimate_text,
-    fixed,
-    format_value,
-    is_true,
-    mean_std,
-    within_abs,
-    within_rel,
-)
+from core.claims import Claim, at_least, at_most, format_value, is_true, within_abs, within_rel
+from core.report import SMOKE_NOTE, Figure, Report, Table, estimate_text, fixed, mean_std
 
 
 def test_rules_decide_by_their_definitions():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from core.report import Claim, Interval, interval_above, interval_below
+from core.claims import Claim, Interval, interval_above, interval_below
 from core.stats import (
     paired_bootstrap,
     paired_relative_gap,

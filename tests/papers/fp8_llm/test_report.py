@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.report import Interval, Verdict
+from core.claims import Interval, Verdict
 from papers.fp8_llm.claims import claims, decide, facts
 from papers.fp8_llm.config import Config
 from papers.fp8_llm.results import ArmResult, Inference, PretrainedResult, Results

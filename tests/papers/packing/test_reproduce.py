@@ -9,9 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.claims import Decided
+from core.claims import Decided, Interval, Verdict
 from core.config import ConfigError, validate_section
-from core.report import Interval, Verdict
 from papers import packing
 from papers.packing.claims import decide, to_the_digits
 from papers.packing.config import Config, TableConfig, TrainConfig

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
+from core.claims import Interval, Verdict
 from core.config import ConfigError, validate_section
 from core.context import RunContext
 from core.record import read_record
-from core.report import Interval, Verdict
 from core.results import from_json, to_json
 from papers.prng import PAPER
 from papers.prng.claims import HW_MIN_OUTPUTS, claims, decide, facts, sample_decides

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from core.report import Interval, Report, Verdict
+from core.claims import Interval, Verdict
+from core.report import Report
 from papers.qm1b import PAPER
 from papers.qm1b.claims import claims, decide
 from papers.qm1b.config import Config

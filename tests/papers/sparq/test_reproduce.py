@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from core.claims import Decided
+from core.claims import Decided, Interval, Verdict
 from core.config import ConfigError, validate_section
 from core.context import RunContext
 from core.record import read_record
-from core.report import Interval, Report, Verdict
+from core.report import Report
 from papers.sparq.claims import CLAIMS, decide, ratio_of_means, speedup
 from papers.sparq.config import Config
 from papers.sparq.model import induction_windows

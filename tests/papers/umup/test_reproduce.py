@@ -9,8 +9,8 @@ from types import SimpleNamespace as NS
 import numpy as np
 import pytest
 
+from core.claims import Interval
 from core.config import ConfigError, validate_section
-from core.report import Interval
 from papers.umup.claims import drift, optimum, percentile_interval, three_point_optimum
 from papers.umup.config import MULT_NAMES, PARAMETRIZATIONS, Config, grid
 from papers.umup.decide import decide
