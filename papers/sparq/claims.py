@@ -14,8 +14,7 @@ import math
 
 import numpy as np
 
-from core.claims import Decided
-from core.report import Claim, Fact, Interval, Rule, at_least, at_most, interval_above
+from core.claims import Claim, Decided, Fact, Interval, Rule, at_least, at_most, interval_above
 from core.stats import paired_bootstrap, paired_speedup
 from papers.sparq.published import (
     BEATEN,

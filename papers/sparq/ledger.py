@@ -3,8 +3,8 @@ and carry no fingerprint: they were found in `git log -p -- papers/sparq/` and t
 last recorded under the old rule (old_rule where it can be evaluated on the present statistic, so the report shows
 its verdict on every run)."""
 
+from core.claims import at_least, at_most
 from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes
-from core.report import at_least, at_most
 from papers.sparq.claims import (
     V1_BPC_INCREASE,
     V1_NEEDLE_KEPT,

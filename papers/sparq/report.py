@@ -5,8 +5,8 @@ decided: every interval it shows is a decided claim's or one of `decided.estimat
 from __future__ import annotations
 
 from core import plots
-from core.claims import Decided
-from core.report import Figure, Interval, Report, Table
+from core.claims import Decided, Interval
+from core.report import Figure, Report, Table
 from papers.sparq.published import (
     BPC_INCREASE,
     NEEDLE_KEPT,
