@@ -73,3 +73,39 @@ def test_the_claims_api_is_imported_from_core_claims_only():
 def test_a_module_over_400_lines_says_why_at_its_top(path):
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
     assert "One module over 400 lines:" in doc, f"{path.relative_to(ROOT)}: split it, or say why at its top"
+
+
+LEDGERS = sorted((ROOT / "papers").glob("*/ledger.py"))
+
+
+@pytest.mark.parametrize("path", LEDGERS, ids=lambda p: p.parent.name)
+def test_a_ledger_is_data_one_entry_per_change(path):
+    """No comprehension or loop builds ledger entries: each change is written out, so an entry reads as what was
+    recorded and a new one is appended, never generated (core.ledger.code_changes takes its claims as a dict, one
+    line a claim, and stays: its entries are a code change's, with nothing but the fingerprint to say)."""
+    loops = [
+        f"line {node.lineno}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp | ast.For | ast.While)
+    ]
+    assert not loops, f"{path.relative_to(ROOT)}: entries built by a comprehension or loop at {loops}"
+
+
+def test_every_paper_enters_the_same_way():
+    """`papers.<name>.PAPER` (core.paper.Paper) with each part in its module: config.py, claims.py, results.py,
+    run.py, report.py, ledger.py, and `decide` in claims.py (or decide.py beside it)."""
+    from core.paper import find_paper
+
+    for package in sorted(p.parent.name for p in (ROOT / "papers").glob("*/__init__.py")):
+        paper = find_paper(f"papers.{package}")
+        base = f"papers.{package}"
+        assert paper.name == package
+        assert (paper.config, paper.claims, paper.results, paper.run, paper.render, paper.ledger) == (
+            f"{base}.config:Config",
+            f"{base}.claims:claims",
+            f"{base}.results:Results",
+            f"{base}.run:run",
+            f"{base}.report:render",
+            f"{base}.ledger",
+        )
+        assert paper.decide in (f"{base}.claims:decide", f"{base}.decide:decide")

@@ -64,20 +64,32 @@ LEDGER: list[Change] = [
         old_rule=interval_below(0.0858 / 0.0778 - 1),  # the same rule: only its label changed
         fingerprint="2dd28b75e901",
     ),
-    *[
-        Change(
-            date="2026-11-25",
-            claim=claim,
-            kind="code",
-            old="the detail's 'mean +- std' text written by papers/gps/claims.mean_std",
-            new="the same text from core.report.mean_std(values, '.1f')",
-            reason="issue 42: the mean +- std formatter, written in three papers, moved to core.report.mean_std (the "
-            "same numpy mean and ddof=1 std, one decimal); the computation unchanged: only the detail text uses it, "
-            "and it reads the same.",
-            fingerprint=fingerprint,
-        )
-        for claim, fingerprint in (("mpnn-keeps-accuracy", "22e91c8792f1"), ("3d-costs-more", "390b911515d2"))
-    ],
+    Change(
+        date="2026-11-25",
+        claim="mpnn-keeps-accuracy",
+        kind="code",
+        old="the detail's 'mean +- std' text written by papers/gps/claims.mean_std",
+        new="the same text from core.report.mean_std(values, '.1f')",
+        reason=(
+            "issue 42: the mean +- std formatter, written in three papers, moved to "
+            "core.report.mean_std (the same numpy mean and ddof=1 std, one decimal); the computation "
+            "unchanged: only the detail text uses it, and it reads the same."
+        ),
+        fingerprint="22e91c8792f1",
+    ),
+    Change(
+        date="2026-11-25",
+        claim="3d-costs-more",
+        kind="code",
+        old="the detail's 'mean +- std' text written by papers/gps/claims.mean_std",
+        new="the same text from core.report.mean_std(values, '.1f')",
+        reason=(
+            "issue 42: the mean +- std formatter, written in three papers, moved to "
+            "core.report.mean_std (the same numpy mean and ddof=1 std, one decimal); the computation "
+            "unchanged: only the detail text uses it, and it reads the same."
+        ),
+        fingerprint="390b911515d2",
+    ),
     # Issue 45: the arms share each training seed (initialisation of the modules they share, dropout, packing order,
     # masking groups and noise) and the claims are decided on the per-seed paired differences, 6 seeds x 1500 steps
     # where the README's runs had 3 unpaired seeds per arm x 1000 steps; the no-3D arm is compared with full GPS++

@@ -196,26 +196,94 @@ _GRID_RUN = "README 'Last default run' (outputs/umup/2026-11-26_00-16-31, 9.6 mi
 LEDGER += [
     Change(
         date="2026-11-26",
-        claim=claim,
+        claim="umup-lr-transfers",
         kind="respecified",
         old=f"{_GRID_OLD}; the claim's rule as its entries before this one give it",
         new=f"{_GRID_NEW}; the rule unchanged by this entry",
-        reason="issue 58 records the grid change of 9d3ea69 (issue 44), made after the old grid's results had been "
-        "seen and written then without an entry (the commit's README gives the new grids and, for SP, the reason: "
-        "its optimum falls about an octave per doubling of width, and a fixed -11 to -2 grid would cost about 5 "
-        "more minutes; it gives none for dropping u-muP's -6). The verdict beside is the last one recorded on the "
-        "old grid (3 seeds, widths 16 to 128).",
-        old_verdict=verdict,
+        reason=(
+            "issue 58 records the grid change of 9d3ea69 (issue 44), made after the old grid's results "
+            "had been seen and written then without an entry (the commit's README gives the new grids "
+            "and, for SP, the reason: its optimum falls about an octave per doubling of width, and a "
+            "fixed -11 to -2 grid would cost about 5 more minutes; it gives none for dropping u-muP's "
+            "-6). The verdict beside is the last one recorded on the old grid (3 seeds, widths 16 to "
+            "128)."
+        ),
+        old_verdict="not a claim (fact, construction): -0.06614 [-0.1862, 0.01584] (90%)",
         commit="04448ef (modified)",
         run=_GRID_RUN,
-    )
-    for claim, verdict in (
-        ("umup-lr-transfers", "not a claim (fact, construction): -0.06614 [-0.1862, 0.01584] (90%)"),
-        ("umup-defaults-near-optimal", "holds (0.00329: best one-at-a-time gain 0.33%)"),
-        ("umup-fp8-close", "fails (0.01763, the 3-seed mean, against <= 0.01)"),
-        ("sp-fp8-worse", "holds (0.1565 [0.1086, 0.2044], 95%)"),
-        ("sp-lr-drifts", "holds (-3.302 [-3.351, -3.232], 90%)"),
-    )
+    ),
+    Change(
+        date="2026-11-26",
+        claim="umup-defaults-near-optimal",
+        kind="respecified",
+        old=f"{_GRID_OLD}; the claim's rule as its entries before this one give it",
+        new=f"{_GRID_NEW}; the rule unchanged by this entry",
+        reason=(
+            "issue 58 records the grid change of 9d3ea69 (issue 44), made after the old grid's results "
+            "had been seen and written then without an entry (the commit's README gives the new grids "
+            "and, for SP, the reason: its optimum falls about an octave per doubling of width, and a "
+            "fixed -11 to -2 grid would cost about 5 more minutes; it gives none for dropping u-muP's "
+            "-6). The verdict beside is the last one recorded on the old grid (3 seeds, widths 16 to "
+            "128)."
+        ),
+        old_verdict="holds (0.00329: best one-at-a-time gain 0.33%)",
+        commit="04448ef (modified)",
+        run=_GRID_RUN,
+    ),
+    Change(
+        date="2026-11-26",
+        claim="umup-fp8-close",
+        kind="respecified",
+        old=f"{_GRID_OLD}; the claim's rule as its entries before this one give it",
+        new=f"{_GRID_NEW}; the rule unchanged by this entry",
+        reason=(
+            "issue 58 records the grid change of 9d3ea69 (issue 44), made after the old grid's results "
+            "had been seen and written then without an entry (the commit's README gives the new grids "
+            "and, for SP, the reason: its optimum falls about an octave per doubling of width, and a "
+            "fixed -11 to -2 grid would cost about 5 more minutes; it gives none for dropping u-muP's "
+            "-6). The verdict beside is the last one recorded on the old grid (3 seeds, widths 16 to "
+            "128)."
+        ),
+        old_verdict="fails (0.01763, the 3-seed mean, against <= 0.01)",
+        commit="04448ef (modified)",
+        run=_GRID_RUN,
+    ),
+    Change(
+        date="2026-11-26",
+        claim="sp-fp8-worse",
+        kind="respecified",
+        old=f"{_GRID_OLD}; the claim's rule as its entries before this one give it",
+        new=f"{_GRID_NEW}; the rule unchanged by this entry",
+        reason=(
+            "issue 58 records the grid change of 9d3ea69 (issue 44), made after the old grid's results "
+            "had been seen and written then without an entry (the commit's README gives the new grids "
+            "and, for SP, the reason: its optimum falls about an octave per doubling of width, and a "
+            "fixed -11 to -2 grid would cost about 5 more minutes; it gives none for dropping u-muP's "
+            "-6). The verdict beside is the last one recorded on the old grid (3 seeds, widths 16 to "
+            "128)."
+        ),
+        old_verdict="holds (0.1565 [0.1086, 0.2044], 95%)",
+        commit="04448ef (modified)",
+        run=_GRID_RUN,
+    ),
+    Change(
+        date="2026-11-26",
+        claim="sp-lr-drifts",
+        kind="respecified",
+        old=f"{_GRID_OLD}; the claim's rule as its entries before this one give it",
+        new=f"{_GRID_NEW}; the rule unchanged by this entry",
+        reason=(
+            "issue 58 records the grid change of 9d3ea69 (issue 44), made after the old grid's results "
+            "had been seen and written then without an entry (the commit's README gives the new grids "
+            "and, for SP, the reason: its optimum falls about an octave per doubling of width, and a "
+            "fixed -11 to -2 grid would cost about 5 more minutes; it gives none for dropping u-muP's "
+            "-6). The verdict beside is the last one recorded on the old grid (3 seeds, widths 16 to "
+            "128)."
+        ),
+        old_verdict="holds (-3.302 [-3.351, -3.232], 90%)",
+        commit="04448ef (modified)",
+        run=_GRID_RUN,
+    ),
 ]
 
 # code entry (2026-11-28)

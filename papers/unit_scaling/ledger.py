@@ -92,30 +92,108 @@ LEDGER: list[Change] = [
         commit="7484b79",
         run=README_7484B79,
     ),
-    *[
-        Change(
-            date="2026-11-25",
-            claim=claim,
-            kind="code",
-            old="_worse_or_diverged built its rule here: 'diverged', or at_least(threshold)'s yes/no",
-            new="_worse_or_diverged is core.claims.or_diverged(at_least(threshold), ...): 'diverged', or at_least's "
-            "verdict",
-            reason="issue 42: the 'or diverged' rule combinator, written in unit_scaling and umup, moved to "
-            "core.claims.or_diverged; the computation unchanged. Every claim's fingerprint moved because `measure` "
-            "reads the declarations (_claims), which build the rule. The decision is identical: the gap is a point "
-            "value (a float, or 'diverged'), for which at_least gives only holds or fails, so its yes/no and its "
-            "verdict agree.",
-            fingerprint=fingerprint,
-        )
-        for claim, fingerprint in (
-            ("init-unit-scales", "b0f534a46db0"),
-            ("init-regular-gradients-small", "23b35d859c6e"),
-            ("fp16-unit-matches-fp32", "cf225f04a67c"),
-            ("fp16-regular-worse", "934b1490c369"),
-            ("fp8-unit-matches-fp32", "c2accebff962"),
-            ("fp8-regular-fails", "8cb94262d911"),
-        )
-    ],
+    Change(
+        date="2026-11-25",
+        claim="init-unit-scales",
+        kind="code",
+        old="_worse_or_diverged built its rule here: 'diverged', or at_least(threshold)'s yes/no",
+        new=(
+            "_worse_or_diverged is core.claims.or_diverged(at_least(threshold), ...): 'diverged', or at_least's verdict"
+        ),
+        reason=(
+            "issue 42: the 'or diverged' rule combinator, written in unit_scaling and umup, moved to "
+            "core.claims.or_diverged; the computation unchanged. Every claim's fingerprint moved "
+            "because `measure` reads the declarations (_claims), which build the rule. The decision is "
+            "identical: the gap is a point value (a float, or 'diverged'), for which at_least gives "
+            "only holds or fails, so its yes/no and its verdict agree."
+        ),
+        fingerprint="b0f534a46db0",
+    ),
+    Change(
+        date="2026-11-25",
+        claim="init-regular-gradients-small",
+        kind="code",
+        old="_worse_or_diverged built its rule here: 'diverged', or at_least(threshold)'s yes/no",
+        new=(
+            "_worse_or_diverged is core.claims.or_diverged(at_least(threshold), ...): 'diverged', or at_least's verdict"
+        ),
+        reason=(
+            "issue 42: the 'or diverged' rule combinator, written in unit_scaling and umup, moved to "
+            "core.claims.or_diverged; the computation unchanged. Every claim's fingerprint moved "
+            "because `measure` reads the declarations (_claims), which build the rule. The decision is "
+            "identical: the gap is a point value (a float, or 'diverged'), for which at_least gives "
+            "only holds or fails, so its yes/no and its verdict agree."
+        ),
+        fingerprint="23b35d859c6e",
+    ),
+    Change(
+        date="2026-11-25",
+        claim="fp16-unit-matches-fp32",
+        kind="code",
+        old="_worse_or_diverged built its rule here: 'diverged', or at_least(threshold)'s yes/no",
+        new=(
+            "_worse_or_diverged is core.claims.or_diverged(at_least(threshold), ...): 'diverged', or at_least's verdict"
+        ),
+        reason=(
+            "issue 42: the 'or diverged' rule combinator, written in unit_scaling and umup, moved to "
+            "core.claims.or_diverged; the computation unchanged. Every claim's fingerprint moved "
+            "because `measure` reads the declarations (_claims), which build the rule. The decision is "
+            "identical: the gap is a point value (a float, or 'diverged'), for which at_least gives "
+            "only holds or fails, so its yes/no and its verdict agree."
+        ),
+        fingerprint="cf225f04a67c",
+    ),
+    Change(
+        date="2026-11-25",
+        claim="fp16-regular-worse",
+        kind="code",
+        old="_worse_or_diverged built its rule here: 'diverged', or at_least(threshold)'s yes/no",
+        new=(
+            "_worse_or_diverged is core.claims.or_diverged(at_least(threshold), ...): 'diverged', or at_least's verdict"
+        ),
+        reason=(
+            "issue 42: the 'or diverged' rule combinator, written in unit_scaling and umup, moved to "
+            "core.claims.or_diverged; the computation unchanged. Every claim's fingerprint moved "
+            "because `measure` reads the declarations (_claims), which build the rule. The decision is "
+            "identical: the gap is a point value (a float, or 'diverged'), for which at_least gives "
+            "only holds or fails, so its yes/no and its verdict agree."
+        ),
+        fingerprint="934b1490c369",
+    ),
+    Change(
+        date="2026-11-25",
+        claim="fp8-unit-matches-fp32",
+        kind="code",
+        old="_worse_or_diverged built its rule here: 'diverged', or at_least(threshold)'s yes/no",
+        new=(
+            "_worse_or_diverged is core.claims.or_diverged(at_least(threshold), ...): 'diverged', or at_least's verdict"
+        ),
+        reason=(
+            "issue 42: the 'or diverged' rule combinator, written in unit_scaling and umup, moved to "
+            "core.claims.or_diverged; the computation unchanged. Every claim's fingerprint moved "
+            "because `measure` reads the declarations (_claims), which build the rule. The decision is "
+            "identical: the gap is a point value (a float, or 'diverged'), for which at_least gives "
+            "only holds or fails, so its yes/no and its verdict agree."
+        ),
+        fingerprint="c2accebff962",
+    ),
+    Change(
+        date="2026-11-25",
+        claim="fp8-regular-fails",
+        kind="code",
+        old="_worse_or_diverged built its rule here: 'diverged', or at_least(threshold)'s yes/no",
+        new=(
+            "_worse_or_diverged is core.claims.or_diverged(at_least(threshold), ...): 'diverged', or at_least's verdict"
+        ),
+        reason=(
+            "issue 42: the 'or diverged' rule combinator, written in unit_scaling and umup, moved to "
+            "core.claims.or_diverged; the computation unchanged. Every claim's fingerprint moved "
+            "because `measure` reads the declarations (_claims), which build the rule. The decision is "
+            "identical: the gap is a point value (a float, or 'diverged'), for which at_least gives "
+            "only holds or fails, so its yes/no and its verdict agree."
+        ),
+        fingerprint="8cb94262d911",
+    ),
     # issue 44: every claim re-decided as the paper states it (REFERENCES.md: US-FIG1, US-BPC, US-MARGIN,
     # US-STORAGE), after the default run of 2026-11-26 (README row, commit 04448ef) had been seen; the old rules'
     # verdicts are that run's.
