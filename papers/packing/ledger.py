@@ -378,3 +378,26 @@ LEDGER += code_changes(
         "packed-throughput": "0db62067c186",
     },
 )
+
+# automatic entry (2026-11-28): decision code changed, re-decided results/packing identically
+LEDGER += code_changes(
+    "2026-11-28",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/packing with it gave identical claims, facts, estimates and verdicts; written by "
+    '`make claims ARGS="lock packing"`',
+    {
+        "wikipedia-512-lpfhp12-speedup": "456972a1893e",
+        "wikipedia-512-lpfhp12-efficiency": "e760652c8123",
+        "wikipedia-512-nnlshp3-speedup": "5dc3290a26f5",
+        "wikipedia-512-nnlshp3-efficiency": "d094927d7923",
+        "wikipedia-512-spfhp12-speedup": "bd993021d705",
+        "wikipedia-512-spfhp12-efficiency": "68863745171f",
+        "squad-1-1-384-spfhp3-speedup": "6c484b70d1ee",
+        "squad-1-1-384-spfhp3-efficiency": "4265cdf20943",
+        "bound-wikipedia-512": "529bf54b1166",
+        "bound-squad-1-1-384": "b9b1e73f8eea",
+        "no-cross-contamination": "a065e130a684",
+        "packed-throughput": "1807a005128c",
+    },
+    run="results/packing",
+)

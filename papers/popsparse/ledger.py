@@ -385,3 +385,21 @@ LEDGER += code_changes(
         "cpu-grows-with-block": "cabb7cb722b9",
     },
 )
+
+# automatic entry (2026-11-28): decision code changed, re-decided results/popsparse identically
+LEDGER += code_changes(
+    "2026-11-28",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/popsparse with it gave identical claims, facts, estimates and verdicts; written "
+    'by `make claims ARGS="lock popsparse"`',
+    {
+        "ipu-paper-table": "270a308fec37",
+        "ipu-paper-figures": "c40e6e8aa69f",
+        "ipu-static-beats-dynamic": "2495bcdf7e7d",
+        "ipu-headline-crossover": "2b51c91812e5",
+        "ipu-crossover-falls-with-block": "813f64e38f53",
+        "cpu-static-beats-dynamic": "1e9edf91d216",
+        "cpu-grows-with-block": "622e1093e41a",
+    },
+    run="results/popsparse",
+)

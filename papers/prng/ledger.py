@@ -152,3 +152,17 @@ LEDGER += code_changes(
         "aox-generator-cells": "b23f8ea2f1b9",
     },
 )
+
+# automatic entry (2026-11-28): decision code changed, re-decided results/prng identically
+LEDGER += code_changes(
+    "2026-11-28",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/prng with it gave identical claims, facts, estimates and verdicts; written by "
+    '`make claims ARGS="lock prng"`',
+    {
+        "aox-every-bit-passes": "b48b127c7a88",
+        "aox-hamming-weight": "8c26ac0d0e6a",
+        "aox-generator-cells": "1e7033c18e2f",
+    },
+    run="results/prng",
+)

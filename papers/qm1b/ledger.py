@@ -272,3 +272,20 @@ LEDGER += code_changes(
         "gap-narrows": "8cd153d4483f",
     },
 )
+
+# automatic entry (2026-11-28): decision code changed, re-decided results/qm1b identically
+LEDGER += code_changes(
+    "2026-11-28",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/qm1b with it gave identical claims, facts, estimates and verdicts; written by "
+    '`make claims ARGS="lock qm1b"`',
+    {
+        "gap-within-0.1mev": "eb737891868a",
+        "energy-within-1mev": "4c14a79192e2",
+        "drop-share": "2005f68deb76",
+        "valid-mae-falls": "34a2d9ab7247",
+        "beats-mean-predictor": "dca965638735",
+        "gap-narrows": "039c0dcb21ae",
+    },
+    run="results/qm1b",
+)

@@ -311,3 +311,19 @@ LEDGER += code_changes(
         "sp-fp8-worse": "7d90edec831e",
     },
 )
+
+# automatic entry (2026-11-28): decision code changed, re-decided results/umup identically
+LEDGER += code_changes(
+    "2026-11-28",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/umup with it gave identical claims, facts, estimates and verdicts; written by "
+    '`make claims ARGS="lock umup"`',
+    {
+        "sp-lr-drifts": "7e34a83f269d",
+        "umup-lr-transfers": "17f0d277cdc8",
+        "umup-defaults-near-optimal": "643e6079668e",
+        "umup-fp8-close": "8a5eca90ee97",
+        "sp-fp8-worse": "65f0ef5de579",
+    },
+    run="results/umup",
+)

@@ -397,3 +397,22 @@ LEDGER += code_changes(
         "fp8-regular-fails": "33474ddd1cfa",
     },
 )
+
+# automatic entry (2026-11-28): decision code changed, re-decided results/unit_scaling identically
+LEDGER += code_changes(
+    "2026-11-28",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/unit_scaling with it gave identical claims, facts, estimates and verdicts; "
+    'written by `make claims ARGS="lock unit_scaling"`',
+    {
+        "init-unit-scales": "1fe6363667b4",
+        "init-unit-scales-iid": "29837e485e04",
+        "init-regular-gradients-small": "de38ef1deeb4",
+        "fp16-unit-matches-fp32-unit": "beaead92fbb4",
+        "fp16-regular-ls-matches-fp32": "fc03e5eea2d7",
+        "fp8-unit-matches-fp32-unit": "4712a463b3c4",
+        "fp16-regular-worse": "1f8ef6eaf07f",
+        "fp8-regular-fails": "9669a27f992d",
+    },
+    run="results/unit_scaling",
+)
