@@ -105,22 +105,33 @@ class Parametrization:
     def residual_add(self, branch: jax.Array, skip: jax.Array, tau: float | None) -> jax.Array:
         return branch + skip
 
+    def attention_logits(self, qk: jax.Array, d: int) -> jax.Array:
+        """The causal attention's logits from q.k (head dimension d): the temperature, 1/sqrt(d) here (muP's
+        overrides it)."""
+        return qk / math.sqrt(d)
+
+    def attention_mix(self, probs: jax.Array, v: jax.Array, f: Formats) -> jax.Array:
+        """probs @ v for probabilities [..., Sq, Sk] and values [..., Sk, d], cast by `f` (unit scaling overrides it
+        with its detour through scaled probabilities)."""
+        return f.product(jnp.einsum("...qk,...kd->...qd", f.operand(probs), v))
+
     def causal_attention(self, q: jax.Array, k: jax.Array, v: jax.Array, f: Formats) -> jax.Array:
-        """softmax(q k^T / sqrt(d) + causal mask) v for q, k, v [..., S, d], cast by `f`."""
+        """softmax(attention_logits(q k^T) + causal mask) v for q, k, v [..., S, d], cast by `f`: the one causal
+        attention of the parametrizations, which differ only in its two hooks."""
         seq, d = q.shape[-2], q.shape[-1]
         q, k, v = f.operand(q), f.operand(k), f.operand(v)
-        scores = f.product(jnp.einsum("...qd,...kd->...qk", q, k) / math.sqrt(d))
+        scores = f.product(self.attention_logits(jnp.einsum("...qd,...kd->...qk", q, k), d))
         probs = jax.nn.softmax(scores, axis=-1, where=causal_mask(seq))
-        return f.product(jnp.einsum("...qk,...kd->...qd", f.operand(probs), v))
+        return self.attention_mix(probs, v, f)
 
     def masked_attention(self, q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array, f: Formats) -> jax.Array:
         """softmax(q k^T / sqrt(d), over the keys where `mask` is True) v for q [..., Sq, d], k, v [..., Sk, d] and
         a boolean mask broadcastable to [..., Sq, Sk]. A query row with no key allowed yields zeros, with finite
         gradients (masked_softmax)."""
         q, k, v = f.operand(q), f.operand(k), f.operand(v)
+        # times the reciprocal, not divided as attention_logits does: the encoders' numbers were recorded so
         scores = f.product(jnp.einsum("...qd,...kd->...qk", q, k) * (1.0 / math.sqrt(q.shape[-1])))
-        probs = masked_softmax(scores, mask)
-        return f.product(jnp.einsum("...qk,...kd->...qd", f.operand(probs), v))
+        return self.attention_mix(masked_softmax(scores, mask), v, f)
 
     def cross_entropy(self, logits: jax.Array, labels: jax.Array) -> jax.Array:
         """Mean next-token cross-entropy in nats."""

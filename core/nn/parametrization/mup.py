@@ -18,11 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import jax
-import jax.numpy as jnp
-
-from core.nn.formats import Formats
-from core.nn.parametrization.base import ABC, Parametrization, causal_mask
+from core.nn.parametrization.base import ABC, Parametrization
 
 
 @dataclass(frozen=True)
@@ -47,9 +43,6 @@ class MuP(Parametrization):
     def readout_multiplier(self, fan_in: int) -> float:
         return self.abc("output", (fan_in,)).multiplier
 
-    def causal_attention(self, q, k, v, f: Formats):
-        seq, d = q.shape[-2], q.shape[-1]
-        q, k, v = f.operand(q), f.operand(k), f.operand(v)
-        scores = f.product(jnp.einsum("...qd,...kd->...qk", q, k) * (1.0 / math.sqrt(d * self.width_ratio)))
-        probs = jax.nn.softmax(scores, -1, where=causal_mask(seq))
-        return f.product(jnp.einsum("...qk,...kd->...qd", f.operand(probs), v))
+    def attention_logits(self, qk, d):
+        """q.k / sqrt(d r): the standard temperature at the base width, muP's 1/d scaling beyond it."""
+        return qk * (1.0 / math.sqrt(d * self.width_ratio))

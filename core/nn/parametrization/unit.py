@@ -15,16 +15,14 @@ mean, the paper's default); the residual stream is unit-scaled with branch weigh
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from core import unit_scaling as us
 from core.nn.formats import Formats
-from core.nn.parametrization.base import ABC, Parametrization, causal_mask
+from core.nn.parametrization.base import ABC, Parametrization
 
 RESIDUALS = ("fixed", "running_mean")
 FIXED_TAU = {"attention": 0.01, "mlp": 0.5}
@@ -77,15 +75,12 @@ class UnitScaled(UnitScaledStream):
     def tau(self, kind, layer, branches):
         return us.running_mean_tau(layer) if self.residual == "running_mean" else FIXED_TAU[kind]
 
-    def causal_attention(self, q, k, v, f: Formats):
-        """Causal attention with the standard 1/sqrt(d) temperature (it makes the logits unit-variance, so unit
-        scaling needs no other), the mixing op scaled by constants for uniform causal attention at initialisation:
-        row i averages i + 1 values, so the output variance is E_i[1/(i+1)], and the gradient reaching value j
-        sums (1/(i+1))^2 over the rows i >= j that see it."""
-        seq, d = q.shape[-2], q.shape[-1]
-        q, k, v = f.operand(q), f.operand(k), f.operand(v)
-        scores = f.product(jnp.einsum("...qd,...kd->...qk", q, k) / math.sqrt(d))
-        probs = jax.nn.softmax(scores, axis=-1, where=causal_mask(seq))
+    def attention_mix(self, probs, v, f: Formats):
+        """The mixing op of causal attention (standard 1/sqrt(d) temperature: it makes the logits unit-variance, so
+        unit scaling needs no other), scaled by constants for uniform causal attention at initialisation: row i
+        averages i + 1 values, so the output variance is E_i[1/(i+1)], and the gradient reaching value j sums
+        (1/(i+1))^2 over the rows i >= j that see it."""
+        seq = probs.shape[-1]
         # The probabilities (about 1/(i+1) each) are scaled by seq before they are cast, so the cast sees values of
         # order 1; the product and the values' gradient are scaled back by 1/seq, so that the output is
         # fwd * probs @ v and the values' gradient bwd * probs^T @ dy, exactly as without the detour. The output's
