@@ -27,12 +27,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 
 from core.data.shakespeare import sample_windows
 from core.fp8casts import PLAIN_FP8, SIMULATE_FP8, FP8Casts  # noqa: F401  (re-exported)
 from core.nn import TransformerLM
+from core.numerics import quantise
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,72 @@ UNIT_SCALING_ADAM = Adam()  # weight decay from the paper's config (0 by default
 FP8_LLM_ADAM = Adam(weight_decay=1e-4, clip=1.0)
 SPARQ_ADAM = Adam(weight_decay=0.01)
 UMUP_ADAM = Adam(b2=0.999)
+
+
+FP16_MOMENTS = ("fp16", "paper")
+
+
+def to_fp16_grid(tree):
+    """Every float leaf rounded to FP16 (nearest-even) and back: FP16 storage; other leaves kept."""
+    return jax.tree_util.tree_map(
+        lambda x: x.astype(jnp.float16).astype(x.dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, tree
+    )
+
+
+def to_fp16_stochastic(tree, key: jax.Array):
+    """Every float leaf rounded to FP16 stochastically (unbiased, as the IPU rounds FP16 arithmetic with stochastic
+    rounding on), each leaf with its own bits from `key` (folded with the leaf's index)."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    out = [
+        quantise(x, "fp16", rounding="stochastic", key=jax.random.fold_in(key, i))
+        if jnp.issubdtype(x.dtype, jnp.floating)
+        else x
+        for i, x in enumerate(leaves)
+    ]
+    return jax.tree_util.tree_unflatten(treedef, out)
+
+
+def _map_adam(state, fn):
+    """`fn(ScaleByAdamState) -> ScaleByAdamState` applied to every Adam state inside an optimiser state."""
+    return jax.tree_util.tree_map(
+        lambda x: fn(x) if isinstance(x, optax.ScaleByAdamState) else x,
+        state,
+        is_leaf=lambda x: isinstance(x, optax.ScaleByAdamState),
+    )
+
+
+def store_moments(state, moments: str, key: jax.Array | None = None):
+    """Adam's moments inside `state` as `moments` stores them: "fp16", both rounded to FP16 (nearest-even); "paper",
+    the first moment rounded to FP16 stochastically with `key`, the second kept FP32 (the unit-scaling authors'
+    character-LM storage, papers/unit_scaling/REFERENCES.md US-STORAGE)."""
+    if moments == "fp16":
+        return to_fp16_grid(state)
+    if moments == "paper":
+        return _map_adam(state, lambda x: x._replace(mu=to_fp16_stochastic(x.mu, key)))
+    raise ValueError(f"store_moments: moments={moments!r} is not one of {', '.join(FP16_MOMENTS)}")
+
+
+def rescale_moments(state, ratio):
+    """Adam's first moment times `ratio` and second moment times ratio^2: the moments of a gradient scaled by it."""
+
+    def rescale(x):
+        mu = jax.tree_util.tree_map(lambda m: m * ratio, x.mu)
+        return x._replace(mu=mu, nu=jax.tree_util.tree_map(lambda v: v * ratio**2, x.nu))
+
+    return _map_adam(state, rescale)
+
+
+def fp16_moments(inner: optax.GradientTransformation, moments: str) -> optax.GradientTransformationExtraArgs:
+    """`inner` (an Adam) whose moments are stored in FP16 after every update (`store_moments`; the update's
+    arithmetic stays FP32). Its update takes `key=` for the "paper" storage's stochastic rounding."""
+    if moments not in FP16_MOMENTS:
+        raise ValueError(f"fp16_moments: moments={moments!r} is not one of {', '.join(FP16_MOMENTS)}")
+
+    def update(updates, state, params=None, *, key=None, **extra):
+        updates, state = inner.update(updates, state, params)
+        return updates, store_moments(state, moments, key)
+
+    return optax.GradientTransformationExtraArgs(inner.init, update)
 
 
 def warmup_cosine(peak: float, warmup: int, steps: int) -> optax.Schedule:

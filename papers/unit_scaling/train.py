@@ -15,7 +15,19 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from core.charlm import PLAIN_FP8, SIMULATE_FP8, UNIT_SCALING_ADAM, FP8Casts, train_windows, warmup_cosine
+from core.charlm import (
+    PLAIN_FP8,
+    SIMULATE_FP8,
+    UNIT_SCALING_ADAM,
+    FP8Casts,
+    fp16_moments,
+    rescale_moments,
+    store_moments,
+    to_fp16_grid,
+    to_fp16_stochastic,
+    train_windows,
+    warmup_cosine,
+)
 from core.data.shakespeare import CharCorpus, evaluation_windows, sample_windows
 from core.io import atomic_write_json
 from core.nn import FP32, Formats, Standard, TransformerLM, UnitScaled
@@ -25,7 +37,6 @@ from core.numerics import (
     dynamic_loss_scale_init,
     dynamic_loss_scale_update,
     format_stats,
-    quantise,
     stochastic_rounding,
     unscale_grads,
 )
@@ -69,50 +80,6 @@ def build_model(cfg, corpus: CharCorpus, arm: Arm, fp8: FP8Casts | None = None) 
     )
 
 
-def _rescale_moments(opt_state, ratio):
-    """Adam's first moment times `ratio` and second moment times ratio^2: the moments of a gradient scaled by it."""
-
-    def rescale(x):
-        if isinstance(x, optax.ScaleByAdamState):
-            mu = jax.tree_util.tree_map(lambda m: m * ratio, x.mu)
-            return x._replace(mu=mu, nu=jax.tree_util.tree_map(lambda v: v * ratio**2, x.nu))
-        return x
-
-    return jax.tree_util.tree_map(rescale, opt_state, is_leaf=lambda x: isinstance(x, optax.ScaleByAdamState))
-
-
-def _to_fp16_grid(tree):
-    """Round every float leaf to FP16 (nearest-even) and back: FP16 storage of weights and optimiser state."""
-    return jax.tree_util.tree_map(
-        lambda x: x.astype(jnp.float16).astype(x.dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, tree
-    )
-
-
-def _to_fp16_stochastic(tree, key):
-    """Round every float leaf to FP16 stochastically (unbiased, as the IPU rounds FP16 arithmetic with stochastic
-    rounding on), each leaf with its own bits from `key`."""
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    out = [
-        quantise(x, "fp16", rounding="stochastic", key=jax.random.fold_in(key, i))
-        if jnp.issubdtype(x.dtype, jnp.floating)
-        else x
-        for i, x in enumerate(leaves)
-    ]
-    return jax.tree_util.tree_unflatten(treedef, out)
-
-
-def _store_first_moment(opt_state, key):
-    """Adam's first moment stored in FP16 (stochastic rounding), its second moment kept in FP32: the optimiser
-    storage of the authors' character-LM code (REFERENCES.md, US-STORAGE)."""
-
-    def store(x):
-        if isinstance(x, optax.ScaleByAdamState):
-            return x._replace(mu=_to_fp16_stochastic(x.mu, key))
-        return x
-
-    return jax.tree_util.tree_map(store, opt_state, is_leaf=lambda x: isinstance(x, optax.ScaleByAdamState))
-
-
 STORE_STREAM = 0x5707  # folded into a step's rounding key for the FP16 storage casts (apart from the model's casts)
 
 
@@ -145,7 +112,7 @@ def train_arm(
     def init_one(seed):
         with stochastic_rounding(jax.random.key(0)):  # init runs the forward pass, casts and all
             params = model.init(jax.random.key(seed), dummy)
-        params = _to_fp16_grid(params) if low_storage else params
+        params = to_fp16_grid(params) if low_storage else params
         ls = dynamic_loss_scale_init(cfg.dynamic_initial_scale) if arm.loss_scale == "dynamic" else None
         # the step counter keys stochastic rounding: fold_in(key(seed), step), reproducible on resume
         return {"params": params, "opt": optimizer.init(params), "loss_scale": ls, "step": jnp.int32(0), "seed": seed}
@@ -169,14 +136,11 @@ def train_arm(
             # underflow; with eps scaled alike its update equals Adam's on the unscaled gradient (the authors' code:
             # "Adam updates are invariant to fixed gradient scale"). The update arithmetic is FP32; what is stored
             # in FP16 follows `storage`.
-            updates, opt = make_optimizer(adam.eps * scale).update(scaled_grads, s["opt"], s["params"])
+            store_key = jax.random.fold_in(key, STORE_STREAM)  # the "paper" storage's rounding bits
+            optimizer_ = fp16_moments(make_optimizer(adam.eps * scale), storage)
+            updates, opt = optimizer_.update(scaled_grads, s["opt"], s["params"], key=jax.random.fold_in(store_key, 1))
             params = optax.apply_updates(s["params"], updates)
-            if storage == "fp16":
-                params, opt = _to_fp16_grid(params), _to_fp16_grid(opt)
-            else:  # "paper"
-                store_key = jax.random.fold_in(key, STORE_STREAM)
-                params = _to_fp16_stochastic(params, store_key)
-                opt = _store_first_moment(opt, jax.random.fold_in(store_key, 1))
+            params = to_fp16_grid(params) if storage == "fp16" else to_fp16_stochastic(params, store_key)
         else:
             updates, opt = optimizer.update(grads, s["opt"], s["params"])
             params = optax.apply_updates(s["params"], updates)
@@ -188,12 +152,8 @@ def train_arm(
         )
         if low_storage and loss_scale is not None:  # the moments follow the scale into its new units (exact:
             # the ratio is a power of two)
-            rescaled = _rescale_moments(kept["opt"], loss_scale.scale / scale)
-            kept["opt"] = (
-                _to_fp16_grid(rescaled)
-                if storage == "fp16"
-                else _store_first_moment(rescaled, jax.random.fold_in(key, STORE_STREAM + 1))
-            )
+            rescaled = rescale_moments(kept["opt"], loss_scale.scale / scale)
+            kept["opt"] = store_moments(rescaled, storage, jax.random.fold_in(key, STORE_STREAM + 1))
         new = {"step": s["step"] + 1, "seed": s["seed"], **kept, "loss_scale": loss_scale}
         return new, {"loss": loss / scale, SKIPPED: (~finite).astype(jnp.int32)}
 

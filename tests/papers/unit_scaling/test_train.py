@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from papers.unit_scaling.train import _to_fp16_grid
+from core.charlm import to_fp16_grid
 
 
 def test_fp16_storage_rounds_every_float_leaf_of_params_and_adam_state_and_keeps_the_rest():
@@ -17,7 +17,7 @@ def test_fp16_storage_rounds_every_float_leaf_of_params_and_adam_state_and_keeps
     state = opt.init(params)
     grads = jax.tree_util.tree_map(lambda x: x * 1e-4 + 3e-8, params)
     _, state = opt.update(grads, state, params)
-    stored_params, stored_state = _to_fp16_grid(params), _to_fp16_grid(state)
+    stored_params, stored_state = to_fp16_grid(params), to_fp16_grid(state)
     for before, after in zip(
         jax.tree_util.tree_leaves((params, state)),
         jax.tree_util.tree_leaves((stored_params, stored_state)),
@@ -34,8 +34,7 @@ def test_fp16_storage_rounds_every_float_leaf_of_params_and_adam_state_and_keeps
 
 
 def test_adam_on_loss_scaled_gradients_with_scaled_eps_equals_adam_and_rescaling_follows_the_scale():
-    from core.charlm import UNIT_SCALING_ADAM
-    from papers.unit_scaling.train import _rescale_moments
+    from core.charlm import UNIT_SCALING_ADAM, rescale_moments
 
     rng = np.random.default_rng(1)
     params = {"w": jnp.asarray(rng.standard_normal((6, 3)), jnp.float32)}
@@ -55,30 +54,30 @@ def test_adam_on_loss_scaled_gradients_with_scaled_eps_equals_adam_and_rescaling
     np.testing.assert_allclose(np.asarray(scaled["w"]), np.asarray(plain["w"]), rtol=1e-5)
     # the moments of the scaled gradient are the plain ones times scale (mu) and scale^2 (nu); rescaling by
     # 1/scale brings them back
-    back = _rescale_moments(scaled_state, 1 / scale)
+    back = rescale_moments(scaled_state, 1 / scale)
     np.testing.assert_allclose(np.asarray(back[0].mu["w"]), np.asarray(plain_state[0].mu["w"]), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(back[0].nu["w"]), np.asarray(plain_state[0].nu["w"]), rtol=1e-4)
     assert int(back[0].count) == 3
 
 
 def test_paper_storage_rounds_weights_and_first_moment_stochastically_and_keeps_the_second_moment_fp32():
-    from papers.unit_scaling.train import _store_first_moment, _to_fp16_stochastic
+    from core.charlm import store_moments, to_fp16_stochastic
 
     rng = np.random.default_rng(2)
     params = {"w": jnp.asarray(rng.standard_normal((64, 32)) * 1e-2, jnp.float32)}
     opt = optax.adamw(1e-3)
     state = opt.init(params)
     _, state = opt.update(jax.tree_util.tree_map(lambda x: x * 1e-3, params), state, params)
-    stored = _store_first_moment(state, jax.random.key(0))
+    stored = store_moments(state, "paper", jax.random.key(0))
     w = np.asarray(params["w"])
     lo = w.astype(np.float16)  # each value lands on one of its two FP16 neighbours (numpy's float16 the reference)
     hi = np.nextafter(lo, np.where(lo.astype(np.float32) < w, np.float16(np.inf), np.float16(-np.inf)))
-    got = np.asarray(_to_fp16_stochastic(params, jax.random.key(1))["w"])
+    got = np.asarray(to_fp16_stochastic(params, jax.random.key(1))["w"])
     assert np.all((got == lo.astype(np.float32)) | (got == hi.astype(np.float32)))
     assert 0.2 < (got != lo.astype(np.float32)).mean() < 0.8  # not round-to-nearest: both neighbours are drawn
     # unbiased: the mean over many draws of one value approaches it far closer than an FP16 step
     x = {"v": jnp.full((20000,), 1.0 + 2.0**-12, jnp.float32)}  # a quarter of the way from 1 to 1 + 2^-10
-    mean = float(np.asarray(_to_fp16_stochastic(x, jax.random.key(3))["v"]).mean())
+    mean = float(np.asarray(to_fp16_stochastic(x, jax.random.key(3))["v"]).mean())
     assert abs(mean - (1.0 + 2.0**-12)) < 2.0**-15
     mu, nu = np.asarray(stored[0].mu["w"]), np.asarray(stored[0].nu["w"])
     assert np.array_equal(mu.astype(np.float16).astype(np.float32), mu)  # the first moment on the FP16 grid
@@ -102,3 +101,28 @@ def test_gradient_underflow_is_measured_at_the_loss_scale_it_is_given():
     stacked = jax.tree_util.tree_map(lambda x: x[None], variables)  # one seed, as train_arm stacks them
     shares = [gradient_underflow(cfg, corpus, arm, model, stacked, s) for s in (1.0, 2.0**15)]
     assert shares[0] > shares[1] >= 0.0, shares
+
+
+def test_the_fp16_moment_wrapper_is_adam_then_its_moments_stored_and_refuses_an_unknown_storage():
+    import pytest
+
+    from core.charlm import fp16_moments, store_moments
+
+    rng = np.random.default_rng(3)
+    params = {"w": jnp.asarray(rng.standard_normal((5, 4)), jnp.float32)}
+    adam = optax.adamw(1e-2)
+    for moments in ("fp16", "paper"):
+        wrapped, state, plain_state = fp16_moments(adam, moments), adam.init(params), adam.init(params)
+        for k in range(3):
+            g = {"w": jnp.asarray(rng.standard_normal((5, 4)) * 1e-3, jnp.float32)}
+            key = jax.random.key(k)
+            got, state = wrapped.update(g, state, params, key=key)
+            want, plain_state = adam.update(g, plain_state, params)
+            plain_state = store_moments(plain_state, moments, key)
+            np.testing.assert_array_equal(np.asarray(got["w"]), np.asarray(want["w"]))
+            for a, b in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(plain_state), strict=True):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        mu = np.asarray(state[0].mu["w"])
+        np.testing.assert_array_equal(mu, mu.astype(np.float16).astype(np.float32))  # on the FP16 grid
+    with pytest.raises(ValueError, match="moments='bf16' is not one of fp16, paper"):
+        fp16_moments(adam, "bf16")
