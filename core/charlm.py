@@ -23,7 +23,8 @@ are stated here, once:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import jax
@@ -34,7 +35,7 @@ import optax
 from core.data.shakespeare import sample_windows
 from core.fp8casts import PLAIN_FP8, SIMULATE_FP8, FP8Casts  # noqa: F401  (re-exported)
 from core.nn import TransformerLM
-from core.numerics import quantise
+from core.numerics import quantise, stochastic_rounding
 
 
 @dataclass(frozen=True)
@@ -147,3 +148,48 @@ def window_loss(model: TransformerLM) -> Callable[[dict, jax.Array], jax.Array]:
         return model.apply(variables, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss)
 
     return loss
+
+
+def _window_loss_with_rounding(model: TransformerLM):
+    """(variables, windows) -> mean next-character loss in nats; stochastic casts keyed by key(0), so an evaluation
+    is reproducible (casts that round to nearest draw nothing)."""
+
+    def loss(variables, windows):
+        with stochastic_rounding(jax.random.key(0)):
+            return model.apply(variables, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss)
+
+    return loss
+
+
+@functools.cache
+def compiled_loss(model: TransformerLM) -> Callable[[dict, jax.Array], jax.Array]:
+    """`model`'s loss on windows [B, seq_len + 1] for one set of variables, jitted once per model (a model is a
+    frozen, hashable description: every arm, seed or checkpoint of one shape and number format shares it)."""
+    return jax.jit(_window_loss_with_rounding(model))
+
+
+@functools.cache
+def _compiled_seed_loss(model: TransformerLM, axes) -> Callable:
+    return jax.jit(jax.vmap(_window_loss_with_rounding(model), in_axes=(dict(axes), None)))
+
+
+def evaluate(
+    model: TransformerLM,
+    variables: dict,
+    windows: np.ndarray | jax.Array,
+    *,
+    batch_size: int | None = None,
+    shared: Sequence[str] = (),
+) -> np.ndarray:
+    """The mean loss (nats) of every seed's variables (stacked on a leading axis; the collections named in `shared`
+    are one copy for all seeds, e.g. FP8 LLMs' probes) on `windows`, compiled once per model and batch shape and
+    vmapped over the seeds. With `batch_size`, the windows are scored in batches of that many and the batch means
+    averaged, weighted by the batch sizes (float64); without, in one batch (float32, as the step computes it)."""
+    axes = tuple(sorted((k, None if k in shared else 0) for k in variables))
+    loss = _compiled_seed_loss(model, axes)
+    if batch_size is None:
+        return np.asarray(loss(variables, jnp.asarray(windows)))
+    starts = range(0, len(windows), batch_size)
+    losses = [np.asarray(loss(variables, jnp.asarray(windows[i : i + batch_size]))) for i in starts]
+    weights = [min(batch_size, len(windows) - i) for i in starts]
+    return np.average(np.stack(losses), axis=0, weights=weights)

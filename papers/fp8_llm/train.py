@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from core.charlm import FP8_LLM_ADAM, train_windows, warmup_cosine
+from core.charlm import FP8_LLM_ADAM, compiled_loss, evaluate, train_windows, warmup_cosine
 from core.data.shakespeare import CharCorpus, evaluation_windows
 from core.nn import FP32, Formats, TransformerLM
 from core.nn.fp8 import calibrate_fp8, fp8_statistics, split_fp8, update_fp8
@@ -128,13 +128,9 @@ def train_arm(
         i = jnp.argmax(seed_index == seed)
         return jax.tree.map(lambda x: jnp.asarray(x)[i], initial)
 
-    @jax.jit
-    def valid_loss(params, meta, windows):  # per seed
-        def one(params, meta):
-            variables = {"params": params, "fp8_meta": meta, "fp8_probe": probes}
-            return model.apply(variables, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss)
-
-        return jax.vmap(one)(params, meta)
+    def valid_loss(params, meta, windows):  # per seed; the probes are one copy for all
+        variables = {"params": params, "fp8_meta": meta, "fp8_probe": probes}
+        return evaluate(model, variables, windows, shared=("fp8_probe",))
 
     valid = validation_windows(corpus, rc)
 
@@ -216,8 +212,7 @@ def mx_inference(corpus: CharCorpus, size: SizeConfig, params: dict, rc: RunConf
     _, meta, probes = split_fp8(model.init(jax.random.key(0), jnp.zeros((1, rc.seq_len), jnp.int32)))
     valid = validation_windows(corpus, rc)
     variables = {"params": params, "fp8_meta": meta, "fp8_probe": probes}
-    loss = jax.jit(lambda v, w: model.apply(v, w[:, :-1], w[:, 1:], method=TransformerLM.loss))
-    return float(loss(variables, valid))
+    return float(compiled_loss(model)(variables, valid))  # compiled once per variant, not once per seed
 
 
 __all__ = [

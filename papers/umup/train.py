@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from core.charlm import PLAIN_FP8, UMUP_ADAM, train_windows, warmup_cosine, window_loss
+from core.charlm import PLAIN_FP8, UMUP_ADAM, evaluate, train_windows, warmup_cosine, window_loss
 from core.context import RunContext
 from core.data.shakespeare import CharCorpus, evaluation_windows
 from core.nn import FP32, TransformerLM, param_kinds
@@ -109,11 +109,10 @@ def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, res
         params = jax.tree_util.tree_map(lambda p, u: p - rate * u, s["params"], updates)
         return {"params": params, "opt": opt, "lr": s["lr"], "step": s["step"] + 1}, {"loss": loss}
 
-    valid = jnp.asarray(evaluation_windows(corpus.valid, seq + 1, cfg.valid_windows))
-    eval_fn = jax.jit(jax.vmap(loss_fn, in_axes=(0, None)))
+    valid = evaluation_windows(corpus.valid, seq + 1, cfg.valid_windows)
 
-    def evaluate(state) -> dict:
-        return {"valid/loss": np.asarray(eval_fn(state["params"], valid)).tolist()}
+    def evaluate_runs(state) -> dict:
+        return {"valid/loss": evaluate(model, state["params"], valid).tolist()}
 
     fit = fit_seeds(
         list(range(len(runs))),
@@ -121,7 +120,7 @@ def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, res
         step,
         # runs of one seed see the same batches whatever their learning rate (paired comparisons)
         lambda i, k: train_windows(corpus.train, seq, cfg.batch_size, run_seeds[i], k),
-        evaluate=evaluate,
+        evaluate=evaluate_runs,
         steps=cfg.steps,
         eval_every=cfg.steps,
         log_every=cfg.log_every,

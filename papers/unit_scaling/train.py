@@ -20,6 +20,7 @@ from core.charlm import (
     SIMULATE_FP8,
     UNIT_SCALING_ADAM,
     FP8Casts,
+    evaluate,
     fp16_moments,
     rescale_moments,
     store_moments,
@@ -157,7 +158,6 @@ def train_arm(
         new = {"step": s["step"] + 1, "seed": s["seed"], **kept, "loss_scale": loss_scale}
         return new, {"loss": loss / scale, SKIPPED: (~finite).astype(jnp.int32)}
 
-    eval_fn = jax.jit(jax.vmap(lambda p, w: loss_fn(p, w[:, :-1], w[:, 1:]), in_axes=(0, None)))  # per seed
     tracks_file = None if checkpoint_dir is None else Path(checkpoint_dir) / "scale_tracks.json"
     tracks: dict[int, list[TensorScale]] = {}
     if track and resume and tracks_file is not None and tracks_file.exists():
@@ -175,17 +175,13 @@ def train_arm(
 
     def evaluate_and_track(s) -> dict:
         record_scales(int(np.asarray(s["step"]).ravel()[0]), s["params"])
-        return {"valid/bpc": evaluate(s["params"], valid_windows)}
+        return {"valid/bpc": evaluate_bpc(s["params"], valid_windows)}
 
     valid_windows = evaluation_windows(corpus.valid, seq + 1, cfg.valid_windows)
     test_windows = evaluation_windows(corpus.test, seq + 1, cfg.test_windows)
 
-    def evaluate(params, windows) -> list[float]:
-        losses = []
-        for i in range(0, len(windows), cfg.eval_batch_size):
-            losses.append(np.asarray(eval_fn(params, jnp.asarray(windows[i : i + cfg.eval_batch_size]))))
-        weights = [min(cfg.eval_batch_size, len(windows) - i) for i in range(0, len(windows), cfg.eval_batch_size)]
-        return [float(_bpc(v)) for v in np.average(np.stack(losses), axis=0, weights=weights)]
+    def evaluate_bpc(params, windows) -> list[float]:  # per seed
+        return [float(_bpc(v)) for v in evaluate(model, params, windows, batch_size=cfg.eval_batch_size)]
 
     run = fit_seeds(
         seeds,
@@ -203,7 +199,7 @@ def train_arm(
     state = run.state
     init_params = jax.vmap(init_one)(jnp.asarray(seeds))["params"]
     record_scales(0, init_params)
-    test_bpc = evaluate(state["params"], test_windows)
+    test_bpc = evaluate_bpc(state["params"], test_windows)
     initial_scale = {"static": arm.static_scale, "dynamic": cfg.dynamic_initial_scale}.get(arm.loss_scale, 1.0)
     final_scale = (
         [float(v) for v in np.asarray(state["loss_scale"].scale)]
