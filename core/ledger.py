@@ -424,12 +424,13 @@ def write_code_entry(
         f"re-deciding {', '.join(records)} with it gave identical claims, facts, estimates and verdicts; written "
         f'by `make claims ARGS="lock {pc.paper}"`'
     )
-    items = "".join(f"        {cid!r}: {fp!r},\n" for cid, fp in fingerprints.items())
+    # double-quoted (json.dumps), as ruff formats the ledger: the entry is written as `make lint` keeps it
+    items = "".join(f"        {json.dumps(cid)}: {json.dumps(fp)},\n" for cid, fp in fingerprints.items())
     head = f"automatic entry ({date}): decision code changed, re-decided {', '.join(records)} identically"
     added = (
         f"\n# {head if records else f'code entry ({date})'}\n"
-        f"LEDGER += code_changes(\n    {date!r},\n{_wrapped(reason, '    ')},\n    {{\n{items}    }},\n"
-        + (f"    run={', '.join(records)!r},\n" if records else "")
+        f"LEDGER += code_changes(\n    {json.dumps(date)},\n{_wrapped(reason, '    ')},\n    {{\n{items}    }},\n"
+        + (f"    run={json.dumps(', '.join(records))},\n" if records else "")
         + ")\n"
     )
     from core.io import atomic_write_text

@@ -877,23 +877,23 @@ LEDGER += code_changes(
 
 # code entry (2026-11-28)
 LEDGER += code_changes(
-    '2026-11-28',
+    "2026-11-28",
     "the claims API's JSON helper became public (core.claims._jsonable -> jsonable, issue 60: one import "
     "path for the claims API and no private name used across modules); no declaration, statistic or rule "
     "changed. There is no reference record to re-decide (results/pending.yaml says why)",
     {
-        'beats-random-floor-as-literature': 'fd2d7d4eedb7',
-        'mrr-nations-transe': '44cd13961428',
-        'mrr-nations-distmult': 'cb06b598cd0f',
-        'mrr-nations-complex': 'afae9415a8b7',
-        'mrr-nations-rotate': '5f92bf71216e',
-        'mrr-kinships-distmult': '267aa1d79185',
-        'mrr-kinships-complex': '8bd675f25305',
-        'mrr-umls-distmult': '9cb9a99f6000',
-        'mrr-umls-complex': '9139b35348a8',
-        'ensemble-nations': '9d4a4de45779',
-        'ensemble-kinships': 'cf9b6264bcb1',
-        'ensemble-umls': '87ef53bf44ca',
-        'bess-equals-single-device': '745cbe089499',
+        "beats-random-floor-as-literature": "fd2d7d4eedb7",
+        "mrr-nations-transe": "44cd13961428",
+        "mrr-nations-distmult": "cb06b598cd0f",
+        "mrr-nations-complex": "afae9415a8b7",
+        "mrr-nations-rotate": "5f92bf71216e",
+        "mrr-kinships-distmult": "267aa1d79185",
+        "mrr-kinships-complex": "8bd675f25305",
+        "mrr-umls-distmult": "9cb9a99f6000",
+        "mrr-umls-complex": "9139b35348a8",
+        "ensemble-nations": "9d4a4de45779",
+        "ensemble-kinships": "cf9b6264bcb1",
+        "ensemble-umls": "87ef53bf44ca",
+        "bess-equals-single-device": "745cbe089499",
     },
 )

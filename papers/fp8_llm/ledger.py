@@ -252,16 +252,16 @@ LEDGER += code_changes(
 
 # code entry (2026-11-28)
 LEDGER += code_changes(
-    '2026-11-28',
+    "2026-11-28",
     "the claims API's JSON helper became public (core.claims._jsonable -> jsonable, issue 60: one import "
     "path for the claims API and no private name used across modules); no declaration, statistic or rule "
     "changed. There is no reference record to re-decide (results/pending.yaml says why)",
     {
-        'amax-matches-fp32': '8c9c01939b10',
-        'cscale-worse-than-amax': '71fe39f1cc38',
-        'cscale-gap-grows': 'db9731b2071c',
-        'fp8-inference': 'b97ba66b0c7c',
-        'pretrained-fp8-inference': '071c3ea2afc8',
-        'gradients-smallest-amax': 'b41f53e4053a',
+        "amax-matches-fp32": "8c9c01939b10",
+        "cscale-worse-than-amax": "71fe39f1cc38",
+        "cscale-gap-grows": "db9731b2071c",
+        "fp8-inference": "b97ba66b0c7c",
+        "pretrained-fp8-inference": "071c3ea2afc8",
+        "gradients-smallest-amax": "b41f53e4053a",
     },
 )

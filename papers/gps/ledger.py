@@ -181,13 +181,13 @@ LEDGER += code_changes(
 
 # code entry (2026-11-28)
 LEDGER += code_changes(
-    '2026-11-28',
+    "2026-11-28",
     "the claims API's JSON helper became public (core.claims._jsonable -> jsonable, issue 60: one import "
     "path for the claims API and no private name used across modules); no declaration, statistic or rule "
     "changed. There is no reference record to re-decide (results/pending.yaml says why)",
     {
-        'mpnn-keeps-accuracy': '2b143107661e',
-        '3d-costs-more': '51e78cae265e',
-        'packing-efficiency': '36a35ee4021c',
+        "mpnn-keeps-accuracy": "2b143107661e",
+        "3d-costs-more": "51e78cae265e",
+        "packing-efficiency": "36a35ee4021c",
     },
 )
