@@ -9,13 +9,13 @@
   (KV-cache prefill and decode steps with any step attention); `core.nn.fp8`: training glue for FP8 linear layers.
 - `core.nn.attention`: decode-time attention over a KV cache, each reporting the elements it moves: dense, SparQ
   (`sparq_attention`, `sparq_attention_gqa`), H2O, a local window, StreamingLLM (`streaming_attention_gqa`) and
-  Quest (`quest_attention_gqa`).
-"""
+  Quest (`quest_attention_gqa`); `core.nn.decode_methods`: each of them as an object (`Dense`, `SparQ`, `H2O`,
+  `Local`, `Streaming`, `Quest`: its budget from a transfer ratio, its transfer formula and count, its decode step);
+  `core.nn.transfer`: the elements a kernel reads and writes, counted from its traced program.
 
-from core.nn.encoder import TransformerEncoder, attention_mask
-from core.nn.formats import FP32, Formats
-from core.nn.parametrization import MuP, Standard, UMuP, UnitScaled
-from core.nn.transformer import TransformerLM, param_kinds
+The models (JAX) load on first use, so core.nn.decode_methods' formulas import without JAX (a paper's decisions
+read them).
+"""
 
 __all__ = [
     "FP32",
@@ -29,3 +29,24 @@ __all__ = [
     "attention_mask",
     "param_kinds",
 ]
+
+
+def __getattr__(name: str):
+    """The exports load their modules on first use. The imports are written out, so core.provenance follows them."""
+    if name in ("TransformerEncoder", "attention_mask"):
+        from core.nn import encoder
+
+        return getattr(encoder, name)
+    if name in ("FP32", "Formats"):
+        from core.nn import formats
+
+        return getattr(formats, name)
+    if name in ("MuP", "Standard", "UMuP", "UnitScaled"):
+        from core.nn import parametrization
+
+        return getattr(parametrization, name)
+    if name in ("TransformerLM", "param_kinds"):
+        from core.nn import transformer
+
+        return getattr(transformer, name)
+    raise AttributeError(f"module 'core.nn' has no attribute {name!r}")

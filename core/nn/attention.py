@@ -1,7 +1,7 @@
 """Decode-time attention: one step of dense attention, SparQ (Ribar et al., ICML 2024), H2O, a local window,
-StreamingLLM (attention sinks + window) and Quest (page-level key bounds) over a KV cache, in one interface.
-`core.nn.decoding` calls any of them as the step attention of a `TransformerLM` or a `Llama`; papers.sparq evaluates
-them.
+StreamingLLM (attention sinks + window) and Quest (page-level key bounds) over a KV cache, in one interface. Each is a
+method object in core.nn.decode_methods (its settings from a transfer budget, its transfer formula and count, its
+`core.nn.decoding` step attention, which calls the kernel here); papers.sparq evaluates them.
 
 Shapes: q [..., d] (leading dims: batch, heads), K, V [..., S, d] (the KV cache), `length` [...] or None: the number
 of valid cache positions (positions >= length are unused slots of the cache and never attended). Every function
@@ -32,7 +32,8 @@ the group, 2gd, in place of 2d.
 
 Public pieces:
     dense_attention(_gqa)  every valid position; transfer (2 + 2S)d
-    sparq_attention        SparQ's five steps for one query head per KV head
+    sparq_attention        SparQ's five steps for one query head per KV head; given K transposed and the mean of V,
+                           as a kernel that keeps them runs it (step 2 reading rows of K_t: `scores_from_rows`)
     sparq_attention_gqa    SparQ with g query heads sharing a KV head (selection shared over the group)
     local_attention(_gqa)  the last k valid positions only; transfer (2 + 2k)d
     H2OState, h2o_init, h2o_init_scores, h2o_attention(_gqa)
@@ -68,10 +69,9 @@ def _check(q, K, V, what: str) -> tuple[int, int]:
 
 
 def _valid(S: int, length, lead: tuple[int, ...]) -> jax.Array:
-    pos = jnp.arange(S)
-    if length is None:
-        return jnp.broadcast_to(pos < S, (*lead, S))
-    return pos < jnp.broadcast_to(jnp.asarray(length), lead)[..., None]
+    if length is None:  # a constant, so XLA drops the masking it would do
+        return jnp.ones((*lead, S), bool)
+    return jnp.arange(S) < jnp.broadcast_to(jnp.asarray(length), lead)[..., None]
 
 
 def dense_attention(q, K, V, length=None) -> tuple[jax.Array, int]:
@@ -84,7 +84,7 @@ def dense_attention(q, K, V, length=None) -> tuple[jax.Array, int]:
 def dense_attention_gqa(q, K, V, length=None) -> tuple[jax.Array, int]:
     """`dense_attention` with grouped queries: q [..., g, d], K, V [..., S, d], `length` [...] (per KV head) or None;
     the g query heads of a KV head attend over every valid position of its cache, read once for the group. Transfer
-    per KV head: 2gd + 2Sd (what core.nn.decoding.dense_step reports)."""
+    per KV head: 2gd + 2Sd (the kernel of core.nn.decode_methods.Dense, decoding's default step)."""
     S, d, g = _check_gqa(q, K, V, "dense_attention_gqa")
     valid = _valid(S, length, K.shape[:-2])  # [..., S]
     p = masked_softmax(jnp.einsum("...sd,...gd->...gs", K, q) / math.sqrt(d), valid[..., None, :])
@@ -147,28 +147,57 @@ def _select(s_hat_for_selection, valid, S: int, k: int, local_k: int, length, le
     return jax.lax.top_k(score, k)[1]
 
 
-def sparq_attention(q, K, V, *, r: int, k: int, local_k: int = 0, length=None) -> tuple[jax.Array, int]:
-    """SparQ attention for one decode step (see the module docstring). Returns (output, transfer per head)."""
+def sparq_attention(
+    q, K, V, *, r: int, k: int, local_k: int = 0, length=None, K_t=None, v_mean=None
+) -> tuple[jax.Array, int]:
+    """SparQ attention for one decode step (see the module docstring). Returns (output, transfer per head). As a kernel
+    keeping the paper's second copy of K runs it: step 2 reads the rows K[:, i1] of `K_t` [..., d, S], K transposed
+    (`scores_from_rows`), and step 5 reads `v_mean` [..., d], the mean of V kept as values are written, not V."""
     S, d = _check(q, K, V, "sparq_attention")
     _check_sparq(S, d, r, k, local_k, "sparq_attention")
+    if K_t is not None and K_t.shape != (*K.shape[:-2], d, S):
+        raise ValueError(f"sparq_attention: K_t must be K transposed, {(*K.shape[:-2], d, S)}; got {K_t.shape}")
     lead = q.shape[:-1]
     valid = _valid(S, length, lead)
     absq = jnp.abs(q)
     i1 = jax.lax.top_k(absq, r)[1]  # [..., r]
     q1 = jnp.take_along_axis(q, i1, axis=-1)
-    K1 = jnp.take_along_axis(K, i1[..., None, :], axis=-1)  # [..., S, r]
+    if K_t is None:
+        approx = jnp.einsum("...sr,...r->...s", jnp.take_along_axis(K, i1[..., None, :], axis=-1), q1)
+    else:
+        approx = scores_from_rows(K_t, i1, q1)
     temperature = jnp.sqrt(d * jnp.sum(jnp.abs(q1), -1) / jnp.sum(absq, -1))
-    s_hat = masked_softmax(jnp.einsum("...sr,...r->...s", K1, q1) / temperature[..., None], valid)
+    s_hat = masked_softmax(approx / temperature[..., None], valid)
     i2 = _select(s_hat, valid, S, k, local_k, length, lead)  # [..., k]
     ok = jnp.take_along_axis(valid, i2, axis=-1)
     alpha = jnp.sum(jnp.take_along_axis(s_hat, i2, axis=-1) * ok, -1)
     K2 = jnp.take_along_axis(K, i2[..., None], axis=-2)
     V2 = jnp.take_along_axis(V, i2[..., None], axis=-2)
     y = jnp.einsum("...k,...kd->...d", masked_softmax(jnp.einsum("...kd,...d->...k", K2, q) / math.sqrt(d), ok), V2)
-    v_mean = jnp.sum(jnp.where(valid[..., None], V, 0.0), -2) / jnp.maximum(jnp.sum(valid, -1), 1)[..., None]
+    if v_mean is None:
+        v_mean = jnp.sum(jnp.where(valid[..., None], V, 0.0), -2) / jnp.maximum(jnp.sum(valid, -1), 1)[..., None]
     out = alpha[..., None] * y + (1 - alpha[..., None]) * v_mean
-    transfer = 2 * d + K1.shape[-2] * K1.shape[-1] + K2.shape[-2] * d + V2.shape[-2] * d + v_mean.shape[-1] + 2 * d
+    transfer = 2 * d + S * r + K2.shape[-2] * d + V2.shape[-2] * d + v_mean.shape[-1] + 2 * d
     return out, transfer
+
+
+def scores_from_rows(K_t: jax.Array, i1: jax.Array, q1: jax.Array) -> jax.Array:
+    """SparQ's approximate logits q[i1] . K[:, i1]^T read as rows of K transposed, K_t [..., d, S]:
+    sum_j q1[..., j] K_t[..., i1[..., j], :] for i1 and q1 [..., r]; [..., S].
+
+    A loop of row slices accumulated in place: XLA's CPU gather moves [..., r, S] element by element (several times
+    slower than reading the rows), so the r rows of each head are sliced and added one after another."""
+    lead, (d, S), r = K_t.shape[:-2], K_t.shape[-2:], i1.shape[-1]
+    heads = math.prod(lead)
+    flat = K_t.reshape(heads * d, S)
+    idx = (jnp.arange(heads)[:, None] * d + i1.reshape(heads, r)).reshape(-1)
+    weights = q1.reshape(-1)
+
+    def body(j, acc):
+        row = jax.lax.dynamic_slice(flat, (idx[j], 0), (1, S))[0]
+        return acc.at[j // r].add(row * weights[j])
+
+    return jax.lax.fori_loop(0, heads * r, body, jnp.zeros((heads, S), K_t.dtype)).reshape(*lead, S)
 
 
 def sparq_attention_gqa(
@@ -179,12 +208,7 @@ def sparq_attention_gqa(
     output is y, and the mean of V is neither read nor updated: 2d less transfer), as the paper runs its grouped-query
     models, Llama 3 and Mistral ("GQA models obtained better performance without [step 3]", Section 4; its step 3
     is step 5 here)."""
-    if q.ndim < 2 or K.ndim != q.ndim or K.shape[:-2] != q.shape[:-2] or K.shape != V.shape:
-        raise ValueError(
-            f"sparq_attention_gqa: q must be [..., g, d] and K, V [..., S, d]; got q {q.shape}, "
-            f"K {K.shape}, V {V.shape}"
-        )
-    S, d, g = K.shape[-2], q.shape[-1], q.shape[-2]
+    S, d, g = _check_gqa(q, K, V, "sparq_attention_gqa")
     _check_sparq(S, d, r, k, local_k, "sparq_attention_gqa")
     lead = K.shape[:-2]
     valid = _valid(S, length, lead)  # [..., S]
@@ -355,7 +379,7 @@ def quest_page_bounds(K, *, page: int, length=None) -> tuple[jax.Array, jax.Arra
 
 def quest_attention_from_bounds(q, K, V, k_min, k_max, *, k: int, page: int, length=None) -> tuple[jax.Array, int]:
     """Quest's decode step given the page metadata (`quest_page_bounds`), as a kernel that keeps it up to date runs
-    it: it reads the bounds, then K and V of the selected pages only (what `papers.sparq.transfer` counts)."""
+    it: it reads the bounds, then K and V of the selected pages only (what `core.nn.transfer` counts)."""
     S, d, g = _check_gqa(q, K, V, "quest_attention_from_bounds")
     _check_quest(S, k, page, "quest_attention_from_bounds")
     lead = K.shape[:-2]

@@ -8,8 +8,8 @@
 the cache K, V [B, Hkv, S, d] with the new key and value already written at position length - 1, and a per-layer
 state it may carry (H2O's accumulated scores); `transfer` is what it reports reading per KV head. Models with
 grouped-query attention (core.nn.llama) have Hkv < H: query head h reads KV head h // (H / Hkv); the
-TransformerLM has Hkv = H. `dense_step` is the exact default. All rows of a batch decode in lockstep (one shared
-length).
+TransformerLM has Hkv = H. Any method of core.nn.decode_methods gives one as its `step`; `Dense().step`, exact
+attention, is the default. All rows of a batch decode in lockstep (one shared length).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from core.nn.decode_methods import Dense
 from core.nn.llama import Llama
-from core.nn.parametrization import masked_softmax
 from core.nn.transformer import TransformerLM
 
 
@@ -34,16 +34,6 @@ class KVCache(NamedTuple):
 
 
 StepAttention = Callable[..., tuple[jax.Array, Any, Any]]
-
-
-def dense_step(layer, q, K, V, length, state):
-    """Exact attention over the valid cache: softmax(q K^T / sqrt(d)) V; reads (2g + 2S) d elements per KV head
-    (g = H / Hkv query heads share it)."""
-    (B, H, d), (Hkv, S) = q.shape, K.shape[1:3]
-    qg = q.reshape(B, Hkv, H // Hkv, d)
-    valid = jnp.arange(S) < length
-    p = masked_softmax(jnp.einsum("bksd,bkgd->bkgs", K, qg) / math.sqrt(d), valid)
-    return jnp.einsum("bkgs,bksd->bkgd", p, V).reshape(B, H, d), (2 * (H // Hkv) + 2 * S) * d, state
 
 
 def empty_cache(model: TransformerLM | Llama, batch: int, capacity: int, dtype=jnp.float32) -> KVCache:
@@ -102,10 +92,15 @@ def prefill(
 
 
 def decode_step(
-    model: TransformerLM | Llama, params, cache: KVCache, token: jax.Array, step_attention: StepAttention = dense_step
+    model: TransformerLM | Llama,
+    params,
+    cache: KVCache,
+    token: jax.Array,
+    step_attention: StepAttention | None = None,
 ) -> tuple[jax.Array, KVCache, jax.Array]:
     """Append `token` [B] at position cache.length; return (logits [B, vocab], new cache, transfer per head
-    summed over layers)."""
+    summed over layers). `step_attention`: None for exact attention (`Dense().step`)."""
+    step_attention = Dense().step if step_attention is None else step_attention
     B = token.shape[0]
     pos = jnp.broadcast_to(cache.length, (B, 1))
     kv = {"k": cache.k, "v": cache.v}

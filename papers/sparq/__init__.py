@@ -6,7 +6,7 @@ several compression ratios; the repetition task, needle retrieval and held-out B
 (papers.sparq.tasks). The smoke scale uses a small character-level LM trained on Shakespeare instead
 (`sparq.lm=charlm`, papers.sparq.model). Decode-step attention time is measured dense vs SparQ at the paper's
 operating point S = 16384, r = 32, k = 128 (papers.sparq.speed), with both kernels' transfer counted from their
-traced programs (papers.sparq.transfer).
+traced programs (core.nn.transfer).
 
 The paper contract (core.paper): `run` (papers/sparq/run.py) loads or trains the LM, evaluates every method on
 every context (keeping finished batches and the character LM's checkpoints for reuse) and times the decode step,
@@ -15,7 +15,8 @@ and the timing rounds with the counted transfer. `decide` (claims.py) decides th
 analytic fact and the tables' estimates (ratios to dense with paired-bootstrap intervals, the decode-step speed-ups)
 from the Results alone; `render` (report.py) makes the tables, the figure and the notes. `Config` (config.py) is the
 `sparq` config section; the paper's printed figures and margins are in published.py. The attention methods
-themselves live in core.nn.attention.
+themselves live in core: each as an object in core.nn.decode_methods (its budget from a transfer ratio, its transfer,
+its decode step), its kernel in core.nn.attention.
 """
 
 from core.paper import Paper

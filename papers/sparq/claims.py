@@ -15,15 +15,9 @@ import math
 import numpy as np
 
 from core.claims import Claim, Decided, Fact, Interval, Rule, at_least, at_most, interval_above
+from core.nn.decode_methods import SparQ
 from core.stats import paired_bootstrap, paired_speedup
-from papers.sparq.published import (
-    BEATEN,
-    BPC_INCREASE,
-    NEEDLE_KEPT,
-    REPETITION_KEPT,
-    ratio_key,
-    sparq_attention_transfer,
-)
+from papers.sparq.published import BEATEN, BPC_INCREASE, NEEDLE_KEPT, REPETITION_KEPT, ratio_key
 from papers.sparq.results import DecodeTiming, Results
 
 # the thresholds of 2026-11-24/25 (Llama 2 7B at 1/8 from the authors' December 2023 notebook, not the published
@@ -188,7 +182,7 @@ def facts(cfg, results: Results) -> list[Fact]:
     formula, so it is a test (tests/papers/sparq/test_transfer.py::test_timed_kernels_move_the_papers_transfer),
     shown here for context."""
     t = results.speed[-1].timing
-    formula = sparq_attention_transfer(t.S, t.d, t.r, t.k)
+    formula = SparQ(r=t.r, k=t.k).transfer(t.S, t.d, 1)  # one query head per KV head, with step 5
     return [
         Fact(
             "transfer-counted",

@@ -1,6 +1,6 @@
 """The paper's printed figures that the claims' margins come from and the report shows beside ours
-(papers/sparq/REFERENCES.md), the margins themselves, and the paper's transfer formula. Neutral: imported by the
-claims (claims.py) and the report (report.py) alike; no JAX."""
+(papers/sparq/REFERENCES.md) and the margins themselves (the paper's transfer formulas are the methods' own,
+core.nn.decode_methods). Neutral: imported by the claims (claims.py) and the report (report.py) alike; no JAX."""
 
 from __future__ import annotations
 
@@ -32,11 +32,6 @@ BPC_INCREASE = 0.65 / 0.62 - 1
 NEEDLE_KEPT = PAPER_NEEDLE[1] / PAPER_NEEDLE[0]
 
 BEATEN = {"h2o": "H2O", "local": "the local window", "streaming": "StreamingLLM"}  # in report order
-
-
-def sparq_attention_transfer(S: int, d: int, r: int, k: int) -> int:
-    """The paper's formula, elements per head per step (with step 5's mean of V)."""
-    return (2 + 2 * k) * d + d + S * r + 2 * d
 
 
 def ratio_key(name: str, ratio: float) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from core import plots
 from core.claims import Decided, Interval
+from core.nn.decode_methods import SparQ
 from core.report import Figure, Report, Table
 from papers.sparq.published import (
     BPC_INCREASE,
@@ -15,7 +16,6 @@ from papers.sparq.published import (
     PAPER_TABLE2,
     REPETITION_KEPT,
     ratio_key,
-    sparq_attention_transfer,
 )
 from papers.sparq.results import Results
 
@@ -25,21 +25,6 @@ MARKERS = {"sparq": "o", "h2o": "s", "local": "^", "streaming": "v", "quest": "D
 
 
 # ---------------------------------------------------------------------------------------------- tables
-
-
-def _budget(m) -> str:
-    """A method's settings as the sweep table shows them."""
-    if m.name == "dense":
-        return "-"
-    if m.name == "sparq":
-        return f"r={m.r} k={m.k} local={m.local_k}" + ("" if m.reallocate else " (no step 5)")
-    if m.name == "h2o":
-        return f"k={m.k} recent={m.local_k}"
-    if m.name == "streaming":
-        return f"k={m.k} sinks={m.sinks}"
-    if m.name == "quest":
-        return f"k={m.k} ({m.k // m.page} pages of {m.page})"
-    return f"k={m.k}"
 
 
 def _sweep_setup(c) -> str:
@@ -74,7 +59,7 @@ def _table_sweep(cfg, results: Results, estimates: dict) -> Table:
     for r in results.methods:
         m = r.method
         counted = "- (masked kernel)" if r.counted is None else f"{r.counted:.3f}"
-        row = [m.label, f"{r.transfer:.3f}", counted, _budget(m), f"{r.score:.1f}"]
+        row = [m.label, f"{r.transfer:.3f}", counted, m.build().settings, f"{r.score:.1f}"]
         row += [f"{r.needle:.3f}"] if needles else []
         row.append(f"{r.bpc:.4f}")
         if m.name == "dense":
@@ -110,11 +95,12 @@ def _table_sweep(cfg, results: Results, estimates: dict) -> Table:
         "the nearest to the target fraction of the dense transfer at the decode-start cache length (SparQ: k fixed, "
         "r from the budget; the others: k from the budget); k counts cache positions read, the current token "
         "being free for every method (the reference implementation's k + 1). Transfer (analytic): elements per KV "
-        "head and step by the paper's formulas (results.Method.transfer). Transfer (counted): what each scoring "
-        "kernel's traced program reads and writes per KV head and step at the same cache length "
-        "(tasks.counted_transfer: the current token's key and value included, Quest given its page bounds, SparQ's "
-        "write of the new key to its transposed copy of K left to the cache update); H2O's scoring kernel is a masked "
-        "attention over every position, so its count is not shown. The timed kernels are in the decode-step table.",
+        "head and step by the paper's formulas (core.nn.decode_methods: each method's transfer). Transfer "
+        "(counted): what each scoring kernel's traced program reads and writes per KV head and step at the same "
+        "cache length (its counted_transfer: the current token's key and value included, Quest given its page "
+        "bounds, SparQ's write of the new key to its transposed copy of K left to the cache update); H2O's scoring "
+        "kernel is a masked attention over every position, so its count is not shown. The timed kernels are in the "
+        "decode-step table.",
     )
 
 
@@ -144,7 +130,7 @@ def _table_decode_step(results: Results, estimates: dict) -> Table:
     rows = []
     for p in results.speed:
         what, t = p.label, p.timing
-        formula = sparq_attention_transfer(t.S, t.d, t.r, t.k)
+        formula = SparQ(r=t.r, k=t.k).transfer(t.S, t.d, 1)
         rows += [
             [what, f"dense S={t.S} d={t.d}", t.dense_elements, (2 + 2 * t.S) * t.d, t.dense_seconds * 1e3, 1.0, 1.0],
             [

@@ -1,25 +1,25 @@
 """What a SparQ run computes (the Results `run` returns and `decide` and `render` read): every method's per-context
 outcomes on each task with its transfer, the LM evaluated, the budgets no setting reaches, and the decode-step
-timing rounds with both kernels' counted transfer. Imports no JAX: the compute modules (tasks.py, speed.py) import
-`Method` and `DecodeTiming` from here."""
+timing rounds with both kernels' counted transfer. Imports no JAX (nor does core.nn.decode_methods, whose methods the
+`Method` records store): the compute modules (run.py, speed.py) import `Method` and `DecodeTiming` from here."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
+
+from core.nn.decode_methods import DECODE_METHODS, DecodeMethod
 
 
 @dataclass(frozen=True)
 class Method:
-    """A decode-step attention method and its budget. `k` counts the cache positions a step reads besides the
-    current token's: the current key and value are produced by the step itself, so every method attends to them for
-    free, the convention of the authors' reference (llm-inference-research `ann_attention.py`: k + 1 positions, the
-    local window local_k + 1), applied to every method alike. `local_k`: SparQ's local window and H2O's recent window
-    (k/4, the paper's Table G1); `sinks`: StreamingLLM's first positions; `page`: Quest's page size (its k is the
-    tokens of the selected pages, the current page among them); `reallocate`: SparQ's step 5 (the mean-value
-    reallocation), which the paper omits for grouped-query models (Section 4)."""
+    """A decode-step attention method as Results store it: its name and every setting any method has (those it lacks
+    at their defaults), one flat record for all of them. `Method.of(method)` stores a core.nn.decode_methods method
+    (its settings, budget and transfer are documented there); `build()` rebuilds it. `ratio`: the fraction of the
+    dense transfer its budget was set for; `k`: the cache positions it reads besides the current token's; `local_k`:
+    SparQ's local window and H2O's recent window; `sinks`: StreamingLLM's; `page`: Quest's; `reallocate`: SparQ's
+    step 5."""
 
     name: str
     ratio: float = 1.0  # target fraction of the dense transfer
@@ -30,27 +30,19 @@ class Method:
     page: int = 0
     reallocate: bool = True
 
+    @classmethod
+    def of(cls, method: DecodeMethod) -> Method:
+        """The record of a method: its name and settings."""
+        return cls(method.name, **asdict(method))
+
+    def build(self) -> DecodeMethod:
+        """The method this record stores."""
+        kind = DECODE_METHODS[self.name]
+        return kind(**{f.name: getattr(self, f.name) for f in fields(kind)})
+
     @property
     def label(self) -> str:
-        return "dense" if self.name == "dense" else f"{self.name} 1/{round(1 / self.ratio)}"
-
-    def transfer(self, L: int, d: int, g: int) -> float:
-        """Elements read or written per KV head and step at cache length L (the current token included), g query
-        heads sharing the KV head: q and the outputs (2gd) and what the method reads of the cache (the paper's
-        formulas, Section 3 and Appendix G, per KV head). SparQ: K[:, i1] (L r), K and V of its k positions (2kd),
-        the new key written to the transposed copy of K (d), and with step 5 the mean of V read and updated (2d).
-        H2O: K and V of its k positions and their scores read and written (2k). Quest: every page's key min and max
-        (2d per page) and K and V of the selected pages."""
-        base = 2 * g * d
-        if self.name == "dense":
-            return base + 2 * L * d
-        if self.name == "sparq":
-            return base + L * self.r + 2 * self.k * d + d + (2 * d if self.reallocate else 0)
-        if self.name == "h2o":
-            return base + 2 * self.k * d + 2 * self.k
-        if self.name == "quest":
-            return base + 2 * d * math.ceil(L / self.page) + 2 * self.k * d
-        return base + 2 * self.k * d  # local, streaming
+        return self.build().label
 
 
 @dataclass
@@ -83,7 +75,7 @@ class MethodResult:
 @dataclass(frozen=True)
 class DecodeTiming:
     """Seconds per decode step of both kernels over the same interleaved rounds, and the elements per head per step
-    each moves, counted from its traced program (`papers.sparq.transfer`)."""
+    each moves, counted from its traced program (`core.nn.transfer`)."""
 
     S: int
     d: int

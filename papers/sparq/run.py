@@ -19,7 +19,8 @@ import numpy as np
 
 from core.config import ConfigError
 from core.context import RunContext
-from papers.sparq.results import LMInfo, MethodResult, Results, TimingPoint
+from core.nn.decode_methods import DECODE_METHODS, Dense, SparQ
+from papers.sparq.results import LMInfo, Method, MethodResult, Results, TimingPoint
 
 
 def run(cfg, ctx: RunContext) -> Results:
@@ -33,7 +34,7 @@ def run(cfg, ctx: RunContext) -> Results:
     # the decode step timed at the quality claims' operating point (SparQ at the claim ratio on this model's cache)
     # and at the paper's S=16384 point
     points = []
-    at_claim = next((m for m in methods if m.name == "sparq" and m.ratio == c.claim_ratio), None)
+    at_claim = next((m for m in methods if isinstance(m, SparQ) and m.ratio == c.claim_ratio), None)
     if at_claim is not None:
         points.append(("quality", "quality claims' point", data.decode_start, data.head_dim, at_claim.r, at_claim.k))
     paper = (c.speed_seq, c.speed_r, c.speed_k) == (16384, 32, 128)
@@ -65,16 +66,14 @@ class EvalData:
 
 
 def methods_for(c, data: EvalData) -> tuple[list, list]:
-    """Dense, then every configured method at every ratio whose budget it can reach at this cache length
-    (`tasks.make_method`); and the (method, ratio) pairs it cannot reach."""
-    from papers.sparq.tasks import make_method
-
-    methods, unreachable = [make_method("dense", 1.0, data.decode_start, data.head_dim, data.groups)], []
+    """Dense, then every configured method (core.nn.decode_methods, by the config's names) at every ratio whose
+    budget it can reach at this cache length (`for_ratio`); and the (method, ratio) pairs it cannot reach."""
+    methods, unreachable = [Dense()], []
     for ratio in c.ratios:
         for name in c.methods:
-            m = make_method(
-                name, float(ratio), data.decode_start, data.head_dim, data.groups, k=c.k, sinks=c.sinks,
-                page=c.page, reallocate=data.groups == 1 or c.reallocate_gqa,
+            m = DECODE_METHODS[name].for_ratio(
+                float(ratio), data.decode_start, data.head_dim, data.groups, k=c.k, sinks=c.sinks, page=c.page,
+                reallocate=data.groups == 1 or c.reallocate_gqa,
             )  # fmt: skip
             (methods.append(m) if m is not None else unreachable.append((name, float(ratio))))
     return methods, unreachable
@@ -165,7 +164,7 @@ def evaluate(
     its analytic and counted transfer at the decode-start cache length as fractions of dense's."""
     from core.memo import kept
     from core.progress import progress
-    from papers.sparq.tasks import Decoder, counted_transfer
+    from papers.sparq.tasks import Decoder
 
     decoder = Decoder(lm, methods)
     B, N = data.batch, len(data.contexts.contexts)
@@ -190,14 +189,14 @@ def evaluate(
                 done.setdefault(label, {}).setdefault(task, []).extend(values)
     bar.close()
     L, d, g = data.decode_start, data.head_dim, data.groups
-    dense, dense_counted = methods[0].transfer(L, d, g), counted_transfer(methods[0], L, d, g)
+    dense, dense_counted = methods[0].transfer(L, d, g), methods[0].counted_transfer(L, d, g)
     results = []
     for m in methods:
         got = done[m.label]
-        counted = counted_transfer(m, L, d, g)
+        counted = m.counted_transfer(L, d, g)
         results.append(
             MethodResult(
-                m,
+                Method.of(m),
                 transfer=m.transfer(L, d, g) / dense,
                 counted=None if counted is None else counted / dense_counted,
                 scores=[int(s) for s in got["repetition"]],

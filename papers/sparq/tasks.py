@@ -3,9 +3,9 @@ attention method, on any language model `core.nn.decoding` drives (the character
 
 Prefill (context and prompt) is dense, as in the paper, and runs once per batch of examples: every method starts
 from a copy of the same cache (H2O from the prefill's accumulated attention), so a sweep of methods costs one
-prefill. A method (`Method`, papers/sparq/results.py) is given by its name and compression ratio and becomes a
-`core.nn.decoding` step function here; with grouped-query attention the g query heads of a KV head share its reads
-(transfer is counted per KV head). Scores are in characters of text, so a token-level and a character-level model
+prefill. A method is a core.nn.decode_methods object (its settings from a compression ratio, its transfer, its
+`core.nn.decoding` step); with grouped-query attention the g query heads of a KV head share its reads (transfer is
+counted per KV head). Scores are in characters of text, so a token-level and a character-level model
 are scored alike.
 """
 
@@ -19,110 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from core.nn.attention import (
-    h2o_attention_gqa,
-    h2o_init_scores,
-    local_attention_gqa,
-    quest_attention_from_bounds,
-    quest_attention_gqa,
-    sparq_attention_gqa,
-    streaming_attention_gqa,
-)
-from core.nn.decoding import KVCache, decode_step, dense_step, prefill
-from papers.sparq.results import Method
+from core.nn.decode_methods import DecodeMethod
+from core.nn.decoding import KVCache, decode_step, prefill
 
-METHODS = ("dense", "sparq", "h2o", "local", "streaming", "quest")
 QUESTION = "\nWhat is the secret number? The secret number is"
-
-
-def make_method(
-    name: str, ratio: float, L: int, d: int, g: int = 1, *, k: int = 128, sinks: int = 4, page: int = 16,
-    reallocate: bool = True,
-) -> Method | None:  # fmt: skip
-    """The method's settings that move the nearest to `ratio` of the dense transfer at cache length L (head
-    dimension d, g query heads per KV head), or None where no setting reaches it (the smallest budget moves more
-    than 1.25x the target). SparQ keeps k fixed (the paper's k = 128, Table G1) and takes r from the budget, as the
-    paper's Section 5.4 does ("setting k = 128 and tuning r"); the others take k from the budget: H2O and the local
-    window as the paper's baselines (H2O's recent window k/4), StreamingLLM with `sinks` first positions, Quest
-    whole pages."""
-    if name == "dense":
-        return Method("dense")
-    target = ratio * Method("dense").transfer(L, d, g)
-    if name == "sparq":
-        m = Method("sparq", ratio, r=1, k=k, local_k=k // 4, reallocate=reallocate)
-        r = min(d, max(1, round((target - m.transfer(L, d, g) + L) / L)))
-        m = Method("sparq", ratio, r=r, k=k, local_k=k // 4, reallocate=reallocate)
-    elif name == "h2o":
-        n = max(4, round((target - 2 * g * d) / (2 * d + 2)))
-        m = Method("h2o", ratio, k=n, local_k=n // 4)
-    elif name == "quest":
-        pages = max(1, round((target - 2 * g * d - 2 * d * math.ceil(L / page)) / (2 * d * page)))
-        m = Method("quest", ratio, k=pages * page, page=page)
-    elif name in ("local", "streaming"):
-        n = max(sinks + 1, round((target - 2 * g * d) / (2 * d)))
-        m = Method(name, ratio, k=n, sinks=sinks if name == "streaming" else 0)
-    else:
-        raise ValueError(f"make_method: name={name!r} is not one of {METHODS}")
-    return m if m.transfer(L, d, g) <= 1.25 * target else None
-
-
-def step_fn(method: Method):
-    """The `core.nn.decoding` step attention of a method: q [B, H, d] is grouped as [B, Hkv, g, d] over the cache's
-    KV heads (g = 1 without grouped-query attention). Every method but Quest is given k + 1 positions (and SparQ and
-    H2O a recent window of local_k + 1): the current token is free (see `Method`)."""
-    if method.name == "dense":
-        return dense_step
-    m = method
-    kernels = {
-        "local": lambda q, K, V, n, s: (*local_attention_gqa(q, K, V, k=m.k + 1, length=n), s),
-        "streaming": lambda q, K, V, n, s: (*streaming_attention_gqa(q, K, V, k=m.k + 1, sinks=m.sinks, length=n), s),
-        "quest": lambda q, K, V, n, s: (*quest_attention_gqa(q, K, V, k=m.k, page=m.page, length=n), s),
-        "sparq": lambda q, K, V, n, s: (
-            *sparq_attention_gqa(q, K, V, r=m.r, k=m.k + 1, local_k=m.local_k + 1, length=n, reallocate=m.reallocate),
-            s,
-        ),
-        "h2o": lambda q, K, V, n, s: h2o_attention_gqa(q, K, V, s, k=m.k + 1, local_k=m.local_k + 1, length=n),
-    }
-    fn = kernels[m.name]
-
-    def step(layer, q, K, V, length, state):
-        (B, H, d), Hkv = q.shape, K.shape[1]
-        out, transfer, state = fn(q.reshape(B, Hkv, H // Hkv, d), K, V, length, state)
-        return out.reshape(B, H, d), transfer, state
-
-    return step
-
-
-def counted_transfer(method: Method, L: int, d: int, g: int) -> int | None:
-    """Elements the method's scoring kernel reads and writes per KV head and step at cache length L, counted from its
-    traced program (`papers.sparq.transfer`): q, what it reads of K and V, its outputs. The current token's key and
-    value count among the positions read (the analytic `Method.transfer` treats them as free). Quest is counted
-    given its page bounds (`quest_attention_from_bounds`: a kernel keeps them up to date as keys are written). None
-    for H2O: its scoring kernel is a masked attention over every position (the kept set is a mask, not a gather),
-    so its count would be dense's."""
-    from papers.sparq.transfer import elements_read, elements_written
-
-    if method.name == "h2o":
-        return None
-    q = jnp.zeros((1, g, d))
-    if method.name == "quest":
-        S = -(-L // method.page) * method.page
-        K, bounds = jnp.zeros((1, 1, S, d)), jnp.zeros((1, 1, S // method.page, d))
-
-        def fn(q, K, V, lo, hi):
-            return quest_attention_from_bounds(
-                q.reshape(1, 1, g, d), K, V, lo, hi, k=method.k, page=method.page, length=L
-            )[0]
-
-        args = (q, K, K, bounds, bounds)
-    else:
-        step = step_fn(method)
-
-        def fn(q, K, V):
-            return step(0, q, K, V, L, None)[0]
-
-        args = (q, jnp.zeros((1, 1, L, d)), jnp.zeros((1, 1, L, d)))
-    return sum(elements_read(fn, *args)) + elements_written(fn, *args)
 
 
 @dataclass
@@ -145,7 +45,7 @@ class Decoder:
     decode step is compiled once (the cache donated: written in place) and reused for every batch of the same
     shape."""
 
-    def __init__(self, lm: LM, methods: Sequence[Method]):
+    def __init__(self, lm: LM, methods: Sequence[DecodeMethod]):
         self.lm, self.methods = lm, list(methods)
         self._steps = {}
         self._prefill = jax.jit(
@@ -156,37 +56,34 @@ class Decoder:
             lambda params, cache, ids, sums: prefill(lm.model, params, ids, cache=cache, column_sums=sums),
             static_argnums=3,
         )
-        self._h2o = any(m.name == "h2o" for m in self.methods)
+        self._column_sums = any(m.needs_column_sums for m in self.methods)
 
-    def _step(self, method: Method):
+    def _step(self, method: DecodeMethod):
         if method not in self._steps:
-            fn = step_fn(method)
             self._steps[method] = jax.jit(
-                lambda params, cache, token: decode_step(self.lm.model, params, cache, token, fn), donate_argnums=1
+                lambda params, cache, token: decode_step(self.lm.model, params, cache, token, method.step),
+                donate_argnums=1,
             )
         return self._steps[method]
 
     def start(self, ids: np.ndarray, capacity: int):
         """Dense prefill of ids [B, P] into a cache of `capacity` positions: (cache, logits, column sums or None)."""
-        return self._prefill(self.lm.params, jnp.asarray(ids, jnp.int32), capacity, self._h2o)
+        return self._prefill(self.lm.params, jnp.asarray(ids, jnp.int32), capacity, self._column_sums)
 
     def extend(self, cache: KVCache, sums, ids: np.ndarray):
         """Dense prefill of ids [B, P] after what the cache holds (a new cache; the given one is left as it was):
         (cache, logits, the column sums `sums` plus these ids' or None)."""
-        cache, logits, more = self._extend(self.lm.params, cache, jnp.asarray(ids, jnp.int32), self._h2o)
+        cache, logits, more = self._extend(self.lm.params, cache, jnp.asarray(ids, jnp.int32), self._column_sums)
         return cache, logits, None if sums is None else [a + b for a, b in zip(sums, more, strict=True)]
 
-    def cache_for(self, method: Method, cache: KVCache, sums) -> KVCache:
+    def cache_for(self, method: DecodeMethod, cache: KVCache, sums) -> KVCache:
         """A private copy of the prefill's cache with the method's state (H2O: its kept set from the prefill's
         accumulated attention)."""
-        state = None
-        if method.name == "h2o":
-            k, local_k = method.k + 1, method.local_k + 1  # the current token is free (see `Method`)
-            state = tuple(h2o_init_scores(s, cache.length, k=k, local_k=local_k) for s in sums)
+        state = method.init_state(sums, cache.length)
         # every array copied: the step donates its cache, and the prefill's must survive for the next method
         return KVCache(jnp.copy(cache.k), jnp.copy(cache.v), jnp.copy(cache.length), state)
 
-    def generate(self, method: Method, cache: KVCache, sums, logits, steps: int, done=None) -> np.ndarray:
+    def generate(self, method: DecodeMethod, cache: KVCache, sums, logits, steps: int, done=None) -> np.ndarray:
         """Greedy: up to `steps` ids [B, n] after the prefill's last logits, stopping early once `done(ids so far)`
         says no row's score can change."""
         step = self._step(method)
@@ -199,7 +96,7 @@ class Decoder:
             out.append(np.asarray(token))
         return np.stack(out, 1)
 
-    def score(self, method: Method, cache: KVCache, sums, logits, targets: np.ndarray) -> np.ndarray:
+    def score(self, method: DecodeMethod, cache: KVCache, sums, logits, targets: np.ndarray) -> np.ndarray:
         """Teacher-forced: nats of each row's targets [B, M] (the first predicted by the dense prefill's last
         logits, the rest by decode steps with the method), summed per row."""
         step = self._step(method)
@@ -315,7 +212,7 @@ def diverged(texts: Sequence[str], truth: Sequence[str]) -> bool:
 
 def context_tasks(
     decoder: Decoder, batch: ContextBatch, generate: int, needle_generate: int, capacity: int, tick=None
-) -> dict[str, dict[Method, list]]:
+) -> dict[str, dict[DecodeMethod, list]]:
     """One dense prefill of the contexts, shared by every method and task. Repetition (continued by the prompts,
     chunked prefill): each method generates up to `generate` ids greedily, stopping once every row has diverged
     from its truth; score = characters equal to the truth before the first mismatch (the paper's repetition score,
@@ -326,7 +223,7 @@ def context_tasks(
     tick = tick or (lambda: None)
     cache, logits, sums = decoder.start(batch.contexts, capacity)
     text = decoder.lm.text
-    out: dict[str, dict[Method, list]] = {"repetition": {}, "bpc": {}}
+    out: dict[str, dict[DecodeMethod, list]] = {"repetition": {}, "bpc": {}}
     chars = np.array([len(text(row)) for row in batch.following], np.float64)
     for method in decoder.methods:
         nats = decoder.score(method, cache, sums, logits, batch.following)

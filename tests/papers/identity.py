@@ -26,7 +26,18 @@ from pathlib import Path
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "charlm_identity.json"
 PAPERS = ("unit_scaling", "umup", "fp8_llm", "sparq")
 # Results fields that measure time (or say whether work was reused), left out of the run digests
-TIMING_KEYS = frozenset({"seconds", "wall_seconds", "train_seconds", "resumed_from", "loaded", "dense_rounds", "sparq_rounds", "select_rounds"})
+TIMING_KEYS = frozenset(
+    {
+        "seconds",
+        "wall_seconds",
+        "train_seconds",
+        "resumed_from",
+        "loaded",
+        "dense_rounds",
+        "sparq_rounds",
+        "select_rounds",
+    }
+)
 
 
 def digest(tree) -> str:
@@ -99,8 +110,8 @@ def model_cases() -> Iterator[tuple[str, Callable[[], dict[str, str]]]]:
     # u-muP: the three parametrizations at two widths (base and twice it), FP32 and FP8 (head low or FP32), and
     # one group with non-default multipliers
     def umup(parametrization, width, fp8, head, mults=None):
-        from papers.umup.train import Group, build_model
         from core.unit_scaling import umup as um
+        from papers.umup.train import Group, build_model
 
         c = load_config(["paper=umup", "scale=smoke"]).umup
         group = Group(parametrization, width, (1.0,), (0,), mults=mults or um.Mults(), fp8=fp8, fp8_head=head)
@@ -146,19 +157,17 @@ def model_cases() -> Iterator[tuple[str, Callable[[], dict[str, str]]]]:
 
 
 def method_cases() -> Iterator[tuple[str, Callable[[], dict[str, str]]]]:
-    from papers.sparq.tasks import METHODS
+    from core.nn.decode_methods import DECODE_METHODS
 
     L, d, g, Hkv, B = 40, 16, 2, 2, 2
 
     def one(name, ratio):
-        import jax
         import jax.numpy as jnp
         import numpy as np
 
-        from core.nn.attention import h2o_init_scores
-        from papers.sparq.tasks import counted_transfer, make_method, step_fn
+        from papers.sparq.results import Method
 
-        method = make_method(name, ratio, L, d, g, k=8, sinks=2, page=4)
+        method = DECODE_METHODS[name].for_ratio(ratio, L, d, g, k=8, sinks=2, page=4)
         if method is None:
             return {"method": "none"}
         rng = np.random.default_rng(5)
@@ -168,20 +177,20 @@ def method_cases() -> Iterator[tuple[str, Callable[[], dict[str, str]]]]:
         V = jnp.asarray(rng.standard_normal((B, Hkv, S, d)), jnp.float32)
         length = jnp.asarray([L, L - 3], jnp.int32)
         state = None
-        if name == "h2o":
+        if method.needs_column_sums:
             score = jnp.asarray(rng.random((B, Hkv, S)), jnp.float32)
-            state = h2o_init_scores(score, length[:, None], k=method.k + 1, local_k=method.local_k + 1)
-        out, transfer, new_state = step_fn(method)(0, q, K, V, length[:, None], state)
+            state = method.init_state([score], length[:, None])[0]
+        out, transfer, new_state = method.step(0, q, K, V, length[:, None], state)
         return {
-            "method": repr(method),
+            "method": repr(Method.of(method)),  # the record Results store
             "transfer": str(method.transfer(L, d, g)),
-            "counted": str(counted_transfer(method, L, d, g)),
+            "counted": str(method.counted_transfer(L, d, g)),
             "step_transfer": digest(jnp.asarray(transfer)),
             "out": digest(out),
             "state": "none" if new_state is None else digest(new_state),
         }
 
-    for name in METHODS:
+    for name in DECODE_METHODS:
         for ratio in (0.5, 0.125):
             yield f"method/{name}_{ratio:g}", lambda n=name, r=ratio: one(n, r)
 

@@ -18,7 +18,7 @@ from core.nn.attention import (
     sparq_attention_gqa,
     streaming_attention_gqa,
 )
-from core.nn.decoding import dense_step
+from core.nn.decode_methods import Dense
 
 B, HKV, G, S, D = 2, 3, 4, 40, 8
 LENGTHS = np.array([[40, 17, 1], [9, 33, 40]])  # per KV head: a full cache, one position, lengths off the pages
@@ -73,10 +73,11 @@ def test_one_query_head_per_kv_head_is_dense_attention(data):
 
 
 def test_the_decode_step_is_dense_gqa(data):
-    """core.nn.decoding.dense_step (query heads [B, H, d], head h reading KV head h // g) on the same cache."""
+    """core.nn.decoding's default step, `Dense().step` (query heads [B, H, d], head h reading KV head h // g), on the
+    same cache."""
     q, K, V = data
     length = 23  # the decode step's one length for every row and head
-    out, transfer, _ = dense_step(0, jnp.asarray(q).reshape(B, HKV * G, D), K, V, length, None)
+    out, transfer, _ = Dense().step(0, jnp.asarray(q).reshape(B, HKV * G, D), K, V, length, None)
     ours, our_transfer = dense_attention_gqa(q, K, V, length)
     assert transfer == our_transfer
     np.testing.assert_allclose(np.asarray(out).reshape(q.shape), np.asarray(ours), rtol=1e-6, atol=1e-7)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from core.nn import TransformerLM
-from core.nn.decoding import decode_step, dense_step, prefill
+from core.nn.decode_methods import Dense
+from core.nn.decoding import decode_step, prefill
 
 
 @pytest.fixture(scope="module", params=["learned", "rope"])
@@ -104,7 +105,7 @@ def test_a_custom_step_attention_is_used_with_its_state(lm):
 
     def counting(layer, q, K, V, length, state):
         calls.append(layer)
-        out, transfer, _ = dense_step(layer, q, K, V, length, state)
+        out, transfer, _ = Dense().step(layer, q, K, V, length, state)
         return out, transfer, state + 1
 
     _, cache, _ = decode_step(model, params, cache, ids[:, 10], counting)

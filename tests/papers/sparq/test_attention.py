@@ -23,7 +23,7 @@ from core.nn.attention import (
     streaming_attention,
     streaming_attention_gqa,
 )
-from papers.sparq.speed import _sparq_with_transposed_k
+from papers.sparq.speed import timed_kernels
 
 
 def softmax(x):
@@ -321,13 +321,27 @@ def test_h2o_with_grouped_queries_keeps_one_set_per_kv_head():
 
 
 def test_speed_kernel_computes_sparq():
+    """The timed kernel (K[:, i1] read as rows of K transposed, the mean of V given) is SparQ with k/4 local."""
     key = jax.random.split(jax.random.key(1), 3)
     q = jax.random.normal(key[0], (4, 64))
     K = jax.random.normal(key[1], (4, 300, 64))
     V = jax.random.normal(key[2], (4, 300, 64))
-    fast = _sparq_with_transposed_k(q, K, jnp.swapaxes(K, -1, -2), V, jnp.mean(V, -2), 8, 40)
+    fast = timed_kernels(8, 40)[1](q, K, jnp.swapaxes(K, -1, -2), V, jnp.mean(V, -2))
     ref, _ = sparq_attention(q, K, V, r=8, k=40, local_k=10)
     np.testing.assert_allclose(fast, ref, atol=1e-5)
+    # with a cache length and lead dims [2, 2]: the rows of K transposed, masked as the gathered columns are
+    n = jnp.asarray([[300, 217], [90, 41]])
+    lead = (2, 2, *q.shape[1:])
+    kept, _ = sparq_attention(
+        q.reshape(lead), K.reshape(2, 2, 300, 64), V.reshape(2, 2, 300, 64), r=8, k=40, local_k=10, length=n,
+        K_t=jnp.swapaxes(K, -1, -2).reshape(2, 2, 64, 300),
+    )  # fmt: skip
+    ref, _ = sparq_attention(
+        q.reshape(lead), K.reshape(2, 2, 300, 64), V.reshape(2, 2, 300, 64), r=8, k=40, local_k=10, length=n
+    )
+    np.testing.assert_allclose(kept, ref, atol=1e-5)
+    with pytest.raises(ValueError, match=r"K_t must be K transposed, \(4, 64, 300\); got \(4, 300, 64\)"):
+        sparq_attention(q, K, V, r=8, k=40, K_t=K)
 
 
 def test_jit_and_bad_arguments():

@@ -11,7 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from core.nn.decode_methods import DECODE_METHODS, H2O, Dense, Local, Quest, SparQ, Streaming
 from papers.sparq.config import Config
+from papers.sparq.results import Method
 from papers.sparq.run import EvalData, evaluate, methods_for, spaced_windows
 from papers.sparq.tasks import (
     LM,
@@ -20,10 +22,8 @@ from papers.sparq.tasks import (
     common_prefix,
     context_batch,
     context_tasks,
-    counted_transfer,
     diverged,
     insert_needles,
-    make_method,
 )
 
 
@@ -43,12 +43,12 @@ def ids(lm):
 
 # the tiny Llama: head dimension 8, 2 query heads per KV head; budgets set at a cache of 40 positions
 METHODS = [
-    make_method("dense", 1.0, 40, 8, 2),
-    make_method("sparq", 0.5, 40, 8, 2, k=8),
-    make_method("h2o", 0.5, 40, 8, 2),
-    make_method("local", 0.25, 40, 8, 2),
-    make_method("streaming", 0.5, 40, 8, 2, sinks=2),
-    make_method("quest", 0.5, 40, 8, 2, page=4),
+    Dense(),
+    SparQ.for_ratio(0.5, 40, 8, 2, k=8),
+    H2O.for_ratio(0.5, 40, 8, 2),
+    Local.for_ratio(0.25, 40, 8, 2),
+    Streaming.for_ratio(0.5, 40, 8, 2, sinks=2),
+    Quest.for_ratio(0.5, 40, 8, 2, page=4),
 ]
 
 
@@ -56,22 +56,34 @@ def test_budgets_reach_the_ratio_with_the_papers_settings():
     """SparQ keeps k (the paper's 128) and takes r from the budget; the others take k; each lands near its ratio of
     the dense transfer by the paper's formulas, and a ratio no setting reaches gives None."""
     L, d, g = 2088, 64, 3
-    dense = make_method("dense", 1.0, L, d, g).transfer(L, d, g)
+    dense = Dense.for_ratio(1.0, L, d, g).transfer(L, d, g)
     assert dense == 2 * g * d + 2 * L * d
-    sparq = make_method("sparq", 1 / 8, L, d, g, reallocate=False)
+    sparq = SparQ.for_ratio(1 / 8, L, d, g, reallocate=False)
     assert (sparq.r, sparq.k, sparq.local_k) == (8, 128, 32)  # the issue's operating point: r = 8 of 64
     assert sparq.transfer(L, d, g) == 2 * g * d + L * 8 + 2 * 128 * d + d
-    for name in ("sparq", "h2o", "local", "streaming", "quest"):
+    for kind in (SparQ, H2O, Local, Streaming, Quest):
         for ratio in (1 / 2, 1 / 4, 1 / 8):
-            m = make_method(name, ratio, L, d, g)
+            m = kind.for_ratio(ratio, L, d, g)
             assert m.transfer(L, d, g) / dense == pytest.approx(ratio, rel=0.1), m
     # at 1/16, k = 128 alone moves 2kd / (2Ld) = 1/16: the nearest SparQ is r = 1 (1/14), Quest's page bounds alone
     # move 1/16 (the nearest is one page); at 1/32 neither is within 1.25x of the target
-    assert make_method("sparq", 1 / 16, L, d, g).r == 1 and make_method("quest", 1 / 16, L, d, g).k == 16
-    assert make_method("sparq", 1 / 32, L, d, g) is None and make_method("quest", 1 / 32, L, d, g) is None
-    assert make_method("local", 1 / 16, L, d, g).k == 128  # the local window reads as much as SparQ's k
-    with pytest.raises(ValueError, match="name='flash' is not one of"):
-        make_method("flash", 0.5, L, d, g)
+    assert SparQ.for_ratio(1 / 16, L, d, g).r == 1 and Quest.for_ratio(1 / 16, L, d, g).k == 16
+    assert SparQ.for_ratio(1 / 32, L, d, g) is None and Quest.for_ratio(1 / 32, L, d, g) is None
+    assert Local.for_ratio(1 / 16, L, d, g).k == 128  # the local window reads as much as SparQ's k
+
+
+def test_results_store_each_method_as_the_record_they_always_had():
+    """`Method.of` stores a method as the flat record Results always held (same fields, same values: stored runs are
+    read back unchanged) and `build` gives the method back; the table of names covers every method."""
+    assert list(DECODE_METHODS) == ["dense", "sparq", "h2o", "local", "streaming", "quest"]
+    assert Method.of(Dense()) == Method("dense")
+    assert Method.of(METHODS[1]) == Method("sparq", 0.5, r=METHODS[1].r, k=8, local_k=2)
+    assert Method.of(METHODS[2]) == Method("h2o", 0.5, k=METHODS[2].k, local_k=METHODS[2].k // 4)
+    assert Method.of(METHODS[3]) == Method("local", 0.25, k=METHODS[3].k)
+    assert Method.of(METHODS[4]) == Method("streaming", 0.5, k=METHODS[4].k, sinks=2)
+    assert Method.of(METHODS[5]) == Method("quest", 0.5, k=METHODS[5].k, page=4)
+    for m in METHODS:
+        assert Method.of(m).build() == m and Method.of(m).label == m.label
 
 
 def test_counted_transfer_follows_the_scoring_kernels_programs():
@@ -79,14 +91,14 @@ def test_counted_transfer_follows_the_scoring_kernels_programs():
     the current token's key and value are read (2d; the formula treats them as free) and SparQ's key write to its
     transposed copy happens in the cache update (d); H2O's masked kernel reads everything, so it is not counted."""
     L, d, g = 208, 16, 2
-    for name, extra in (("dense", 0), ("local", 2 * d), ("streaming", 2 * d), ("sparq", d), ("quest", 0)):
-        m = make_method(name, 1 / 4, L, d, g, k=16, sinks=2, page=8, reallocate=False)
-        assert counted_transfer(m, L, d, g) == m.transfer(L, d, g) + extra, name
-    assert counted_transfer(make_method("h2o", 1 / 4, L, d, g), L, d, g) is None
+    for kind, extra in ((Dense, 0), (Local, 2 * d), (Streaming, 2 * d), (SparQ, d), (Quest, 0)):
+        m = kind.for_ratio(1 / 4, L, d, g, k=16, sinks=2, page=8, reallocate=False)
+        assert m.counted_transfer(L, d, g) == m.transfer(L, d, g) + extra, kind
+    assert H2O.for_ratio(1 / 4, L, d, g).counted_transfer(L, d, g) is None
     # with step 5 the scoring kernel reduces over all of V for its mean: the count sees V read whole (L d, which
     # covers its gather of k + 1 rows) where the formula has the k gathered rows (k d) and the mean's 2d
-    m = make_method("sparq", 1 / 4, L, d, g, k=16)
-    assert counted_transfer(m, L, d, g) == m.transfer(L, d, g) + L * d - m.k * d - 2 * d
+    m = SparQ.for_ratio(1 / 4, L, d, g, k=16)
+    assert m.counted_transfer(L, d, g) == m.transfer(L, d, g) + L * d - m.k * d - 2 * d
 
 
 def test_dense_generation_and_scoring_equal_the_full_forward(lm, ids):
@@ -131,7 +143,7 @@ def test_every_method_attends_the_current_token_for_free(lm, ids):
     """k counts cache positions read besides the current token's (the reference's k + 1): a local window of k
     generates what a window of k + 1 positions does, and dense attention over a cache of k + 1 positions equals it."""
     lm_, _ = lm
-    local = make_method("local", 0.25, 40, 8, 2)
+    local = Local.for_ratio(0.25, 40, 8, 2)
     decoder = Decoder(lm_, [local])
     cache, logits, sums = decoder.start(ids[:, : local.k], 40)  # the cache holds exactly k positions
     # the first decode step writes the (k+1)th: a window of k + 1 is every position, as dense

@@ -1,13 +1,11 @@
-"""Transfer counted from traced programs (papers.sparq.transfer) against the paper's formulas written out here, and
-the decode-speed operating point."""
+"""The timed decode-step kernels' transfer counted from their traced programs (core.nn.transfer) against the paper's
+formulas written out here, and the decode-speed operating point."""
 
-import jax
 import jax.numpy as jnp
 import pytest
 
-from core.nn.attention import dense_attention, sparq_attention
-from papers.sparq.speed import _sparq_with_transposed_k, kernel_elements, operating_point
-from papers.sparq.transfer import elements_read, elements_written
+from core.nn.transfer import elements_read
+from papers.sparq.speed import kernel_elements, operating_point, timed_kernels
 
 
 @pytest.mark.parametrize(
@@ -22,29 +20,12 @@ def test_timed_kernels_move_the_papers_transfer(S, d, r, k):
     assert sparq == (2 + 2 * k) * d + d + S * r + 2 * d  # q, out, K[i2], V[i2], V mean, K[:, i1], the 2d writes
 
 
-def test_counts_follow_each_argument():
+def test_the_timed_sparq_kernel_reads_each_argument_as_the_paper_counts():
     S, d, r, k = 512, 32, 4, 64
-    q, K, Kt, m = jnp.zeros((1, d)), jnp.zeros((1, S, d)), jnp.zeros((1, d, S)), jnp.zeros((1, d))
-    reads = elements_read(lambda q, K, Kt, V, m: _sparq_with_transposed_k(q, K, Kt, V, m, r, k), q, K, Kt, K, m)
-    assert reads == [d, k * d, r * S, k * d, d]  # q; K[i2]; r rows of the transposed K (a loop of r slices); V[i2]
-    # the reference implementation reduces over every row of V for its mean: the count sees S d, not d
-    reads = elements_read(lambda q, K, V: sparq_attention(q, K, V, r=r, k=k)[0], q, K, K)
-    assert reads == [d, S * r + k * d, S * d]
-    assert elements_read(lambda q, K, V: dense_attention(q, K, V)[0], q, K, K) == [d, S * d, S * d]
-    assert elements_written(lambda q, K, V: dense_attention(q, K, V)[0], q, K, K) == d
-
-
-def test_loops_multiply_and_unknown_trip_counts_are_refused():
-    x = jnp.zeros((10, 7))
-
-    def rows(x, n):
-        return jax.lax.fori_loop(0, n, lambda i, acc: acc + jax.lax.dynamic_slice(x, (i, 0), (1, 7))[0], jnp.zeros(7))
-
-    assert elements_read(lambda x: rows(x, 3), x) == [3 * 7]
-    assert elements_read(lambda x: x[2:4].sum() + x[5, 1], x) == [2 * 7 + 1]
-    assert elements_read(lambda x: x.T.reshape(-1).sum() + x[0, 0], x) == [70]  # a full read covers the gather
-    with pytest.raises(ValueError, match="while loop"):
-        elements_read(lambda x, n: rows(x, n), x, jnp.int32(3))
+    q, K, K_t, v_mean = jnp.zeros((1, d)), jnp.zeros((1, S, d)), jnp.zeros((1, d, S)), jnp.zeros((1, d))
+    _, sparq = timed_kernels(r, k)
+    # q; K[i2]; r rows of the transposed K (a loop of r slices); V[i2]; the mean of V
+    assert elements_read(sparq, q, K, K_t, K, v_mean) == [d, k * d, r * S, k * d, d]
 
 
 def test_operating_point_follows_the_quality_sweeps_rule():

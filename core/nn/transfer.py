@@ -7,6 +7,9 @@ full read covers the gathers from the same array; reshapes, transposes and casts
 themselves. Inside a `scan` (a `fori_loop` of static length) the body's reads count once per iteration; a
 `while` loop of unknown trip count is refused. So a kernel that claims to read S r elements of K but reduces over
 the whole of V for its mean is caught: the count follows what the program does, not what it was meant to do.
+
+`elements_moved(fn, *args)`: what it reads from all its arguments plus what it writes (its outputs), the count a
+decode method's `counted_transfer` (core.nn.decode_methods) and papers.sparq's timed kernels report.
 """
 
 from __future__ import annotations
@@ -73,3 +76,8 @@ def elements_read(fn: Callable, *args) -> list[int]:
 def elements_written(fn: Callable, *args) -> int:
     """The elements of `fn(*args)`'s outputs."""
     return sum(math.prod(o.shape) for o in jax.tree.leaves(jax.eval_shape(fn, *args)))
+
+
+def elements_moved(fn: Callable, *args) -> int:
+    """The elements `fn(*args)` reads from all its arguments plus the elements of its outputs."""
+    return sum(elements_read(fn, *args)) + elements_written(fn, *args)
