@@ -5,7 +5,8 @@ digits from the first reproduction (2026-11-22, e2a8e3e; 1ebd9a1 only changed ho
 the two run-time claims left the claims on 2026-11-24 (issue 23). Issue 41 (2026-11-25): `equal-convergence` holds
 by construction and becomes a fact; the table claims compare with the paper's figures as printed intervals.
 Issue 45 (2026-11-26): the fact becomes a test; `packed-throughput` is timed in interleaved rounds with an interval.
-"""
+
+One module over 400 lines: a ledger is data, one entry per change, appended and never edited or generated."""
 
 from core.claims import Rule, at_least
 from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes

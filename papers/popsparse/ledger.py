@@ -4,7 +4,9 @@ run -> Results -> decide; no claim changed).
 
 Issue 45's entries (2026-11-26) were written after the default run of 2026-11-26 00:02 (README row of commit ad177f0,
 code 04448ef: 6 hold, 2 fail, 1 undecided) had been seen, and before any run of the new design; the old verdicts
-are that run's."""
+are that run's.
+
+One module over 400 lines: a ledger is data, one entry per change, appended and never edited or generated."""
 
 from core.claims import Interval, Rule
 from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes

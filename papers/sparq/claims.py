@@ -10,11 +10,9 @@ transfers, the decode-step speed-ups); the report (papers/sparq/report.py) only 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from core.claims import Claim, Decided, Fact, Interval, Rule, at_least, at_most, interval_above
+from core.claims import Claim, Decided, Fact, Interval, at_least, at_most, interval_above
 from core.nn.decode_methods import SparQ
 from core.stats import paired_bootstrap, paired_speedup
 from papers.sparq.published import BEATEN, BPC_INCREASE, NEEDLE_KEPT, REPETITION_KEPT, ratio_key
@@ -25,24 +23,6 @@ from papers.sparq.results import DecodeTiming, Results
 V1_REPETITION_KEPT = 186 / 207
 V1_BPC_INCREASE = 0.782 / 0.770 - 1
 V1_NEEDLE_KEPT = 0.727 / 0.769
-
-
-# The rules the 1/8 claims were decided by until 2026-11-25 (our point estimate against the paper's point value, so
-# a faithful replication failed about half the time); papers/sparq/ledger.py evaluates them beside the interval rules.
-
-
-def _estimate_at_least(bound: float, what: str) -> Rule:
-    return Rule(
-        f"estimate >= {bound:.4f} ({what}); 95% interval reported",
-        lambda ours, paper: isinstance(ours, Interval) and math.isfinite(ours.estimate) and ours.estimate >= bound,
-    )
-
-
-def _estimate_at_most(bound: float, what: str) -> Rule:
-    return Rule(
-        f"estimate <= {bound:.4f} ({what}); 95% interval reported",
-        lambda ours, paper: isinstance(ours, Interval) and math.isfinite(ours.estimate) and ours.estimate <= bound,
-    )
 
 
 # ---------------------------------------------------------------------------------------------- helpers

@@ -5,7 +5,8 @@ that measures and decides it needs an entry here.
 The entries dated 2026-11-24 predate the lock (no fingerprint): all four were made in commit 7c97aa2, after the
 default run recorded in the README row of commit 7484b79 had been seen. Their old rules cannot be evaluated on a
 present run (the statistic or the arm changed, not a threshold), so each shows the verdict last recorded under it.
-"""
+
+One module over 400 lines: a ledger is data, one entry per change, appended and never edited or generated."""
 
 from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes
 
