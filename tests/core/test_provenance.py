@@ -279,7 +279,7 @@ def test_a_resume_reuses_work_unless_code_the_run_executes_changed(tmp_path):
         ("same", None, 2),
         ("decision", (copy / "claims.py", "return float(4 * results", "return float(4.0 * results"), 2),
         ("a comment in executed core", (repo / "core/train.py", "    start = 0\n", "    start = 0  # from\n"), 2),
-        ("unexecuted core", (repo / "core/numerics/mx.py", 'x = _as_float32(x, "mx_encode")', "x = 1.0 * x"), 2),
+        ("unexecuted core", (repo / "core/numerics/mx.py", 'x = as_float32(x, "mx_encode")', "x = 1.0 * x"), 2),
         ("executed core", (repo / "core/train.py", "    start = 0\n", "    start = 0 * 1\n"), 0),
         ("own run", (copy / "run.py", "hits = hits.copy()", "hits = np.array(hits, copy=True)"), 0),
     ]
