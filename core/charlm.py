@@ -19,6 +19,18 @@ are stated here, once:
 - `FP8Casts`: the named FP8 cast recipes (E4M3 values, E5M2 gradients, matmul operands only): `SIMULATE_FP8`, the
   unit-scaling library's simulate_fp8 (stochastic rounding, saturating) with the LM head in FP32, and `PLAIN_FP8`
   (round to nearest, overflowing, head cast too); FP8 LLMs' scaled FP8 is core.nn.Formats(fp8=policy) instead.
+- `fp16_moments`: Adam with its moments stored in FP16 after every update, an optax wrapper (`store_moments`:
+  "fp16", both moments round-to-nearest; "paper", the first moment stochastically rounded, the unit-scaling
+  authors' storage), with `rescale_moments` for a loss scale that moves and `to_fp16_grid` / `to_fp16_stochastic`
+  for FP16 weights.
+- `evaluate`: every seed's mean validation loss, compiled once per model (a model is a hashable description, so
+  every arm, seed and checkpoint of one shape and number format shares the compiled function) and vmapped over
+  the seeds; `compiled_loss` is the same for one set of variables (FP8 LLMs' post-training inference).
+
+The training loop is core.train's (`fit_seeds`: every seed of an arm vmapped, resumable); each paper's step stays
+its own, because its arithmetic is the paper's: u-muP multiplies Adam's normalised update by each run's learning
+rate outside optax (its learning rates are vmapped with the seeds), unit scaling scales the loss and stores FP16
+state, FP8 LLMs carry their scaling state through the step.
 """
 
 from __future__ import annotations
