@@ -166,9 +166,11 @@ def _window_loss_with_rounding(model: TransformerLM):
     """(variables, windows) -> mean next-character loss in nats; stochastic casts keyed by key(0), so an evaluation
     is reproducible (casts that round to nearest draw nothing)."""
 
+    plain = window_loss(model)
+
     def loss(variables, windows):
         with stochastic_rounding(jax.random.key(0)):
-            return model.apply(variables, windows[:, :-1], windows[:, 1:], method=TransformerLM.loss)
+            return plain(variables, windows)
 
     return loss
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.claims import Claim, Decided, Fact, Interval, at_least, at_most, interval_above
-from core.nn.decode_methods import SparQ
+from core.nn.decode_methods import Dense, SparQ
 from core.stats import paired_bootstrap, paired_speedup
 from papers.sparq.published import BEATEN, BPC_INCREASE, NEEDLE_KEPT, REPETITION_KEPT, ratio_key
 from papers.sparq.results import DecodeTiming, Results
@@ -171,7 +171,7 @@ def facts(cfg, results: Results) -> list[Fact]:
             t.sparq_elements,
             "analytic",
             detail=f"counted: SparQ {t.sparq_elements:,} (formula {formula:,}), dense {t.dense_elements:,} "
-            f"(formula (2+2S)d = {(2 + 2 * t.S) * t.d:,}); SparQ moves {t.transfer:.4f} of dense",
+            f"(formula (2+2S)d = {Dense().transfer(t.S, t.d, 1):,}); SparQ moves {t.transfer:.4f} of dense",
             paper=formula,
         )
     ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from core import plots
 from core.claims import Decided, Interval
-from core.nn.decode_methods import SparQ
+from core.nn.decode_methods import Dense, SparQ
 from core.report import Figure, Report, Table
 from papers.sparq.published import (
     BPC_INCREASE,
@@ -132,7 +132,15 @@ def _table_decode_step(results: Results, estimates: dict) -> Table:
         what, t = p.label, p.timing
         formula = SparQ(r=t.r, k=t.k).transfer(t.S, t.d, 1)
         rows += [
-            [what, f"dense S={t.S} d={t.d}", t.dense_elements, (2 + 2 * t.S) * t.d, t.dense_seconds * 1e3, 1.0, 1.0],
+            [
+                what,
+                f"dense S={t.S} d={t.d}",
+                t.dense_elements,
+                Dense().transfer(t.S, t.d, 1),
+                t.dense_seconds * 1e3,
+                1.0,
+                1.0,
+            ],
             [
                 what,
                 f"SparQ r={t.r} k={t.k}",
