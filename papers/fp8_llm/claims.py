@@ -164,12 +164,16 @@ def measure_pretrained_inference(cfg, results: Results) -> tuple | None:
         return None
     gap = pretrained_gap(pretrained)
     windows = len(pretrained.nats["fp32"])
-    half, room = (gap.high - gap.low) / 2, abs(TOLERANCE - abs(gap.estimate))
-    power = f"half-width {half:.2%} at {windows} windows" + (
-        f"; at this spread the interval is decisive against +-{TOLERANCE:.0%} from "
-        f"~{math.ceil(windows * (half / room) ** 2)} windows (half-width below the estimate's {room:.2%} to the "
-        "margin; it scales as 1/sqrt(windows))"
-        if math.isfinite(half) and room > 0
+    # The bootstrap interval is asymmetric: the side that decides is the one facing the nearer margin (towards it
+    # from inside, away from it from outside), so the windows needed are reckoned on that side's half-width.
+    margin = math.copysign(TOLERANCE, gap.estimate)
+    facing = gap.high - gap.estimate if margin > gap.estimate else gap.estimate - gap.low
+    room = abs(margin - gap.estimate)
+    power = f"half-width {(gap.high - gap.low) / 2:.2%} at {windows} windows" + (
+        f" ({facing:.2%} on the side facing the {margin:+.0%} margin); at this spread the interval is decisive "
+        f"against +-{TOLERANCE:.0%} from ~{math.ceil(windows * (facing / room) ** 2)} windows (that side below the "
+        f"estimate's {room:.2%} to the margin; it scales as 1/sqrt(windows))"
+        if math.isfinite(facing) and room > 0
         else ""
     )
     control = ", ".join(

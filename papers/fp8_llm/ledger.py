@@ -265,3 +265,16 @@ LEDGER += code_changes(
         "gradients-smallest-amax": "b41f53e4053a",
     },
 )
+
+# code entry (2026-11-29)
+LEDGER += code_changes(
+    "2026-11-29",
+    "the claim's power text reckons the windows that would decide on the bootstrap interval's side facing "
+    "the nearer margin instead of on its mean half-width (the interval is asymmetric: the old text "
+    "understated the windows needed, 63 where the facing side needs ~68 in the run of issue 44's note); "
+    "the statistic, the rule and the verdict are unchanged, only the claim's detail text moves. No "
+    "reference record to re-decide (results/pending.yaml says why)",
+    {
+        "pretrained-fp8-inference": "710c2bafb0d5",
+    },
+)

@@ -3,6 +3,7 @@ that show the opposite (a "matches" claim on either side of its margin) and is u
 the margin (synthetic arm results, no training); the expected intervals are computed here with scipy, not with the
 claims' own code."""
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -94,6 +95,17 @@ def test_pretrained_inference_claim_decides_on_the_windows_interval():
     wide.nats["amax"] = [v * (1 + g) for v, g in zip(wide.nats["fp32"], [0.0, 0.04] * 4, strict=True)]
     got = _measured(base, pretrained=wide)["pretrained-fp8-inference"]
     assert got.ours.low < 0.01 < got.ours.high and got.verdict is Verdict.UNDECIDED
+    # the windows that would decide are reckoned on the side facing the +1% margin, not on the mean half-width: one
+    # window in eight 6% worse makes the bootstrap interval reach much further above the estimate than below it
+    skewed = _pretrained(amax_gap=0.0)
+    skewed.nats["amax"] = [v * (1 + g) for v, g in zip(skewed.nats["fp32"], [0.0] * 7 + [0.06], strict=True)]
+    got = _measured(base, pretrained=skewed)["pretrained-fp8-inference"]
+    i, n = got.ours, len(skewed.nats["fp32"])
+    assert i.estimate < 0.01 and i.high - i.estimate > 1.5 * (i.estimate - i.low)
+    facing, symmetric = i.high - i.estimate, (i.high - i.low) / 2
+    need = math.ceil(n * (facing / (0.01 - i.estimate)) ** 2)
+    assert need != math.ceil(n * (symmetric / (0.01 - i.estimate)) ** 2)  # the interval is asymmetric here
+    assert f"from ~{need} windows" in got.detail and "side facing the +1% margin" in got.detail
     off = _cfg()
     off.fp8_llm.pretrained.windows = 0
     assert "pretrained-fp8-inference" not in [c.id for c in claims(off)]
