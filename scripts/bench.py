@@ -99,6 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     from core.context import versions
     from core.io import atomic_write_json, atomic_write_text
 
+    if args.size is None and not args.quick:  # the default, said once before the long work starts
+        print(
+            "[bench] full size (the default): from about a minute to more than ten per section on a 2-core CPU; "
+            "--size quick runs a smoke of each, --size tiny every code path in seconds",
+            file=sys.stderr,
+            flush=True,
+        )
     rows: list[Comparison] = []
     for name in chosen:
         print(f"[bench] {name} ({size}) ...", file=sys.stderr, flush=True)

@@ -100,3 +100,20 @@ def test_section_runs_at_tiny_size(name, tmp_path, monkeypatch):
 def test_sections_reject_unknown_sizes():
     with pytest.raises(ValueError, match=r"'huge'.*tiny, quick, full"):
         BENCH.load("packing", SECTIONS)("huge")
+
+
+def test_the_default_full_size_is_said_before_the_work_and_a_named_size_is_not(tmp_path, monkeypatch, capsys):
+    sizes = []
+
+    def fake(size):  # a section that records the size it was given and returns one row
+        sizes.append(size)
+        return [Comparison("fake", "case", "ours", "peer", 1.0, 2.0)]
+
+    monkeypatch.setattr(BENCH, "discover", lambda: {"fake": "tests.fake"})
+    monkeypatch.setattr(BENCH, "load", lambda name, sections=None: fake)
+    assert BENCH.main(["--section", "fake", "--out", str(tmp_path / "a")]) == 0
+    said = capsys.readouterr().err
+    assert sizes == ["full"] and "full size (the default)" in said and "--size quick" in said
+    assert said.index("full size (the default)") < said.index("[bench] fake (full)")  # before the long work
+    assert BENCH.main(["--section", "fake", "--size", "tiny", "--out", str(tmp_path / "b")]) == 0
+    assert sizes == ["full", "tiny"] and "the default" not in capsys.readouterr().err
