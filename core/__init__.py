@@ -31,6 +31,7 @@ Experiments
     core.context, core.memo, core.prune   what a run keeps: `ctx.memo(name, key, compute)` keeps a stage's value by
                                its settings and the code it reaches; `make prune` removes work of other code
     core.config, core.launch, core.runner   config schemas and validation, the command line, the run of a paper
+    core.stopping                           how a run stops: Ctrl-C, SIGTERM or an error, and the line that resumes it
     core.devices         several JAX devices, real or simulated, over one or more processes
     core.tracking, core.progress, core.plots   wandb logging, progress bars, the figures' shared helpers
     core.bench           timing against a peer library, reported as ratios

@@ -45,6 +45,9 @@ VERSIONED = (
 log = logging.getLogger(__name__)
 
 
+CODE_MANIFEST = "code.json"  # in a run's checkpoint directory: the units of the code that computes it (`make prune`)
+
+
 @dataclass(frozen=True)
 class RunContext:
     """The run a paper's `run(cfg, ctx)` is part of: where it keeps its work and whether it may reuse what an

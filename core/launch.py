@@ -41,7 +41,8 @@ from omegaconf.errors import OmegaConfBaseException, ValidationError
 from core.config import ConfigError
 from core.paper import find_paper
 from core.provenance import REPO_ROOT
-from core.runner import Validated, prepare, reports_interrupts, run
+from core.runner import Validated, prepare, run
+from core.stopping import reports_interrupts
 
 CONFIG_DIR = REPO_ROOT / "configs"
 SCHEMA_GROUP = "paper_schema"  # configs/config.yaml composes `optional paper_schema: ${paper}` first
@@ -291,7 +292,7 @@ def _task(cfg: DictConfig, validated: Validated | None) -> None:
 @reports_interrupts  # Ctrl-C: one line (what was kept, the command that resumes), no traceback, exit status 130
 def main(argv: Sequence[str] | None = None) -> int:
     """The entry point of scripts/reproduce.py. Exit status: 0 ran (whatever the claims), 2 bad config, 130
-    interrupted by Ctrl-C (143: by SIGTERM; core.runner.Interrupted)."""
+    interrupted by Ctrl-C (143: by SIGTERM; core.stopping.Interrupted)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     line = parse_command_line(argv)
     if "JAX_NUM_PROCESSES" in os.environ or "SLURM_NTASKS" in os.environ:

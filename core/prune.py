@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.context import CODE_MANIFEST
 from core.memo import ENTRY, TMP_PREFIX, WORK_PREFIX, WORK_UNITS
-from core.runner import CODE_MANIFEST
 
 
 @dataclass(frozen=True)

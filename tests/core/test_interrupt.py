@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 
 from core import launch
 from core.checkpoint import Checkpointer
-from core.runner import NOTHING_KEPT, UNFINISHED, WANDB_UNFINISHED, _stop_signals, rerun_command
+from core.stopping import NOTHING_KEPT, UNFINISHED, WANDB_UNFINISHED, rerun_command, stop_signals
 from tests.conftest import FIXTURE_CONFIGS, REPO_ROOT
 
 SEARCHPATH = f"hydra.searchpath=[file://{FIXTURE_CONFIGS}]"
@@ -224,7 +224,7 @@ def test_an_interrupt_that_lands_in_a_finaliser_still_stops_the_run():
 
 
 def _finaliser_interrupt_stops_the_run() -> None:
-    with pytest.raises(KeyboardInterrupt), _stop_signals():
+    with pytest.raises(KeyboardInterrupt), stop_signals():
         RaisesInFinaliser()  # collected at once: its __del__ raises, and Python ignores it
         for _ in range(100):  # the run goes on: the interrupt is raised again here
             time.sleep(0.01)
