@@ -100,11 +100,12 @@ class Linear(nn.Module):
         )
         if f.fp8 is not None:
             from core.numerics.fp8 import FP8Formats, FP8Meta, empty_probe, fp8_dot
+            from core.numerics.stats import max_abs
 
             meta = self.variable("fp8_meta", "state", FP8Meta.init, f.fp8_history)
             probe = self.variable("fp8_probe", "probe", empty_probe)
             # forward-only statistics for inference (apply(..., mutable=["intermediates"])); a no-op otherwise
-            self.sow("intermediates", "fp8_amax", jnp.stack([jnp.max(jnp.abs(x)), jnp.max(jnp.abs(w))]))
+            self.sow("intermediates", "fp8_amax", jnp.stack([max_abs(x), max_abs(w)]))
             formats = FP8Formats.of(*f.fp8_formats) if f.fp8_formats is not None else None
             y = fp8_dot(x, w, meta.value.bias, probe.value, policy=f.fp8, formats=formats)
             return y if b is None else y + b

@@ -18,6 +18,7 @@ ml_dtypes (or gfloat, for formats ml_dtypes lacks) gives.
     delayed_scaling_init/update, delayed_scaled_cast, DelayedScaling
                             scaling from a history of absolute maxima
     format_stats, log2_histogram   how much of a tensor a format keeps (underflow, overflow) and its exponents
+    max_abs                 max |x| that keeps NaN (XLA's CPU max-reduction drops it from 4,096 elements)
 core.numerics.fp8 (not imported here) is FP8 training's per-tensor scale biases (`fp8_dot`, `update_meta`);
 core.numerics.mx (not imported here) the OCP MX block-scaled formats (`mx_quantise`, whose gradient is zero unless
 `straight_through=True`; `mx_encode`, `mx_decode`, `mx_dot`), also FP8 training's "mx" policy.
@@ -43,7 +44,7 @@ from core.numerics.scaling import (
     scaled_cast,
     unscale_grads,
 )
-from core.numerics.stats import format_stats, log2_histogram
+from core.numerics.stats import format_stats, log2_histogram, max_abs
 
 __all__ = [
     "FORMATS",
@@ -68,6 +69,7 @@ __all__ = [
     "get_format",
     "log2_histogram",
     "make_format",
+    "max_abs",
     "quantise",
     "quantised_dot",
     "scale_loss",

@@ -66,6 +66,7 @@ from core.numerics.bits import (
 )
 from core.numerics.cast import Rounding, cast_to_format, decode, encode
 from core.numerics.formats import FloatFormat, get_format
+from core.numerics.stats import max_abs
 
 SCALE_EMAX = 127  # E8M0: 2^-127 .. 2^127, code 255 is NaN
 SCALE_NAN = SCALE_EMAX + 1  # the shared exponent that stands for the NaN scale
@@ -390,7 +391,7 @@ def _mx_dot_bwd(formats, residuals, g):
     x2, g2 = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
     dw = _mm(_quantise(x2, None, fx, 0)[0].T, _quantise(g2, None, fg, 0)[0])
     zero = jnp.float32(0)
-    amaxes = (jnp.max(jnp.abs(x)), jnp.max(jnp.abs(w)), jnp.max(jnp.abs(g)))
+    amaxes = (max_abs(x), max_abs(w), max_abs(g))  # NaN kept (core.numerics.stats.max_abs)
     return dx, dw, jnp.stack([jnp.stack([a, zero]) for a in amaxes])
 
 

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 
 from core.numerics.cast import cast_to_format
 from core.numerics.formats import FloatFormat, get_format
+from core.numerics.stats import max_abs
 
 # ---------------------------------------------------------------------------------------------- loss scaling
 
@@ -79,12 +80,9 @@ def dynamic_loss_scale_update(
 
 
 def amax(x: jax.Array) -> jax.Array:
-    """max |x| (NaN if x holds a NaN, as the scale must then not be trusted).
-
-    NaN is found apart: XLA's CPU max-reduction of 4,096 or more float32 elements drops it (jaxlib 0.10.2, its
-    YNNPACK reduction fusion), so `jnp.max` alone would return a finite amax for a tensor holding NaN."""
-    top = jnp.max(jnp.abs(x)).astype(jnp.float32)
-    return jnp.where(jnp.any(jnp.isnan(x)), jnp.float32(jnp.nan), top)
+    """max |x| in float32 (NaN if x holds a NaN, as the scale must then not be trusted: core.numerics.stats.max_abs,
+    which finds NaN apart from XLA's CPU max-reduction)."""
+    return max_abs(x).astype(jnp.float32)
 
 
 def amax_scale_bias(amax_value: jax.Array, fmt: str | FloatFormat, max_bias: int = 31) -> jax.Array:

@@ -3,11 +3,22 @@ to zero, land among the subnormals, or overflow, and the histogram of log2|x|.""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from core.numerics.cast import cast_to_format
 from core.numerics.formats import FloatFormat, get_format
+
+
+def max_abs(x, axis=None, keepdims: bool = False) -> jax.Array:
+    """max |x| over `axis` (all axes by default) in x's dtype, NaN where x holds a NaN.
+
+    NaN is found apart: XLA's CPU max-reduction of 4,096 or more float32 elements drops it (jaxlib 0.10.2, its
+    YNNPACK reduction fusion: one NaN among 4,096 ones gives 1.0), so `jnp.max(jnp.abs(x))` alone would return a
+    finite value for a tensor holding NaN."""
+    top = jnp.max(jnp.abs(x), axis, keepdims=keepdims)
+    return jnp.where(jnp.any(jnp.isnan(x), axis, keepdims=keepdims), jnp.nan, top).astype(top.dtype)
 
 
 def format_stats(x, fmt: str | FloatFormat) -> dict[str, float]:

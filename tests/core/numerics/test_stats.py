@@ -1,7 +1,10 @@
+import jax
+import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
+import pytest
 
-from core.numerics import format_stats, log2_histogram
+from core.numerics import format_stats, log2_histogram, max_abs
 
 
 def test_format_stats_by_brute_force():
@@ -31,3 +34,18 @@ def test_log2_histogram_skips_zeros_and_non_finite():
     counts, edges = log2_histogram(np.float32([0, 1, 2, 3, 4, np.inf, np.nan, -0.5]), bins=4, range_=(-2, 2))
     assert counts.sum() == 5 and list(counts) == [0, 1, 1, 3]  # log2: 0, 1, 1.58, 2, -1
     assert list(edges) == [-2, -1, 0, 1, 2]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_max_abs_keeps_nan_where_xla_cpu_max_drops_it(dtype, axis):
+    """One NaN among 64 x 128 = 8,192 values (over XLA's 4,096-element CPU max-reduction that drops NaN): numpy's
+    max |x| over the same axis, NaN in the rows or columns holding it, finite elsewhere, in x's dtype."""
+    with jax.enable_x64(True):
+        x = np.random.default_rng(3).standard_normal((64, 128)).astype(dtype)
+        x[17, 93] = np.nan
+        got = np.asarray(max_abs(jnp.asarray(x), axis))
+        want = np.max(np.abs(x), axis)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want)  # NaN compares equal to NaN here
+        assert np.isnan(got).sum() == 1
