@@ -84,6 +84,13 @@ def build_model(cfg, corpus: CharCorpus, arm: Arm, fp8: FP8Casts | None = None) 
 STORE_STREAM = 0x5707  # folded into a step's rounding key for the FP16 storage casts (apart from the model's casts)
 
 
+def storage_keys(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The rounding keys of the "paper" FP16 storage in the step of rounding key `key`, three streams apart from the
+    model's casts: the weights', the moments' after the update, the moments' after a loss-scale rescale."""
+    weights = jax.random.fold_in(key, STORE_STREAM)
+    return weights, jax.random.fold_in(weights, 1), jax.random.fold_in(key, STORE_STREAM + 1)
+
+
 def _bpc(nats):
     return nats / math.log(2)
 
@@ -137,11 +144,11 @@ def train_arm(
             # underflow; with eps scaled alike its update equals Adam's on the unscaled gradient (the authors' code:
             # "Adam updates are invariant to fixed gradient scale"). The update arithmetic is FP32; what is stored
             # in FP16 follows `storage`.
-            store_key = jax.random.fold_in(key, STORE_STREAM)  # the "paper" storage's rounding bits
+            weights_key, moments_key, _ = storage_keys(key)  # the "paper" storage's rounding bits
             optimizer_ = fp16_moments(make_optimizer(adam.eps * scale), storage)
-            updates, opt = optimizer_.update(scaled_grads, s["opt"], s["params"], key=jax.random.fold_in(store_key, 1))
+            updates, opt = optimizer_.update(scaled_grads, s["opt"], s["params"], key=moments_key)
             params = optax.apply_updates(s["params"], updates)
-            params = to_fp16_grid(params) if storage == "fp16" else to_fp16_stochastic(params, store_key)
+            params = to_fp16_grid(params) if storage == "fp16" else to_fp16_stochastic(params, weights_key)
         else:
             updates, opt = optimizer.update(grads, s["opt"], s["params"])
             params = optax.apply_updates(s["params"], updates)
@@ -154,7 +161,7 @@ def train_arm(
         if low_storage and loss_scale is not None:  # the moments follow the scale into its new units (exact:
             # the ratio is a power of two)
             rescaled = rescale_moments(kept["opt"], loss_scale.scale / scale)
-            kept["opt"] = store_moments(rescaled, storage, jax.random.fold_in(key, STORE_STREAM + 1))
+            kept["opt"] = store_moments(rescaled, storage, storage_keys(key)[2])
         new = {"step": s["step"] + 1, "seed": s["seed"], **kept, "loss_scale": loss_scale}
         return new, {"loss": loss / scale, SKIPPED: (~finite).astype(jnp.int32)}
 
