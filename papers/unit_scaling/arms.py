@@ -30,6 +30,11 @@ class Arm:
     def fp16(self) -> bool:
         return self.fwd == "fp16"
 
+    @property
+    def scaling_label(self) -> str:
+        """The scaling as the labels write it: "regular" or "unit-scaled"."""
+        return {"regular": "regular", "unit": "unit-scaled"}[self.scaling]
+
 
 ARMS: dict[str, Arm] = {
     a.name: a

@@ -43,30 +43,30 @@ def _gap_resolution(cfg) -> str:
     )
 
 
-def _matches(cfg, cid: str, arm: str, statement: str, paper, source: str) -> Claim:
-    return Claim(
-        cid,
-        f"{statement}: test BPC within +-{MATCH_MARGIN:.0%} of FP32 {ARMS[TWIN[arm]].label[5:]} (two-sided)",
-        paper,
-        equivalent(-MATCH_MARGIN, MATCH_MARGIN),
-        source=source,
-        statistic=GAP_STATISTIC,
-        unit=_gap_unit(cfg),
-        resolution=_gap_resolution(cfg),
-    )
-
-
-def _worse(cfg, cid: str, arm: str, statement: str, paper, source: str) -> Claim:
-    return Claim(
-        cid,
-        f"{statement}: test BPC worse than FP32 regular by more than the {MATCH_MARGIN:.0%} margin, or diverged",
-        paper,
-        or_diverged(
+def _gap_claim(cfg, cid: str, arm: str, statement: str, paper, source: str, *, worse: bool = False) -> Claim:
+    """A claim on `arm`'s paired test-BPC gap to its FP32 twin (arms.TWIN): within the +-margin, or (`worse`) worse
+    beyond it or diverged."""
+    twin = f"FP32 {ARMS[TWIN[arm]].scaling_label}"
+    if worse:
+        test = f"worse than {twin} by more than the {MATCH_MARGIN:.0%} margin, or diverged"
+        rule = or_diverged(
             interval_above(MATCH_MARGIN),
             f"interval low > {MATCH_MARGIN:.0%} (worse than FP32 beyond the margin), or diverged",
-        ),
+        )
+        statistic = GAP_STATISTIC + ' ("diverged" when a seed\'s test BPC is not finite)'
+    else:
+        test, rule, statistic = (
+            f"within +-{MATCH_MARGIN:.0%} of {twin} (two-sided)",
+            equivalent(-MATCH_MARGIN, MATCH_MARGIN),
+            GAP_STATISTIC,
+        )
+    return Claim(
+        cid,
+        f"{statement}: test BPC {test}",
+        paper,
+        rule,
         source=source,
-        statistic=GAP_STATISTIC + ' ("diverged" when a seed\'s test BPC is not finite)',
+        statistic=statistic,
         unit=_gap_unit(cfg),
         resolution=_gap_resolution(cfg),
     )
@@ -115,7 +115,7 @@ def _claims(cfg) -> dict[str, Claim]:
             unit=INIT_UNIT,
             resolution="exact (one draw, not replicated over seeds)",
         ),
-        _matches(
+        _gap_claim(
             cfg,
             "fp16-unit-matches-fp32-unit",
             "fp16_unit",
@@ -123,7 +123,7 @@ def _claims(cfg) -> dict[str, Claim]:
             pre["fp16_unit"] / pre["fp32_unit"] - 1,
             "US-BPC",
         ),
-        _matches(
+        _gap_claim(
             cfg,
             "fp16-regular-ls-matches-fp32",
             "fp16_regular_ls2048",
@@ -131,7 +131,7 @@ def _claims(cfg) -> dict[str, Claim]:
             pre["fp16_regular_ls2048"] / pre["fp32_regular"] - 1,
             "US-BPC",
         ),
-        _matches(
+        _gap_claim(
             cfg,
             "fp8-unit-matches-fp32-unit",
             "fp8_unit",
@@ -139,21 +139,23 @@ def _claims(cfg) -> dict[str, Claim]:
             "FP8 with no degradation (abstract; BERT-Large, no char-LM FP8 in the paper)",
             "US-FP8",
         ),
-        _worse(
+        _gap_claim(
             cfg,
             "fp16-regular-worse",
             "fp16_regular",
             f"FP16 regular without loss scaling ({storage}) is worse than FP32 regular",
             pre["fp16_regular"] / pre["fp32_regular"] - 1,
             "US-GAP-FP16-REG",
+            worse=True,
         ),
-        _worse(
+        _gap_claim(
             cfg,
             "fp8-regular-fails",
             "fp8_regular",
             f"FP8 regular with the same casts ({fp8}) is worse than FP32 regular",
             "needs scaling (implied: FP8 out of the box only with unit scaling)",
             "US-FP8",
+            worse=True,
         ),
     ]
     return {claim.id: claim for claim in out}

@@ -417,3 +417,22 @@ LEDGER += code_changes(
     },
     run="results/unit_scaling",
 )
+
+# automatic entry (2026-11-29): decision code changed, re-decided results/unit_scaling identically
+LEDGER += code_changes(
+    "2026-11-29",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/unit_scaling with it gave identical claims, facts, estimates and verdicts; "
+    'written by `make claims ARGS="lock unit_scaling"`',
+    {
+        "init-unit-scales": "8d7461bf2f61",
+        "init-unit-scales-iid": "fbeb5e720d57",
+        "init-regular-gradients-small": "84a9ce952747",
+        "fp16-unit-matches-fp32-unit": "c3f71130793c",
+        "fp16-regular-ls-matches-fp32": "02ceab2e1dc9",
+        "fp8-unit-matches-fp32-unit": "481db4433507",
+        "fp16-regular-worse": "da356f9b7291",
+        "fp8-regular-fails": "e80b075694a3",
+    },
+    run="results/unit_scaling",
+)
