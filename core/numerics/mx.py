@@ -316,23 +316,23 @@ def mx_shared_exponents(x, fmt: str | MXFormat | FloatFormat, axis: int = -1) ->
     return _scales_last(_block_exponents(_to_blocks(x, axis, fmt.block_size), fmt, axis), axis)
 
 
-def mx_encode(x, fmt: str | MXFormat | FloatFormat, axis: int = -1, **rounding) -> tuple[jax.Array, jax.Array]:
+def mx_encode(
+    x,
+    fmt: str | MXFormat | FloatFormat,
+    axis: int = -1,
+    *,
+    rounding: Rounding = "nearest",
+    key: jax.Array | None = None,
+    random_bits: jax.Array | None = None,
+) -> tuple[jax.Array, jax.Array]:
     """(element codes, scale codes) of `x` in the MX format: uint8 element codes of x's shape (the element
     format's codes; MXINT8's two's complement byte), and uint8 E8M0 codes [..., n_blocks] (blocks along `axis`
-    become the last axis; 255 is the NaN scale, whose block's element codes are 0). `rounding`: mx_quantise's
-    `rounding`, `key`, `random_bits`."""
+    become the last axis; 255 is the NaN scale, whose block's element codes are 0). `rounding`, `key` and
+    `random_bits` as mx_quantise's."""
     fmt = get_mx_format(fmt)
     x = as_float32(x, "mx_encode")
     axis = _check_axis(x, axis, "mx_encode")
-    bits = rounding_bits(
-        x.shape,
-        rounding.pop("rounding", "nearest"),
-        rounding.pop("key", None),
-        rounding.pop("random_bits", None),
-        "mx_encode",
-    )
-    if rounding:
-        raise TypeError(f"mx_encode: unexpected arguments {', '.join(rounding)}")
+    bits = rounding_bits(x.shape, rounding, key, random_bits, "mx_encode")
     _, shared, elements = _quantise(x, bits, fmt, axis)
     if fmt.element is None:
         codes = lax.bitcast_convert_type(
