@@ -79,6 +79,14 @@ def estimate_text(value: Any, spec: str = ".4f", missing: str = "-") -> str:
     return missing if value is None else str(value)
 
 
+UNCOUNTED = ("unverified", "not measured")  # verdicts shown beside the undecided count, counted neither way
+
+
+def uncounted(n: dict[str, int]) -> list[str]:
+    """['1 unverified', '2 not measured'] for the uncounted verdicts that occur in the counts `n`."""
+    return [f"{n[k]} {k}" for k in UNCOUNTED if n[k]]
+
+
 # ---------------------------------------------------------------------------------------------- tables, figures
 
 
@@ -194,7 +202,7 @@ class Report:
         """'3 hold, 1 fails, 2 undecided of 6 claims' (and how many were unverified or not measured, if any)."""
         n = self.verdicts
         text = f"{n['holds']} hold, {n['fails']} fail, {n['undecided']} undecided of {len(self.claims)} claims"
-        extra = [f"{n[k]} {k}" for k in ("unverified", "not measured") if n[k]]
+        extra = uncounted(n)
         return text + (f" ({', '.join(extra)})" if extra else "")
 
     def respecified(self, claim_id: str) -> list[Any]:
