@@ -10,6 +10,7 @@ claims are decided over independent replicates (one slope per seed), each size t
 Issue 57 (2026-11-28): every claim is decided from the stored Results (`decide`), the measuring code reading them.
 """
 
+from core.claims import interval_below
 from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes
 
 _ONE_SEED_RUN = "README row of commit 757875f (default run of 2026-11-23, 12.7 min, one seed: 4 of 4 claims hold)"
@@ -286,6 +287,37 @@ LEDGER += code_changes(
         "valid-mae-falls": "34a2d9ab7247",
         "beats-mean-predictor": "dca965638735",
         "gap-narrows": "039c0dcb21ae",
+    },
+    run="results/qm1b",
+)
+
+# the drop-share claim's declared unit and resolution follow the measurement fix of 2026-11-26 (issue 46's note)
+LEDGER += [
+    Change(
+        "2026-11-29",
+        "drop-share",
+        "respecified",
+        old="interval high < 1% (unit: 480 conformers; resolution: 0 drops of 480 bound the share below 0.77%, "
+        "1 drop below 1.16%)",
+        new="interval high < 1% (unit: the conformers with a DFT result, 468 in the default run; resolution: 0 "
+        "drops of 468 bound the share below 0.79%, 1 drop below 1.18%)",
+        reason="Declaration text only: the statistic counts the conformers with a DFT result since the code fix of "
+        "2026-11-26 (molecules ETKDG cannot embed never reach the DFT), but the unit and resolution still described "
+        "480; the rule, statistic, figure and measuring code are unchanged, so every recorded verdict stands "
+        "(core.ledger has no kind for a declaration-only change; 'respecified' with the same rule)",
+        old_rule=interval_below(0.01),
+        fingerprint="7979834efeeb",
+    )
+]
+
+# automatic entry (2026-11-29): decision code changed, re-decided results/qm1b identically
+LEDGER += code_changes(
+    "2026-11-29",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/qm1b with it gave identical claims, facts, estimates and verdicts; written by "
+    '`make claims ARGS="lock qm1b"`',
+    {
+        "drop-share": "6205fe004521",
     },
     run="results/qm1b",
 )

@@ -79,7 +79,7 @@ def _drops_table(cfg, drops: Labelled) -> Table:
     d = cfg.qm1b.drops
     by_rule, other = drops.split_drops()
     rows = [
-        ["conformers with a DFT result", drops.rows + sum(by_rule.values())],
+        ["conformers with a DFT result", drops.computed],
         [
             "dropped by QM1B's rules (std > 0.01 eV over the last 5 iterations, zero gap, not finite)",
             ", ".join(f"{k}: {v}" for k, v in by_rule.items()) or "none",
@@ -159,9 +159,7 @@ def render(cfg, results: Results, decided: Decided) -> Report:
         **{f"schnet/train_mae/{r.size}": float(np.mean(r.train_mae)) for r in scaling},
     }
     if results.drops is not None:
-        d = results.drops
-        by_rule = sum(d.split_drops()[0].values())
-        metrics.update({"drops/conformers": d.rows + by_rule, "drops/dropped": by_rule})
+        metrics.update({"drops/conformers": results.drops.computed, "drops/dropped": results.drops.rule_dropped})
     if validation is not None and len(validation.gap_mev):
         metrics.update(
             {

@@ -50,6 +50,16 @@ class Labelled:
         other = {k: v for k, v in self.dropped.items() if k not in RULE_DROPS}
         return by_rule, other
 
+    @property
+    def rule_dropped(self) -> int:
+        """Conformers QM1B's rules dropped (RULE_DROPS), each after its DFT."""
+        return sum(self.split_drops()[0].values())
+
+    @property
+    def computed(self) -> int:
+        """Conformers with a DFT result: the rows kept and those QM1B's rules dropped."""
+        return self.rows + self.rule_dropped
+
 
 @dataclass
 class Validation:
