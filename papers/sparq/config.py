@@ -11,6 +11,12 @@ from core.config import ConfigError, check_choice, check_range
 BASELINES = ("sparq", "h2o", "local", "streaming", "quest")
 LMS = ("smollm2", "charlm")
 POSITIONS = ("learned", "rope")  # core.nn.transformer.POSITIONS (which imports JAX); a test checks they agree
+SMOLLM2_CONTEXT = 8192  # SmolLM2-135M's context (its GGUF's llama.context_length); a test checks it against the wheel
+
+
+def pages(n: int, page: int) -> int:
+    """n rounded up to a multiple of `page` (Quest splits the cache into whole pages)."""
+    return -(-n // page) * page
 
 
 @dataclass
@@ -124,6 +130,12 @@ class Config:
         check_range("sparq.page", self.page, ge=1)
         if self.lm == "smollm2" and self.smollm2.context <= self.k:
             raise ConfigError(f"sparq.k={self.k} must be below the context of {self.smollm2.context} tokens")
+        cache = pages(self.smollm2.capacity, self.page)
+        if self.lm == "smollm2" and cache > SMOLLM2_CONTEXT:  # said before the weights load, not after
+            raise ConfigError(
+                f"sparq.smollm2: a cache of {cache} positions (context {self.smollm2.context} and its longest "
+                f"continuation, in pages of {self.page}) exceeds SmolLM2's context of {SMOLLM2_CONTEXT}"
+            )
         check_range("sparq.min_dense_score", self.min_dense_score, ge=0)
         check_range("sparq.prompt_len", self.prompt_len, ge=1)
         check_range("sparq.generate", self.generate, ge=1)

@@ -20,6 +20,7 @@ import numpy as np
 from core.config import ConfigError
 from core.context import RunContext
 from core.nn.decode_methods import DECODE_METHODS, Dense, SparQ
+from papers.sparq.config import pages
 from papers.sparq.results import LMInfo, Method, MethodResult, Results, TimingPoint
 
 
@@ -89,11 +90,6 @@ def spaced_windows(stream: np.ndarray, n: int, length: int) -> np.ndarray:
     return np.stack([stream[s : s + length] for s in starts]).astype(np.int32)
 
 
-def _pages(n: int, page: int) -> int:
-    """n rounded up to a multiple of `page` (Quest splits the cache into whole pages)."""
-    return -(-n // page) * page
-
-
 def _smollm2(cfg, ctx: RunContext):
     from core.data.shakespeare import token_stream
     from core.nn.gguf import load_smollm2
@@ -113,9 +109,7 @@ def _smollm2(cfg, ctx: RunContext):
         np.random.default_rng(int(cfg.seed)),
         encode=(lambda t: tok.encode(t).ids) if s.needle else None,
     )
-    capacity = _pages(s.capacity, c.page)
-    if capacity > model.seq_len:
-        raise ConfigError(f"sparq.smollm2: a cache of {capacity} positions exceeds SmolLM2's {model.seq_len}")
+    capacity = pages(s.capacity, c.page)  # within SmolLM2's context: Config checks it (SMOLLM2_CONTEXT)
     if contexts.question is not None and contexts.question.size + s.needle_generate > s.capacity - s.context:
         raise ConfigError(f"sparq.smollm2: the question has {contexts.question.size} tokens; the cache is too short")
     lc = model.config
@@ -189,11 +183,11 @@ def evaluate(
                 done.setdefault(label, {}).setdefault(task, []).extend(values)
     bar.close()
     L, d, g = data.decode_start, data.head_dim, data.groups
-    dense, dense_counted = methods[0].transfer(L, d, g), methods[0].counted_transfer(L, d, g)
+    counts = [m.counted_transfer(L, d, g) for m in methods]  # each traced once; methods[0] is dense
+    dense, dense_counted = methods[0].transfer(L, d, g), counts[0]
     results = []
-    for m in methods:
+    for m, counted in zip(methods, counts, strict=True):
         got = done[m.label]
-        counted = m.counted_transfer(L, d, g)
         results.append(
             MethodResult(
                 Method.of(m),

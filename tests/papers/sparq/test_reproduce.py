@@ -325,6 +325,22 @@ def test_the_config_positions_are_the_models():
     assert CONFIG_POSITIONS == POSITIONS
 
 
+def test_the_config_knows_smollm2s_context_and_refuses_a_longer_cache_before_loading_it():
+    from gguf import GGUFReader
+
+    from core.config import ConfigError
+    from core.nn.gguf import smollm2_path
+    from papers.sparq.config import SMOLLM2_CONTEXT, SmolConfig
+
+    assert SMOLLM2_CONTEXT == int(GGUFReader(str(smollm2_path())).fields["llama.context_length"].contents())
+    full = SmolConfig(context=8000, prompt=40, generate=SMOLLM2_CONTEXT - 8000 - 40)  # the cache fills the context
+    assert Config(smollm2=full).smollm2.capacity == SMOLLM2_CONTEXT
+    over = SmolConfig(context=8000, prompt=40, generate=full.generate + 1)
+    with pytest.raises(ConfigError, match=r"a cache of 8208 positions .* exceeds SmolLM2's context of 8192"):
+        Config(smollm2=over)  # one more position: a whole extra Quest page of 16
+    Config(lm="charlm", smollm2=over)  # the character LM does not use SmolLM2's cache
+
+
 def test_the_report_says_whether_the_character_lm_was_loaded():
     cfg = SimpleNamespace(sparq=Config(lm="charlm"), seed=0)
     for loaded, said in ((False, "trained in this run"), (True, "loaded from its checkpoint")):
