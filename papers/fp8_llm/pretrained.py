@@ -107,17 +107,17 @@ def pretrained_fp8_inference(
         for i in range(windows):
             loss, found = forward(params, ids[i], labels[i])
             losses.append(float(loss))
-            if i == 0:  # the biases amax used on the first window (per tensor, recomputed on every window)
+            if i == 0 and policy == "amax":  # its biases on the first window (per tensor, recomputed every window)
                 for path, (amax,) in _amaxes(found).items():
                     x_bias, w_bias = (
-                        amax_scale_bias(a, fmt, MAX_BIAS) if policy == "amax" else 0
-                        for a, fmt in zip(amax, ("e4m3", "e4m3"), strict=True)
+                        amax_scale_bias(a, fmt, MAX_BIAS) for a, fmt in zip(amax, ("e4m3", "e4m3"), strict=True)
                     )
                     per_type[_layer_type(path)]["x"].append(int(x_bias))
                     per_type[_layer_type(path)]["w"].append(int(w_bias))
         out[policy] = losses
-        biases[policy] = {t: {k: float(np.median(v[k])) for k in ("x", "w")} for t, v in per_type.items()}
-        values[policy] = {k: [b for v in per_type.values() for b in v[k]] for k in ("x", "w")}
+        if policy == "amax":  # the only policy with per-tensor biases (none scales nothing; MX scales per block)
+            biases[policy] = {t: {k: float(np.median(v[k])) for k in ("x", "w")} for t, v in per_type.items()}
+            values[policy] = {k: [b for v in per_type.values() for b in v[k]] for k in ("x", "w")}
         if progress is not None:
             progress(policy)
     return PretrainedResult(window, chars, out, biases, values, time.perf_counter() - t0)

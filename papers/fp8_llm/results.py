@@ -54,7 +54,7 @@ class PretrainedResult:
     tokens_per_window: int
     characters: int  # characters the scored tokens cover (all windows)
     nats: dict[str, list[float]]  # "fp32" and each policy: mean nats per token of every window
-    biases: dict[str, dict[str, dict[str, float]]]  # policy -> layer type -> {"x": median bias, "w": ...}
+    biases: dict[str, dict[str, dict[str, float]]]  # "amax" -> layer type -> {"x": median bias, "w": ...}
     bias_values: dict[str, dict[str, list[int]]]  # policy -> "x"/"w" -> every layer's bias (histograms)
     seconds: float
 
