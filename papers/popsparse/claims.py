@@ -9,11 +9,12 @@ Every simulated sparse cell is run with several random block patterns (`popspars
 simulation is otherwise deterministic, so each IPU claim is decided over the seeds: its interval spans every seed
 (and every value the paper's figures allow), it holds where every seed meets the rule and fails where none does.
 
-One module over 400 lines: the claims lock fingerprints each measuring function with the
-helpers of its own module that it calls, so the helpers that decide a claim stay here beside it; only those the
-report needs as well (selecting rows, the crossover's interpolation, a cell's rate at the paper's clock) are in
-sweep.py, which the lock's fingerprint of a claim does not follow (the decision fingerprint covers it). numpy, scipy
-and core.stats only: no JAX."""
+One module over 400 lines: one `measure()` decides every claim from the same cells (the simulated table, the figure
+cells and their sides, the crossovers, the CPU cells), so the cell helpers, the measure, the facts and the estimates
+that read them stay together; the helpers the report needs as well (selecting rows, the crossover's interpolation, a
+cell's rate at the paper's clock) are in sweep.py. A measure per claim (as prng's) would let a claim's lock change
+alone; it waits for a change to these claims (every claim's lock would move). numpy, scipy and core.stats only: no
+JAX."""
 
 from __future__ import annotations
 
