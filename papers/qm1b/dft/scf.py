@@ -150,6 +150,10 @@ def diis(Fs, errors, count):
     A = A.at[:m, m].set(-valid.astype(B.dtype)).at[m, :m].set(-valid.astype(B.dtype))
     rhs = jnp.zeros(m + 1, B.dtype).at[m].set(-1.0)
     c = jnp.linalg.solve(A + 1e-12 * jnp.eye(m + 1, dtype=B.dtype), rhs)[:m]
+    # Once converged to the last bit, the stored errors are one vector repeated: B has rank one and the solve gives
+    # inf/NaN (H2 in float32 from its fourth step). The stored Focks are then equal too, so their plain mean is the
+    # extrapolation; a finite solve is used as it is.
+    c = jnp.where(jnp.all(jnp.isfinite(c)), c, valid.astype(B.dtype) / jnp.sum(valid))
     return jnp.einsum("i,iab->ab", c, Fs)
 
 

@@ -95,6 +95,17 @@ def test_float32_gaps_and_energies_within_the_stated_accuracy(small_molecules):
         assert r["converged"], name
 
 
+def test_h2_converges_to_pyscf_in_float32_once_diis_has_nothing_left_to_extrapolate():
+    """H2 in STO-3G converges to the last bit by its second step: the stored DIIS errors are then one vector repeated
+    and the extrapolation's linear system is singular (it gave NaN from the fourth step, and scipy's eigh refused
+    the Fock matrix). Within the stated float32 accuracy of converged PySCF, and finite at every step."""
+    atom = "H 0 0 0; H 0 0 0.74"
+    energy, gap = reference(atom)
+    r = run_dft(atom, dtype="float32", early_stop=False)
+    assert np.all(np.isfinite(r["energies"])) and r["converged"]
+    assert abs(r["energy"] - energy) < F32_ENERGY_SMALL_HA and abs(r["gap"] - gap) < F32_GAP_EV
+
+
 def test_host_float64_energies_equal_the_scfs_own():
     """The float64 recomputation of the last iterations' energies and the final Fock matrix (used for every run)
     equals the SCF's own float64 energies and Fock matrix of the same densities: the same terms, PySCF's J/K from the
