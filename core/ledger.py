@@ -161,25 +161,20 @@ def code_changes(
 # ---------------------------------------------------------------------------------------------- fingerprints
 
 
-def function_source(fn: Callable[..., Any]) -> dict[str, str]:
-    """The code `fn` can reach, as 'module:unit' -> digest (core.provenance.callable_units): its own source and,
-    across modules, every function, class and constant it names, so a helper in core.stats is watched like one in
-    the claim's own module."""
-    return callable_units(fn)
-
-
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def claim_fingerprint(claim: Claim, default_measure: Callable[..., Any] | None = None) -> dict[str, str]:
     """{'declaration': ..., 'code': ..., 'fingerprint': ...} for one claim: the declaration as JSON, and the source of
-    its measuring function (the claim's own, else the paper's `measure`) with its rule's decision function."""
+    its measuring function (the claim's own, else the paper's `measure`) with its rule's decision function: the code
+    each can reach (core.provenance.callable_units: across modules, so a helper in core.stats is watched like one in
+    the claim's own module)."""
     declaration = _sha(json.dumps(claim.declaration(), sort_keys=True, default=str))
     measure = claim.measure or default_measure
-    units = function_source(claim.rule.check)
+    units = callable_units(claim.rule.check)
     if measure is not None:
-        units.update(function_source(measure))
+        units.update(callable_units(measure))
     code = units_fingerprint(units)
     return {"declaration": declaration, "code": code, "fingerprint": _sha(declaration + code)}
 

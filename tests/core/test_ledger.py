@@ -17,12 +17,12 @@ from core.ledger import (
     PaperClaims,
     check_lock,
     claim_fingerprint,
-    function_source,
     latest_entries,
     load_paper_claims,
     papers_with_claims,
     write_lock,
 )
+from core.provenance import callable_units
 from core.report import Report
 from tests.conftest import REPO_ROOT, repo_copy
 
@@ -263,7 +263,7 @@ def test_the_code_fingerprint_follows_the_measuring_code_and_its_helpers(tmp_pat
         sys.modules.pop("m", None)
         module = importlib.import_module("m")
         try:
-            return function_source(module.measure)
+            return callable_units(module.measure)
         finally:
             sys.modules.pop("m", None)
 
