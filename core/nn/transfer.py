@@ -73,9 +73,15 @@ def elements_read(fn: Callable, *args) -> list[int]:
     return [_size(v) if i in full else partial[i] for i, v in enumerate(closed.jaxpr.invars)]
 
 
+def elements(tree) -> int:
+    """The elements of a pytree of arrays or shapes (jax.ShapeDtypeStruct): a model's parameter count, or a
+    program's outputs."""
+    return sum(math.prod(x.shape) for x in jax.tree.leaves(tree))
+
+
 def elements_written(fn: Callable, *args) -> int:
     """The elements of `fn(*args)`'s outputs."""
-    return sum(math.prod(o.shape) for o in jax.tree.leaves(jax.eval_shape(fn, *args)))
+    return elements(jax.eval_shape(fn, *args))
 
 
 def elements_moved(fn: Callable, *args) -> int:

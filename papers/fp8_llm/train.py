@@ -28,6 +28,7 @@ from core.charlm import FP8_LLM_ADAM, compiled_loss, evaluate, train_windows, wa
 from core.data.shakespeare import CharCorpus, evaluation_windows
 from core.nn import FP32, Formats, TransformerLM
 from core.nn.fp8 import calibrate_fp8, fp8_statistics, split_fp8, update_fp8
+from core.nn.transfer import elements
 from core.train import fit_seeds, stack
 from papers.fp8_llm.config import ARMS, MX_VARIANTS, RunConfig, SizeConfig
 from papers.fp8_llm.results import ArmResult
@@ -81,10 +82,6 @@ def fp8_step(model: TransformerLM, probes, optimiser: optax.GradientTransformati
 
 def _plain(stats) -> dict:
     return {k: np.asarray(v).tolist() for k, v in fp8_statistics(stats).items()}
-
-
-def parameter_count(params) -> int:
-    return int(sum(np.prod(np.shape(p)) for p in jax.tree.leaves(params)))
 
 
 def train_arm(
@@ -173,7 +170,7 @@ def train_arm(
         ],
         stats=stats,
         bad_amax=int(sum(int(np.sum(m.bad)) for m in jax.tree.leaves(meta, is_leaf=lambda x: hasattr(x, "bad")))),
-        parameters=parameter_count(jax.tree.map(lambda x: x[0], params)),
+        parameters=elements(jax.tree.map(lambda x: x[0], params)),
         seconds=run.wall_seconds,
         resumed_from=run.resumed_from,
     )
@@ -224,7 +221,6 @@ __all__ = [
     "build_model",
     "fp8_step",
     "mx_inference",
-    "parameter_count",
     "quantised_inference",
     "seed_params",
     "train_arm",

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from core.nn.transfer import elements
 from core.train import fit_seeds, init_state, optimizer_step
 from papers.qm1b.config import PRESETS, SchNetConfig, TrainConfig  # noqa: F401  (PRESETS: re-exported)
 
@@ -82,7 +83,7 @@ def parameter_count(cfg: SchNetConfig) -> int:
         jnp.zeros((1, 3, 3)),
         jnp.ones((1, 3), bool),
     )
-    return sum(int(np.prod(p.shape)) for p in jax.tree.leaves(params))
+    return elements(params)
 
 
 @partial(jax.tree_util.register_dataclass, data_fields=["z", "pos", "y"], meta_fields=[])

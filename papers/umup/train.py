@@ -21,6 +21,7 @@ from core.context import RunContext
 from core.data.shakespeare import CharCorpus, evaluation_windows
 from core.nn import FP32, TransformerLM, param_kinds
 from core.nn.parametrization import by_name, lr_scales
+from core.nn.transfer import elements
 from core.train import fit_seeds
 from core.unit_scaling import umup
 from papers.umup.results import GroupResult
@@ -142,6 +143,6 @@ def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, res
         valid_loss=valid_loss,
         train_loss=train_loss,
         seconds=time.perf_counter() - t0,
-        params=int(sum(x.size for x in jax.tree_util.tree_leaves(template))),
+        params=elements(template),
     )
     return result
