@@ -62,12 +62,7 @@ def test_smoke_run_tables_the_battery_on_jax_streams(smoke_run):
     for row in table["rows"]:
         assert all(0 < p <= 1 for p in row[1:6]), row
         assert row[6] == 0, row  # seed 1 at the smoke scale: no test of any stream fails at p < 1e-4
-    # the jax_streams table is not a claim: the claims are the paper's three
-    assert [c["id"] for c in decision["claims"]] == [
-        "aox-every-bit-passes",
-        "aox-hamming-weight",
-        "aox-generator-cells",
-    ]
+    # the table is not a claim: test_reproduce.py checks that the claims are the paper's three
 
     # the lanes row's Hamming-weight p-value from the numpy stream: value i of bits(key(1), (n,)) is lane i mod 1024
     # at step i div 1024, lane j the state of key(1) jumped j times; then the 3 x 3 table of consecutive weight classes
