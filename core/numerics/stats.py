@@ -14,9 +14,10 @@ from core.numerics.formats import FloatFormat, get_format
 def max_abs(x, axis=None, keepdims: bool = False) -> jax.Array:
     """max |x| over `axis` (all axes by default) in x's dtype, NaN where x holds a NaN.
 
-    NaN is found apart: XLA's CPU max-reduction of 4,096 or more float32 elements drops it (jaxlib 0.10.2, its
-    YNNPACK reduction fusion: one NaN among 4,096 ones gives 1.0), so `jnp.max(jnp.abs(x))` alone would return a
-    finite value for a tensor holding NaN."""
+    NaN is found apart: XLA's CPU max-reduction drops it from large tensors (jaxlib 0.10.2, its YNNPACK reduction
+    fusion: one NaN among 4,096 float32 ones gives 1.0; float64, and reductions along an axis of a tensor of 8,192
+    values, alike; jnp.min too), so `jnp.max(jnp.abs(x))` alone would return a finite value for a tensor holding
+    NaN."""
     top = jnp.max(jnp.abs(x), axis, keepdims=keepdims)
     return jnp.where(jnp.any(jnp.isnan(x), axis, keepdims=keepdims), jnp.nan, top).astype(top.dtype)
 
