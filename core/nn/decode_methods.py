@@ -241,6 +241,11 @@ class H2O(DecodeMethod):
         return f"k={self.k} recent={self.local_k}"
 
 
+def whole_pages(n: int, page: int) -> int:
+    """n positions rounded up to whole pages of `page` (Quest splits the cache into pages)."""
+    return -(-n // page) * page
+
+
 def _window(target: float, d: int, g: int, sinks: int) -> int:
     """The positions of a window (with or without sinks) whose K and V reads are the nearest to `target`."""
     return max(sinks + 1, round((target - 2 * g * d) / (2 * d)))
@@ -327,7 +332,7 @@ class Quest(DecodeMethod):
         from core.nn.attention import quest_attention_from_bounds
         from core.nn.transfer import elements_moved
 
-        S = -(-L // self.page) * self.page
+        S = whole_pages(L, self.page)
         K, bounds = jnp.zeros((1, 1, S, d)), jnp.zeros((1, 1, S // self.page, d))
 
         def fn(q, K, V, lo, hi):

@@ -7,16 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.config import ConfigError, check_choice, check_range
+from core.nn.decode_methods import whole_pages
 
 BASELINES = ("sparq", "h2o", "local", "streaming", "quest")
 LMS = ("smollm2", "charlm")
 POSITIONS = ("learned", "rope")  # core.nn.transformer.POSITIONS (which imports JAX); a test checks they agree
 SMOLLM2_CONTEXT = 8192  # SmolLM2-135M's context (its GGUF's llama.context_length); a test checks it against the wheel
-
-
-def pages(n: int, page: int) -> int:
-    """n rounded up to a multiple of `page` (Quest splits the cache into whole pages)."""
-    return -(-n // page) * page
 
 
 @dataclass
@@ -130,7 +126,7 @@ class Config:
         check_range("sparq.page", self.page, ge=1)
         if self.lm == "smollm2" and self.smollm2.context <= self.k:
             raise ConfigError(f"sparq.k={self.k} must be below the context of {self.smollm2.context} tokens")
-        cache = pages(self.smollm2.capacity, self.page)
+        cache = whole_pages(self.smollm2.capacity, self.page)
         if self.lm == "smollm2" and cache > SMOLLM2_CONTEXT:  # said before the weights load, not after
             raise ConfigError(
                 f"sparq.smollm2: a cache of {cache} positions (context {self.smollm2.context} and its longest "

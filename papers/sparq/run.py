@@ -19,8 +19,7 @@ import numpy as np
 
 from core.config import ConfigError
 from core.context import RunContext
-from core.nn.decode_methods import DECODE_METHODS, Dense, SparQ
-from papers.sparq.config import pages
+from core.nn.decode_methods import DECODE_METHODS, Dense, SparQ, whole_pages
 from papers.sparq.results import LMInfo, Method, MethodResult, Results, TimingPoint
 
 
@@ -109,7 +108,7 @@ def _smollm2(cfg, ctx: RunContext):
         np.random.default_rng(int(cfg.seed)),
         encode=(lambda t: tok.encode(t).ids) if s.needle else None,
     )
-    capacity = pages(s.capacity, c.page)  # within SmolLM2's context: Config checks it (SMOLLM2_CONTEXT)
+    capacity = whole_pages(s.capacity, c.page)  # within SmolLM2's context: Config checks it (SMOLLM2_CONTEXT)
     if contexts.question is not None and contexts.question.size + s.needle_generate > s.capacity - s.context:
         raise ConfigError(f"sparq.smollm2: the question has {contexts.question.size} tokens; the cache is too short")
     lc = model.config
