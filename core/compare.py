@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.claims import Decided, Interval, format_value, shown_verdict
+from core.config import RECORD_ONLY_KEYS
 from core.record import Record
 
 RTOL = 1e-6  # point values: deterministic figures agree to this relative tolerance (rounding across machines)
 # settings that change where or how a run is recorded, not what it computes
-_RECORD_ONLY = ("logger", "output_root", "resume", "hydra")
 
 SHOWN = 10  # key figures named in the summary line of a comparison that differs (all are in its table)
 
@@ -174,7 +174,7 @@ def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
 def setting_differences(ref: dict[str, Any], yours: dict[str, Any]) -> list[str]:
     """'key: reference -> yours' for every setting that changes what a run computes."""
     a, b = _flat(ref["config"]), _flat(yours["config"])
-    keys = sorted(k for k in {*a, *b} if k.split(".")[0] not in _RECORD_ONLY and a.get(k) != b.get(k))
+    keys = sorted(k for k in {*a, *b} if k.split(".")[0] not in RECORD_ONLY_KEYS and a.get(k) != b.get(k))
     return [f"{k}: {a.get(k, '-')} -> {b.get(k, '-')}" for k in keys]
 
 

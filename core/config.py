@@ -140,6 +140,11 @@ class PaperMeta:
     reference: str = ""
 
 
+# Keys that change where or how a run is recorded but not what it computes: left out of the checkpoint key (core.runner)
+# and of what a comparison or a reference calls a change of settings (core.compare, core.record).
+RECORD_ONLY_KEYS = ("logger", "output_root", "resume", "compile_cache", "hydra")
+
+
 @dataclass
 class RunConfig:
     """The keys every run has, whatever the paper. Paper sections are validated by the paper's own schema."""
@@ -147,6 +152,9 @@ class RunConfig:
     seed: int = 0
     output_root: str = "outputs"
     resume: bool = True
+    # keep XLA's compiled programs in <output_root>/jax_cache (JAX's persistent compilation cache), so a repeated or
+    # resumed run loads what an earlier run compiled instead of compiling it again
+    compile_cache: bool = True
     # embarrassingly parallel work (dataset generation) is split into num_shards slices; a run computes slice `shard`
     shard: int = 0
     num_shards: int = 1

@@ -61,7 +61,15 @@ INIT = "<init>"  # the unit of a module's top-level statements that bind no name
 # Modules that key, place, log or show work and compute no value a result holds (the run's context: where it keeps
 # work and whether it resumes): a closure does not enter them, so a change to how progress is drawn, metrics are
 # logged or work is kept leaves every result current.
-NOT_COMPUTING = ("core.provenance", "core.memo", "core.prune", "core.context", "core.progress", "core.tracking")
+NOT_COMPUTING = (
+    "core.provenance",
+    "core.memo",
+    "core.prune",
+    "core.context",
+    "core.progress",
+    "core.tracking",
+    "core.profile",
+)
 
 # ---------------------------------------------------------------------------------------------- the source's form
 

@@ -29,7 +29,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from core.claims import Decided, jsonable
-from core.config import validate_run_config
+from core.config import RECORD_ONLY_KEYS, validate_run_config
 from core.io import atomic_savefig, atomic_write_json, atomic_write_text, json_text
 from core.ledger import claim_fingerprint
 from core.paper import Paper, find_paper
@@ -107,9 +107,11 @@ def write_results(
     wall: float,
     versions: dict[str, str],
     reused: list[dict[str, Any]] | None = None,
+    profile: dict[str, Any] | None = None,
 ) -> Any:
     """Write results.json (atomically) and return the Results as read back from it, which is what gets decided.
-    `reused`: what the run reused of earlier runs' work (core.context.Reuse.record; None: nothing)."""
+    `reused`: what the run reused of earlier runs' work (core.context.Reuse.record; None: nothing); `profile`: where
+    its time went (core.profile.Profile.summary)."""
     if not isinstance(results, paper.Results):
         raise TypeError(f"{paper.run} returned {type(results).__name__}, expected {paper.results}")
     data = to_json(results)
@@ -136,6 +138,7 @@ def write_results(
         "versions": versions,
         "overrides": overrides,
         "reused": list(reused or []),
+        "profile": profile or {},
         "config": config,
         "results": data,
     }
@@ -209,7 +212,9 @@ def decide_record(run_dir: Path | str, *, figures_out: list | None = None) -> Re
     config_yaml = OmegaConf.to_yaml(OmegaConf.create(record.run["config"]))
     atomic_write_text(
         run_dir / REPORT_FILE,
-        report.to_markdown(header=header, config_yaml=config_yaml, versions=record.run["versions"]),
+        report.to_markdown(
+            header=header, config_yaml=config_yaml, versions=record.run["versions"], profile=record.run.get("profile")
+        ),
     )
     if figures_out is not None:
         figures_out.extend(written)
@@ -275,7 +280,7 @@ def status(record: Record, root: Path | None = None) -> dict[str, str]:
 REFERENCE_ROOT = "results"  # results/<paper>/: each paper's committed reference run
 REFERENCE_MAX_BYTES = 2_000_000
 # command-line overrides that change where or how a run is recorded, not what it computes
-RECORD_ONLY_OVERRIDES = ("paper", "scale", "logger", "output_root", "resume", "hydra")
+RECORD_ONLY_OVERRIDES = ("paper", "scale", *RECORD_ONLY_KEYS)
 
 
 def changed_settings(run: dict[str, Any]) -> list[str]:

@@ -268,8 +268,11 @@ class Report:
         columns = ["date", "claim", "change", "old rule", "new rule", "reason", "original rule's verdict"]
         return Table("ledger", "Ledger", columns, rows).to_markdown()
 
-    def to_markdown(self, *, header: dict[str, Any], config_yaml: str, versions: dict[str, str]) -> str:
-        """The report.md text: header, claims table first, then notes, tables, figures, metrics, provenance."""
+    def to_markdown(
+        self, *, header: dict[str, Any], config_yaml: str, versions: dict[str, str], profile: dict | None = None
+    ) -> str:
+        """The report.md text: header, claims table first, then notes, tables, figures, metrics, the run's time
+        profile (core.profile; runs made before it have none), provenance."""
         out = [f"# {self.title}", ""]
         out += [" · ".join(f"**{k}**: {format_value(v)}" for k, v in header.items()), ""]
         out += ["## Claims", ""]
@@ -334,6 +337,10 @@ class Report:
             out += ["## Metrics", "", "| metric | value |", "|---|---|"]
             out += [f"| {k} | {format_value(v)} |" for k, v in sorted(self.metrics.items())]
             out += [""]
+        if profile:
+            from core.profile import profile_markdown
+
+            out += ["## Time profile", "", *profile_markdown(profile), ""]
         out += ["## Config", "", "```yaml", config_yaml.rstrip(), "```", ""]
         out += ["## Environment", "", "| package | version |", "|---|---|"]
         out += [f"| {k} | {v} |" for k, v in versions.items()]

@@ -38,10 +38,11 @@ from typing import NamedTuple
 from omegaconf import DictConfig, OmegaConf
 
 from core.claims import format_value
-from core.config import ConfigError, RunConfig, validate_run_config
+from core.config import RECORD_ONLY_KEYS, ConfigError, RunConfig, validate_run_config
 from core.context import CODE_MANIFEST, RunContext, collecting_reuse, versions
 from core.io import atomic_symlink
 from core.paper import Paper, find_paper
+from core.profile import profiling
 from core.provenance import compute_units, units_fingerprint
 from core.record import decide_record, declare, write_results
 from core.report import SMOKE_NOTE, Report
@@ -51,9 +52,7 @@ from core.tracking import Tracker, activate, make_tracker
 log = logging.getLogger(__name__)
 
 
-# Keys that change where or how a run is recorded but not what it computes: left out of the checkpoint key, so
-# re-running with another logger or output root still resumes the same work.
-_RECORD_ONLY_KEYS = ("logger", "output_root", "resume", "hydra")
+COMPILE_CACHE = "jax_cache"  # <output_root>/jax_cache: JAX's persistent compilation cache, shared by every paper
 
 
 def load_paper(module_name: str, paper: str) -> Paper:
@@ -89,7 +88,7 @@ def config_key(cfg: DictConfig) -> str:
     """A short hash of everything in the config that affects what the run computes."""
     plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     assert isinstance(plain, dict)
-    content = {k: v for k, v in plain.items() if k not in _RECORD_ONLY_KEYS}
+    content = {k: v for k, v in plain.items() if k not in RECORD_ONLY_KEYS}
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -106,6 +105,8 @@ def run(cfg: DictConfig, *, paper: str, run_dir: Path, validated: Validated | No
     initialize_distributed()  # one of several processes: join them before any JAX work
     use_true_fp32()
     spec, typed, config = validated if validated is not None else prepare(cfg, paper)
+    if typed.compile_cache:
+        use_compile_cache(Path(typed.output_root) / COMPILE_CACHE)
     main = is_main_process()  # only process 0 of a multi-process run writes the record and logs
     run_dir.mkdir(parents=True, exist_ok=True)
     stop = Stopping(paper=paper, run_dir=run_dir, main=main, started=dt.datetime.now(dt.UTC))
@@ -159,13 +160,13 @@ def _run(spec: Paper, typed: DictConfig, config: RunConfig, paper: str, run_dir:
     log.info("paper %s, scale %s, seed %d -> %s", paper, typed.scale.name.value, int(typed.seed), run_dir)
     report = None
     declare(spec, config, run_dir if main else None)
-    with activate(tracker):
+    with activate(tracker), profiling() as prof:
         results = spec.compute(config, ctx)
     wall = time.perf_counter() - t0
     if main:
         write_results(
             run_dir, spec, typed, results, config_key=key, compute=code, units=units, started=stop.started,
-            wall=wall, versions=versions(), reused=stop.reuse.record(),
+            wall=wall, versions=versions(), reused=stop.reuse.record(), profile=prof.summary(),
         )  # fmt: skip
         figures: list = []
         report = decide_record(run_dir, figures_out=figures)
@@ -190,6 +191,18 @@ def _run(spec: Paper, typed: DictConfig, config: RunConfig, paper: str, run_dir:
         if stop.reuse.summary():
             print(stop.reuse.summary())
     return report
+
+
+def use_compile_cache(directory: Path) -> None:
+    """Keep every compiled XLA program in `directory` (JAX's persistent compilation cache) and load it from there when
+    a later run compiles the same program: the same executable, so the same values. JAX keys an entry by the
+    program, the backend and the compile options, so programs of other code or another jaxlib never collide."""
+    import jax
+
+    directory.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(directory))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # every program, not only the slow ones
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
 
 
 def write_code_manifest(checkpoint_dir: Path, paper: str, units: dict[str, str]) -> None:

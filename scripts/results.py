@@ -34,6 +34,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.profile import profile_line  # noqa: E402
 from core.record import REFERENCE_ROOT, Record, RecordError, changed_settings, read_record, status  # noqa: E402
 from core.report import uncounted  # noqa: E402
 
@@ -251,6 +252,7 @@ def paper_section(paper: str, references: Path, root: Path = ROOT) -> list[str]:
         f"{time_text(run)}, commit {made}, code {code_text(record, root)}: {n['holds']} hold, {n['fails']} fail, "
         f"{n['undecided']} undecided" + "".join(f", {x}" for x in uncounted(n)) + f" ([report](../../{report})).",
         "",
+        *([f"Time profile: {profile_line(run['profile'])}.", ""] if run.get("profile") else []),
         "| claim | paper | ours | rule | verdict | original rule's verdict |",
         "|---|---|---|---|---|---|",
     ]

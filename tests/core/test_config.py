@@ -57,8 +57,14 @@ def test_schema_defaults_fill_a_missing_section():
         ({"scale": {"name": "huge"}}, r"'scale\.name'.*'huge'.*smoke, default, full"),
         ({"logger": {"mode": "x"}}, r"'logger\.mode'.*offline, online, disabled"),
         ({"logger": {"modes": "x"}}, r"unknown config key 'logger\.modes': allowed keys here are name, mode"),
-        ({"numerics": {"name": "fp16"}}, r"unknown top-level config key\(s\) numerics: allowed are device, logger"),
-        ({"foo": 1}, r"unknown top-level config key\(s\) foo: allowed are device, logger, num_shards, output_root"),
+        (
+            {"numerics": {"name": "fp16"}},
+            r"unknown top-level config key\(s\) numerics: allowed are compile_cache, device, logger",
+        ),
+        (
+            {"foo": 1},
+            r"unknown top-level config key\(s\) foo: allowed are compile_cache, device, logger, num_shards, output_root",
+        ),
         ({"paper": {}}, r"paper\.module is empty"),
     ],
 )
