@@ -34,6 +34,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.io import atomic_write_text  # noqa: E402
 from core.profile import profile_line  # noqa: E402
 from core.record import REFERENCE_ROOT, Record, RecordError, changed_settings, read_record, status  # noqa: E402
 from core.report import uncounted  # noqa: E402
@@ -134,6 +135,26 @@ def pending(references: Path) -> dict[str, dict[str, str]]:
     before a compute change, so not a reference) and the change that staled it; the row says both."""
     path = references / PENDING
     return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
+
+
+def drop_pending(paper: str, references: Path) -> None:
+    """Remove `paper`'s entry from results/pending.yaml (its reference run is in results/ now), keeping the file's
+    header comment; each entry's own explanation is its `note`."""
+    path = references / PENDING
+    if not path.is_file():
+        return
+    text = path.read_text()
+    entries = yaml.safe_load(text) or {}
+    if paper not in entries:
+        return
+    del entries[paper]
+    header = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        header.append(line)
+    body = yaml.safe_dump(entries, sort_keys=False, width=120, allow_unicode=True) if entries else ""
+    atomic_write_text(path, "\n".join(header) + "\n" + body)
 
 
 def stale_text(entry: dict[str, str]) -> str:

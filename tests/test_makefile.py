@@ -230,7 +230,7 @@ def test_the_parts_of_install_refuse_to_run_alone(project):
 # ---------------------------------------------------------------------------------------------------------------------
 # make help
 
-MAINTAINERS = {"lock", "reference", "readme", "fixtures", "claims"}
+MAINTAINERS = {"lock", "reference", "readme", "fixtures", "claims", "refresh"}
 
 
 def help_sections() -> tuple[list[str], list[str], str]:

@@ -268,3 +268,19 @@ def test_a_resumed_runs_time_says_it_is_the_resumed_part():
         "18.8 min (default scale, 2026-11-28); resumed from a killed run's checkpoint (fp32_unit from step 1200 of "
         "4000): the time is the resumed part's"
     )
+
+
+def test_drop_pending_removes_one_entry_and_keeps_the_header_and_notes(tmp_path):
+    results = RESULTS
+    text = (
+        "# header line one\n# header line two\n"
+        "bess:\n  last_run: x\n  staled_by: y\n  note: >-\n    a long\n    note\n"
+        "gps:\n  last_run: z\n  staled_by: w\n"
+    )
+    (tmp_path / "pending.yaml").write_text(text)
+    results.drop_pending("gps", tmp_path)
+    after = (tmp_path / "pending.yaml").read_text()
+    assert after.startswith("# header line one\n# header line two\n")
+    assert results.pending(tmp_path) == {"bess": {"last_run": "x", "staled_by": "y", "note": "a long note"}}
+    results.drop_pending("gps", tmp_path)  # gone already: nothing changes
+    assert (tmp_path / "pending.yaml").read_text() == after

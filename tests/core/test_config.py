@@ -63,7 +63,7 @@ def test_schema_defaults_fill_a_missing_section():
         ),
         (
             {"foo": 1},
-            r"unknown top-level config key\(s\) foo: allowed are compile_cache, device, logger, num_shards, output_root",
+            r"unknown top-level config key\(s\) foo: allowed are compile_cache, device, logger, num_shards",
         ),
         ({"paper": {}}, r"paper\.module is empty"),
     ],
