@@ -254,6 +254,9 @@ RULES: tuple[Rule, ...] = (
         "rewrites prng's lock, which is current, so it writes what is there (2 s)",
         text='make claims ARGS="lock <name>"',
     ),
+    Rule(
+        RUN, "says which references are stale and would be re-made, and stops (2 s)", text="make refresh ARGS=--dry-run"
+    ),
     Rule(RUN, "prints a paper's claims (2 s each)", regex=r"python scripts/claims\.py show (prng|popsparse)"),
     Rule(
         RUN,
@@ -327,6 +330,7 @@ RULES: tuple[Rule, ...] = (
     Rule(SLOW, "bess's benchmarks at the full size, the default (18 s)", text='make bench ARGS="--section bess"'),
     # --- SKIP, each with its reason ---
     Rule(SKIP, "default scale", regex=DEFAULT_RUNS),
+    Rule(SKIP, "default scale", regex=r'make refresh( PAPER="[a-z_ ]+")?'),
     Rule(SKIP, "cluster", regex=r"python scripts/reproduce\.py -m paper=qm1b .* hydra/launcher=slurm .*"),
     Rule(SKIP, "default scale", text="python scripts/reproduce.py paper=qm1b qm1b.stage=all num_shards=1000"),
     Rule(SKIP, "benchmark", regex=r'make bench ARGS="--section (fp8_llm|gps|popsparse|unit_scaling|qm1b --size full)"'),
