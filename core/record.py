@@ -108,10 +108,11 @@ def write_results(
     versions: dict[str, str],
     reused: list[dict[str, Any]] | None = None,
     profile: dict[str, Any] | None = None,
+    computed_on: str | None = None,
 ) -> Any:
     """Write results.json (atomically) and return the Results as read back from it, which is what gets decided.
     `reused`: what the run reused of earlier runs' work (core.context.Reuse.record; None: nothing); `profile`: where
-    its time went (core.profile.Profile.summary)."""
+    its time went (core.profile.Profile.summary); `computed_on`: its devices (core.runner.device_text)."""
     if not isinstance(results, paper.Results):
         raise TypeError(f"{paper.run} returned {type(results).__name__}, expected {paper.results}")
     data = to_json(results)
@@ -135,6 +136,7 @@ def write_results(
         "modified": modified,
         "started": started.isoformat(timespec="seconds"),
         "wall_seconds": round(wall, 3),
+        "computed_on": computed_on,
         "versions": versions,
         "overrides": overrides,
         "reused": list(reused or []),
@@ -229,6 +231,7 @@ def header_of(run: dict[str, Any], decision: dict[str, Any]) -> dict[str, Any]:
         "seed": run["seed"],
         "started": run["started"],
         "wall time": f"{run['wall_seconds']:.1f} s",
+        **({"computed on": run["computed_on"]} if run.get("computed_on") else {}),
         "reference": run["config"].get("paper", {}).get("reference") or "-",
         "commit": commit + (" (modified)" if run.get("modified") else ""),
         "compute code": run["compute_fingerprint"],

@@ -167,6 +167,7 @@ def _run(spec: Paper, typed: DictConfig, config: RunConfig, paper: str, run_dir:
         write_results(
             run_dir, spec, typed, results, config_key=key, compute=code, units=units, started=stop.started,
             wall=wall, versions=versions(), reused=stop.reuse.record(), profile=prof.summary(),
+            computed_on=device_text(),
         )  # fmt: skip
         figures: list = []
         report = decide_record(run_dir, figures_out=figures)
@@ -191,6 +192,16 @@ def _run(spec: Paper, typed: DictConfig, config: RunConfig, paper: str, run_dir:
         if stop.reuse.summary():
             print(stop.reuse.summary())
     return report
+
+
+def device_text() -> str:
+    """The devices the run computed on, for its record: 'cpu x2', 'gpu (NVIDIA H200) x1'."""
+    import jax
+
+    devices = jax.devices()
+    kinds = sorted({d.device_kind for d in devices})
+    kind = "" if devices[0].platform == "cpu" else f" ({', '.join(kinds)})"
+    return f"{devices[0].platform}{kind} x{len(devices)}"
 
 
 def use_compile_cache(directory: Path) -> None:

@@ -105,7 +105,9 @@ def duration(seconds: float) -> str:
 
 def time_text(run: dict[str, Any]) -> str:
     date = dt.datetime.fromisoformat(run["started"]).date().isoformat()
-    text = f"{duration(float(run['wall_seconds']))} ({run['scale']} scale, {date})"
+    on = run.get("computed_on") or "cpu"  # runs made before it was recorded were CPU runs
+    where = "" if on.startswith("cpu") else f", {on}"
+    text = f"{duration(float(run['wall_seconds']))} ({run['scale']} scale, {date}{where})"
     changed = changed_settings(run)
     if changed:
         text += f"; overrides: {' '.join(changed)}"

