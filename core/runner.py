@@ -161,6 +161,7 @@ def _run(spec: Paper, typed: DictConfig, config: RunConfig, paper: str, run_dir:
     report = None
     declare(spec, config, run_dir if main else None)
     with activate(tracker), profiling() as prof:
+        stop.profile = prof  # a run that stops early says where its time went in unfinished.json
         results = spec.compute(config, ctx)
     wall = time.perf_counter() - t0
     if main:

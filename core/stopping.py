@@ -115,6 +115,7 @@ class Stopping:
     tracker: Tracker | None = None  # None once finished
     reuse: Reuse = field(default_factory=Reuse)
     finished: bool = False  # the record, report and `latest` are written
+    profile: Any = None  # the run's core.profile.Profile: where its time went until it stopped
 
     def interrupted(self, e: KeyboardInterrupt) -> Interrupted:
         """Mark the run unfinished and return the Interrupted to raise."""
@@ -184,6 +185,7 @@ class Stopping:
             "memo_dir": None if self.ctx is None or self.ctx.memo_dir is None else str(self.ctx.memo_dir),
             "memo_stored": dict(self.reuse.memo_kept),
             "reused": self.reuse.record(),
+            "profile": None if self.profile is None else self.profile.summary(),
         }
 
 

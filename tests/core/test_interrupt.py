@@ -92,6 +92,8 @@ def test_ctrl_c_says_what_was_kept_and_its_command_resumes_the_run(tmp_path):
     assert not (stopped / "wandb").exists() and not (stopped / "results.json").exists()
     assert len(list((stopped / WANDB_UNFINISHED).glob("offline-run-*/*.wandb"))) == 1
     assert not (tmp_path / "toy" / "latest").exists()  # `latest` is only ever a finished run
+    # where the time went until it stopped: the training loop the signal caught it in
+    assert marked["profile"]["samples"] > 0 and "training" in marked["profile"]["phases"]
 
     argv = shlex.split(command)
     resumed = subprocess.run(
