@@ -14,7 +14,7 @@ Resumable: the plan and what has finished are kept in outputs/refresh.json (writ
 A refresh stopped by Ctrl-C, SIGTERM or a failed run is continued by running the same command again: the finished
 papers are not run again, and the paper that was running resumes from its checkpoints (every run resumes an
 identical config made by the same code). A reference may only be made from a committed tree, so a tree with
-uncommitted changes to tracked files is refused before anything runs.
+uncommitted changes to its code (untracked files there too) is refused before anything runs.
 
 Exit status: 0 every paper refreshed, 1 a run or its promotion failed (the message names it; run the command again
 to continue), 2 bad arguments or a tree that cannot make references, 130/143 stopped by a signal.
@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.io import atomic_write_text, json_text  # noqa: E402
+from core.provenance import CODE_PATHS  # noqa: E402
 from core.record import REFERENCE_ROOT, RecordError, read_record, status  # noqa: E402
 
 STATE = Path("outputs") / "refresh.json"  # under the repository root
@@ -68,9 +69,20 @@ def why_stale(paper: str) -> str | None:
 
 
 def modified_files() -> list[str]:
-    """Tracked files with uncommitted changes (a reference must be made from a committed tree)."""
+    """The code's uncommitted changes, untracked files among them: what makes a run's record say "modified"
+    (core.provenance.git_state), which a reference may not be."""
     out = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+        [
+            "git",
+            "status",
+            "--porcelain",
+            "--untracked-files=normal",
+            "--",
+            *(p for p in CODE_PATHS if (ROOT / p).exists()),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     if out.returncode != 0:
         return [f"(git status failed: {out.stderr.strip()})"]
