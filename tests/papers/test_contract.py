@@ -22,7 +22,7 @@ from tests.papers.conftest import PAPERS, SMOKE
 
 RUN_KEYS = {
     "format", "paper", "scale", "seed", "config_key", "compute_fingerprint", "commit", "modified", "started",
-    "wall_seconds", "versions", "overrides", "config", "results",
+    "wall_seconds", "versions", "overrides", "config", "results", "profile", "computed_on",
 }  # fmt: skip
 DECISION_KEYS = {
     "paper", "declared", "decision", "title", "claims", "verdicts", "facts", "ledger", "estimates", "metrics",
@@ -48,6 +48,11 @@ def test_the_smoke_run_writes_the_run_record(smoke_run, paper):
     assert RUN_KEYS <= set(record), RUN_KEYS - set(record)
     assert (record["format"], record["paper"], record["scale"], record["seed"]) == (RECORD_FORMAT, paper, "smoke", 0)
     assert record["config_key"] and record["wall_seconds"] > 0
+    # where its time went (core.profile): sampled phases, its compilations, the cores; and what it computed on
+    profile = record["profile"]
+    assert profile["samples"] > 0 and profile["phases"] and profile["wall_seconds"] > 0
+    assert profile["compilations"] + profile["compile_cache_hits"] > 0 and profile["cpu_seconds"] > 0
+    assert record["computed_on"].startswith(("cpu", "gpu"))
     dt.datetime.fromisoformat(record["started"])
     assert paper in record["config"] and "jax" in record["versions"]
     assert record["compute_fingerprint"] == run.fingerprint == compute_fingerprint(spec)
