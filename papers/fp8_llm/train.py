@@ -16,6 +16,7 @@ papers/fp8_llm/results.py's (re-exported here); papers/fp8_llm/run.py calls it f
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -182,12 +183,11 @@ def seed_params(params, i: int):
     return jax.tree.map(lambda x: x[i], params)
 
 
-def quantised_inference(corpus: CharCorpus, size: SizeConfig, params: dict, rc: RunConfig) -> tuple[float, dict]:
-    """Validation loss of trained FP32 `params` with every block's linear layers cast to FP8 with amax scaling
-    (post-training quantisation), and the activation and weight biases it used per layer."""
-    model = build_model(size, corpus.vocab_size, rc.seq_len, "amax")
-    _, meta, probes = split_fp8(model.init(jax.random.key(0), jnp.zeros((1, rc.seq_len), jnp.int32)))
-    valid = validation_windows(corpus, rc)
+@functools.cache
+def _quantised_loss(model: TransformerLM, seq_len: int):
+    """The jitted FP8 inference of `model` (loss and the probes' statistics), built once per model description: every
+    seed's parameters go through one compiled program (the same program each seed compiled for itself before)."""
+    _, meta, probes = split_fp8(model.init(jax.random.key(0), jnp.zeros((1, seq_len), jnp.int32)))
 
     @jax.jit
     def run(params, windows):
@@ -198,7 +198,14 @@ def quantised_inference(corpus: CharCorpus, size: SizeConfig, params: dict, rc: 
 
         return jax.value_and_grad(f)(probes)
 
-    loss, stats = run(params, valid)
+    return run
+
+
+def quantised_inference(corpus: CharCorpus, size: SizeConfig, params: dict, rc: RunConfig) -> tuple[float, dict]:
+    """Validation loss of trained FP32 `params` with every block's linear layers cast to FP8 with amax scaling
+    (post-training quantisation), and the activation and weight biases it used per layer."""
+    model = build_model(size, corpus.vocab_size, rc.seq_len, "amax")
+    loss, stats = _quantised_loss(model, rc.seq_len)(params, validation_windows(corpus, rc))
     return float(loss), _plain(stats)
 
 
