@@ -40,6 +40,7 @@ from typing import Any
 INTERVAL = 0.05  # seconds between samples of the main thread's stack
 PROJECT = ("core", "papers", "ipu_model")  # top-level packages whose functions a phase names
 TOP = 5  # functions named per phase
+COMPILED_TOP = 10  # jitted functions, and the project functions that compiled, named
 
 # (phase, module prefixes, function-name prefixes), several rules per phase allowed: a frame matches a rule when its
 # module starts with one of the module prefixes (empty: any module) and its function's name with one of the name
@@ -131,6 +132,8 @@ class Profile:
     samples: Counter = field(default_factory=Counter)  # phase -> samples
     where: dict[str, Counter] = field(default_factory=dict)  # phase -> {function: samples}
     compiles: Counter = field(default_factory=Counter)  # jitted function's name -> backend compilations
+    compiled_from: Counter = field(default_factory=Counter)  # the project function that called -> compilations
+    compile_seconds_from: Counter = field(default_factory=Counter)  # the same -> seconds compiling
     compile_seconds: float = 0.0
     trace_seconds: float = 0.0
     lower_seconds: float = 0.0
@@ -149,6 +152,17 @@ class Profile:
         if event == BACKEND_COMPILE:
             self.compiles[str(kwargs.get("fun_name", "?"))] += 1
             self.compile_seconds += seconds
+            # JAX compiles in the thread that called: the project function that asked for it is on this stack
+            where = next(
+                (
+                    f"{m}:{f}"
+                    for m, f in reversed(_stack(sys._getframe()))
+                    if m.split(".", 1)[0] in PROJECT and m != __name__
+                ),
+                "?",
+            )
+            self.compiled_from[where] += 1
+            self.compile_seconds_from[where] += seconds
         elif event == TRACE:
             self.trace_seconds += seconds
         elif event == LOWER:
@@ -186,7 +200,12 @@ class Profile:
             "compile_seconds": round(self.compile_seconds, 1),
             "trace_seconds": round(self.trace_seconds, 1),
             "lower_seconds": round(self.lower_seconds, 1),
-            "compiled_most": dict(self.compiles.most_common(TOP)),
+            "compiled_most": dict(self.compiles.most_common(COMPILED_TOP)),
+            "compiled_functions": len(self.compiles),
+            "compiled_from": {
+                where: {"compilations": n, "seconds": round(self.compile_seconds_from[where], 1)}
+                for where, n in self.compiled_from.most_common(COMPILED_TOP)
+            },
             "cores": self.cores,
             "cpu_seconds": None if cpu is None else round(cpu, 1),
             "idle_share": None if cpu is None or wall <= 0 else round(max(0.0, 1 - cpu / (wall * self.cores)), 3),
@@ -290,10 +309,14 @@ def profile_markdown(p: dict[str, Any]) -> list[str]:
         out.append(f"| {name} | {v['seconds'] / 60:.2f} | {v['share']:.1%} | {where} |")
     compiled = ", ".join(f"`{k}` x{n}" for k, n in p.get("compiled_most", {}).items())
     cache = f", {p['compile_cache_hits']} loaded from the persistent cache" if p.get("compile_cache_hits") else ""
+    origin = ", ".join(
+        f"`{k}` {v['compilations']} ({v['seconds']:.0f} s)" for k, v in p.get("compiled_from", {}).items()
+    )
     out += [
         "",
         f"- {p['compilations']} XLA compilations{cache}: {p['compile_seconds']:.1f} s in the backend, "
         f"{p['trace_seconds']:.1f} s tracing, {p['lower_seconds']:.1f} s lowering; most compiled: {compiled or '-'}",
+        *([f"- compiled from (the project function that asked): {origin}"] if origin else []),
     ]
     if p.get("cpu_seconds") is not None:
         out.append(
