@@ -277,10 +277,14 @@ def _add(total: dict[str, float], work: Mapping[str, float]) -> None:
 
 
 def _place_like(like: Any, restored: Any) -> Any:
-    """A restored (numpy) state on the devices and shardings of the freshly initialised one."""
+    """A restored (numpy) state on the devices and shardings of the freshly initialised one. A leaf the fresh state
+    left uncommitted (an optimiser's step count, made without a device) stays uncommitted, so that it may meet
+    arrays sharded over a mesh in the step as the fresh one did (committed to one device, it could not)."""
 
     def put(ref, x):
-        return jax.device_put(x, ref.sharding) if isinstance(ref, jax.Array) else x
+        if not isinstance(ref, jax.Array):
+            return x
+        return jax.device_put(x, ref.sharding) if ref.committed else jnp.asarray(x, dtype=ref.dtype)
 
     return jax.tree.map(put, like, restored)
 

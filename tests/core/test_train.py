@@ -279,3 +279,40 @@ def test_a_run_killed_at_random_moments_resumes_to_the_uninterrupted_numbers(tmp
     got, expected = result(d), result(whole)
     for key in ("params", "records", "notes", "counts"):
         assert got[key] == expected[key], key
+
+
+_MESH_RESUME = """
+import json, sys
+import jax, jax.numpy as jnp, numpy as np, optax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from core.train import fit, init_state, optimizer_step
+
+mesh = Mesh(np.array(jax.devices()[:4]), ("d",))
+table = jax.device_put(jnp.arange(32.0).reshape(8, 4) / 32, NamedSharding(mesh, P("d")))
+opt = optax.adam(0.1)
+step = jax.jit(optimizer_step(lambda p, b: jnp.sum((p["t"] * b) ** 2), opt))
+batch_of = lambda k: jnp.full((8, 4), 1.0 + k / 10)
+
+def train(steps, directory, resume):
+    run = fit(step, init_state({"t": table}, opt), batch_of, steps=steps, checkpoint_dir=directory,
+              checkpoint_every=2, resume=resume)
+    return np.asarray(run.state["params"]["t"]).tolist(), run.resumed_from
+
+whole, _ = train(6, sys.argv[1] + "/whole", False)
+train(4, sys.argv[1] + "/part", False)
+resumed, start = train(6, sys.argv[1] + "/part", True)
+print(json.dumps({"whole": whole, "resumed": resumed, "start": start}))
+"""
+
+
+def test_a_state_sharded_over_a_mesh_resumes_beside_its_uncommitted_step_count(tmp_path):
+    """Adam's step count is made on no device; restored from a checkpoint it must stay that way, or the step cannot
+    take it beside a table sharded over 4 devices (BESS's resume failed so, 2026-11-29)."""
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    r = subprocess.run(
+        [sys.executable, "-c", _MESH_RESUME, str(tmp_path)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["start"] == 4
+    assert out["resumed"] == out["whole"]
