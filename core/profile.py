@@ -133,7 +133,7 @@ class Profile:
     where: dict[str, Counter] = field(default_factory=dict)  # phase -> {function: samples}
     compiles: Counter = field(default_factory=Counter)  # jitted function's name -> backend compilations
     compiled_from: Counter = field(default_factory=Counter)  # the project function that called -> compilations
-    compile_seconds_from: Counter = field(default_factory=Counter)  # the same -> seconds compiling
+    compile_seconds_from: Counter = field(default_factory=Counter)  # the same -> seconds compiling (the top named)
     compile_seconds: float = 0.0
     trace_seconds: float = 0.0
     lower_seconds: float = 0.0
@@ -202,9 +202,9 @@ class Profile:
             "lower_seconds": round(self.lower_seconds, 1),
             "compiled_most": dict(self.compiles.most_common(COMPILED_TOP)),
             "compiled_functions": len(self.compiles),
-            "compiled_from": {
-                where: {"compilations": n, "seconds": round(self.compile_seconds_from[where], 1)}
-                for where, n in self.compiled_from.most_common(COMPILED_TOP)
+            "compiled_from": {  # the project functions whose calls compiled longest
+                where: {"compilations": self.compiled_from[where], "seconds": round(seconds, 1)}
+                for where, seconds in self.compile_seconds_from.most_common(COMPILED_TOP)
             },
             "cores": self.cores,
             "cpu_seconds": None if cpu is None else round(cpu, 1),

@@ -78,6 +78,20 @@ def test_compilations_are_counted_per_function():
     assert s["compilations"] >= 2 and s["compile_seconds"] > 0
 
 
+def test_compilations_are_attributed_to_the_project_function_that_called():
+    def also_never_seen(x):
+        return jnp.cos(x) - 2.0
+
+    f = jax.jit(also_never_seen)
+    caller = _in_module("papers.fake.run", "prepare_arm", lambda n: f(jnp.ones(n)).block_until_ready())
+    with profiling() as prof:
+        caller(3)
+        caller(5)
+        caller(3)
+    origin = prof.summary()["compiled_from"]["papers.fake.run:prepare_arm"]
+    assert origin["compilations"] == 2 and origin["seconds"] > 0
+
+
 def test_a_second_process_loads_from_the_persistent_cache(tmp_path):
     """Two fresh interpreters compile the same program with the cache on: the second loads it (a cache hit, no
     compilation) and computes the same bits."""
