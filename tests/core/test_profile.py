@@ -83,11 +83,12 @@ def test_compilations_are_attributed_to_the_project_function_that_called():
         return jnp.cos(x) - 2.0
 
     f = jax.jit(also_never_seen)
-    caller = _in_module("papers.fake.run", "prepare_arm", lambda n: f(jnp.ones(n)).block_until_ready())
+    caller = _in_module("papers.fake.run", "prepare_arm", lambda x: f(x).block_until_ready())
+    three, five = np.ones(3, np.float32), np.ones(5, np.float32)  # host arrays: only `f` compiles
     with profiling() as prof:
-        caller(3)
-        caller(5)
-        caller(3)
+        caller(three)
+        caller(five)
+        caller(three)
     origin = prof.summary()["compiled_from"]["papers.fake.run:prepare_arm"]
     assert origin["compilations"] == 2 and origin["seconds"] > 0
 
