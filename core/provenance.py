@@ -717,21 +717,33 @@ def dependencies(*paths: str | Path, root: Path = REPO_ROOT, follow: tuple[str, 
 
 def git_state(root: Path = REPO_ROOT) -> tuple[str, bool]:
     """(the checkout's short commit, whether its code differs from that commit): tracked changes and untracked files
-    under the code and config directories count; outputs and the stored results do not. ("", False) outside git."""
+    under the code and config directories count (`modified_code`); outputs, the stored results and the documents
+    (README.md files, which `make readme` and `make refresh` write) do not. ("", False) outside git."""
     import subprocess
 
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=True
-        ).stdout.strip()
-
     try:
-        commit = git("rev-parse", "--short", "HEAD")
-        code = [p for p in CODE_PATHS if (root / p).exists()]
-        dirty = git("status", "--porcelain", "--untracked-files=normal", "--", *code)
+        commit = _git(root, "rev-parse", "--short", "HEAD").strip()
+        return commit, bool(modified_code(root))
     except (OSError, subprocess.SubprocessError):
         return "", False
-    return commit, bool(dirty)
+
+
+def modified_code(root: Path = REPO_ROOT) -> list[str]:
+    """The code's files that differ from the checkout's commit, untracked ones included: under CODE_PATHS, less the
+    files no fingerprint reads (Markdown, bytecode, locks: _SKIPPED_SUFFIXES). Raises OSError or
+    subprocess.SubprocessError where git cannot tell."""
+    code = [p for p in CODE_PATHS if (root / p).exists()]
+    lines = _git(root, "status", "--porcelain", "--untracked-files=normal", "--", *code).splitlines()
+    paths = [line[3:].split(" -> ")[-1].strip('"') for line in lines if line.strip()]
+    return [p for p in paths if Path(p).suffix not in _SKIPPED_SUFFIXES]
+
+
+def _git(root: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=True
+    ).stdout
 
 
 # what a run's code is made of: a change here (committed or not) is a change of the code that made a run

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.io import atomic_write_text, json_text  # noqa: E402
-from core.provenance import CODE_PATHS  # noqa: E402
+from core.provenance import modified_code  # noqa: E402
 from core.record import REFERENCE_ROOT, RecordError, read_record, status  # noqa: E402
 
 STATE = Path("outputs") / "refresh.json"  # under the repository root
@@ -70,23 +70,11 @@ def why_stale(paper: str) -> str | None:
 
 def modified_files() -> list[str]:
     """The code's uncommitted changes, untracked files among them: what makes a run's record say "modified"
-    (core.provenance.git_state), which a reference may not be."""
-    out = subprocess.run(
-        [
-            "git",
-            "status",
-            "--porcelain",
-            "--untracked-files=normal",
-            "--",
-            *(p for p in CODE_PATHS if (ROOT / p).exists()),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    if out.returncode != 0:
-        return [f"(git status failed: {out.stderr.strip()})"]
-    return [line[3:] for line in out.stdout.splitlines() if line.strip()]
+    (core.provenance.git_state), which a reference may not be. The READMEs the refresh writes are not code."""
+    try:
+        return modified_code(ROOT)
+    except (OSError, subprocess.SubprocessError) as e:
+        return [f"(git status failed: {e})"]
 
 
 def read_state(path: Path) -> dict[str, Any] | None:

@@ -374,3 +374,30 @@ def test_every_function_a_papers_smoke_run_executes_is_in_its_compute_closure(pa
     """The static closure holds all that runs: a paper's smoke run, traced (slow: every paper computes)."""
     missing, ran = executed_outside_closure(f"papers.{paper}", [f"paper={paper}", "scale=smoke"])
     assert ran > 50 and missing == set()
+
+
+def test_modified_code_counts_code_and_configs_but_not_the_documents_make_readme_writes(tmp_path):
+    """A run's record says "modified" (and cannot become a reference) when the code differs from its commit; the
+    READMEs that `make readme` and `make refresh` rewrite between two papers' runs are not code."""
+    import subprocess
+
+    from core.provenance import git_state, modified_code
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    for name, text in {"core/x.py": "X = 1\n", "papers/p/README.md": "# p\n", "configs/a.yaml": "a: 1\n"}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    git("init", "-q")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x")
+    assert modified_code(tmp_path) == [] and git_state(tmp_path)[1] is False
+    (tmp_path / "papers/p/README.md").write_text("# p, rewritten by make readme\n")
+    (tmp_path / "outputs").mkdir()
+    (tmp_path / "outputs/run.json").write_text("{}")
+    assert modified_code(tmp_path) == [] and git_state(tmp_path)[1] is False
+    (tmp_path / "papers/p/new.py").write_text("Y = 2\n")
+    (tmp_path / "configs/a.yaml").write_text("a: 2\n")
+    assert sorted(modified_code(tmp_path)) == ["configs/a.yaml", "papers/p/new.py"]
+    assert git_state(tmp_path)[1] is True
