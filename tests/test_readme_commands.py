@@ -339,7 +339,7 @@ RULES: tuple[Rule, ...] = (
     Rule(SKIP, "minutes", text="make bench"),
     Rule(SKIP, "minutes", text="make fixtures"),
     Rule(SKIP, "the test suite", regex=r"make test( JOBS=1)?|make test-all|\.ci/run"),
-    Rule(SKIP, "installs", regex=r"make install( LOCK=none)?|make lock( ARGS=--upgrade)?"),
+    Rule(SKIP, "installs", regex=r"make install( LOCK=none| DEVICE=cuda)?|make lock( ARGS=--upgrade)?"),
     Rule(SKIP, "uploads", text="wandb sync <run dir>/wandb/offline-run-*"),
     Rule(SKIP, "missing tool", text="python -m core.random --generator aox --seed 1 | dieharder -g 200 -a"),
     Rule(SKIP, "missing tool", text='make reproduce PAPER=prng ARGS="prng.dieharder=true"'),
