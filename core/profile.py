@@ -138,7 +138,7 @@ class Profile:
     trace_seconds: float = 0.0
     lower_seconds: float = 0.0
     cache_hits: int = 0
-    cpu_start: tuple[float, float] = (0.0, 0.0)
+    cpu_start: float = 0.0  # the process's CPU seconds when the profile started
     cpu_seconds: float | None = None
     cores: int = field(default_factory=lambda: len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
@@ -255,7 +255,7 @@ def profiling(interval: float = INTERVAL) -> Iterator[Profile]:
         raise ValueError(f"interval={interval!r} must be a positive number of seconds")
     _listen()
     prof = Profile(interval=interval)
-    prof.cpu_start = (_cpu(), 0.0)
+    prof.cpu_start = _cpu()
     target = threading.get_ident()
     stop = threading.Event()
 
@@ -276,7 +276,7 @@ def profiling(interval: float = INTERVAL) -> Iterator[Profile]:
         stop.set()
         thread.join()
         prof.wall = time.perf_counter() - prof.started
-        prof.cpu_seconds = _cpu() - prof.cpu_start[0]
+        prof.cpu_seconds = _cpu() - prof.cpu_start
         _active = None
 
 
