@@ -24,6 +24,10 @@ def test_classify_takes_the_first_phase_any_frame_matches():
     assert classify([fit, evaluate]) == ("evaluation", "papers.sparq.run:evaluate")
     assert classify([fit, evaluate, compile_]) == ("compilation", "papers.sparq.run:evaluate")
     assert classify([fit, save]) == ("io", "core.checkpoint:save")
+    # work computed inside a kept stage is not io; the stage's reading and writing is
+    inference = ("papers.fp8_llm.pretrained", "pretrained_fp8_inference")
+    assert classify([("core.memo", "kept"), inference]) == (OTHER, "papers.fp8_llm.pretrained:pretrained_fp8_inference")
+    assert classify([("core.memo", "kept"), ("core.memo", "store_value")])[0] == "io"
     assert classify([("papers.gps.run", "run"), ("papers.gps.features", "featurise")])[0] == "data"
     # names of phases count only in the project's own modules
     assert classify([("numpy.linalg", "train_thing"), ("jax._src.api", "evaluate")]) == (OTHER, None)
