@@ -20,6 +20,9 @@ or its rules change: core.provenance.NOT_COMPUTING names it):
    what it is.
 3. **Cores**: the process's CPU seconds (user and system, every thread, and waited-for child processes) against
    the wall time times the cores it may use: the share of the machine the run left idle.
+4. **The machine's speed** at the start and the end (`machine_speed`: a fixed float32 matrix product on every core
+   and a fixed pure-Python loop, about half a second each time): the same code on the same kind of machine ran
+   about 35% slower in one session than in the one before, so minutes from different days compare only through these.
 
 The sampler holds the GIL for a few microseconds per sample (20 samples a second by default): the run's own
 timings (compile-free step times, throughput) are not moved by it beyond their noise.
@@ -143,6 +146,7 @@ class Profile:
     cpu_start: float = 0.0  # the process's CPU seconds when the profile started
     cpu_seconds: float | None = None
     cores: int = field(default_factory=lambda: len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    speed: dict[str, dict[str, float]] = field(default_factory=dict)  # "start"/"end" -> machine_speed()
 
     def add_sample(self, frames: list[tuple[str, str]]) -> None:
         phase, where = classify(frames)
@@ -211,7 +215,38 @@ class Profile:
             "cores": self.cores,
             "cpu_seconds": None if cpu is None else round(cpu, 1),
             "idle_share": None if cpu is None or wall <= 0 else round(max(0.0, 1 - cpu / (wall * self.cores)), 3),
+            **({"machine_speed": self.speed} if self.speed else {}),
         }
+
+
+MATMUL_N = 512  # the probe's float32 product is [N, N] @ [N, N]
+PYTHON_LOOP = 200_000  # iterations of the probe's Python loop
+
+
+def machine_speed(trials: int = 3) -> dict[str, float]:
+    """How fast this machine is now: GFLOP/s of a float32 [512, 512] @ [512, 512] product (numpy's BLAS, every core
+    this process may use) and millions of iterations per second of a fixed pure-Python loop (one core), each the best
+    of `trials` timings of about 0.05-0.1 s. Independent of JAX, so it measures the machine, not the code."""
+    import numpy as np
+
+    a = np.random.default_rng(0).standard_normal((MATMUL_N, MATMUL_N), dtype=np.float32)
+    a @ a  # the BLAS's threads started
+    best_mm, best_py = float("inf"), float("inf")
+    reps = 8
+    for _ in range(trials):
+        t = time.perf_counter()
+        for _ in range(reps):
+            a @ a
+        best_mm = min(best_mm, (time.perf_counter() - t) / reps)
+        t = time.perf_counter()
+        acc = 0
+        for i in range(PYTHON_LOOP):
+            acc += i & 7
+        best_py = min(best_py, time.perf_counter() - t)
+    return {
+        "matmul_gflops": round(2 * MATMUL_N**3 / best_mm / 1e9, 1),
+        "python_mips": round(PYTHON_LOOP / best_py / 1e6, 2),
+    }
 
 
 def _cpu() -> float:
@@ -247,9 +282,10 @@ def _listen() -> None:
 
 
 @contextlib.contextmanager
-def profiling(interval: float = INTERVAL) -> Iterator[Profile]:
+def profiling(interval: float = INTERVAL, speed: bool = True) -> Iterator[Profile]:
     """Profile what runs inside: the calling thread's stack sampled every `interval` seconds, JAX's compilations and
-    the process's CPU seconds. One at a time in a process."""
+    the process's CPU seconds; with `speed`, the machine's speed (machine_speed) before and after, outside the
+    profiled time. One at a time in a process."""
     global _active
     if _active is not None:
         raise RuntimeError("a profile is already being taken in this process (core.profile.profiling is not nested)")
@@ -257,6 +293,8 @@ def profiling(interval: float = INTERVAL) -> Iterator[Profile]:
         raise ValueError(f"interval={interval!r} must be a positive number of seconds")
     _listen()
     prof = Profile(interval=interval)
+    if speed:
+        prof.speed["start"] = machine_speed()
     prof.cpu_start = _cpu()
     target = threading.get_ident()
     stop = threading.Event()
@@ -280,6 +318,8 @@ def profiling(interval: float = INTERVAL) -> Iterator[Profile]:
         prof.wall = time.perf_counter() - prof.started
         prof.cpu_seconds = _cpu() - prof.cpu_start
         _active = None
+        if speed:
+            prof.speed["end"] = machine_speed()
 
 
 def profile_line(p: dict[str, Any]) -> str:
@@ -290,9 +330,11 @@ def profile_line(p: dict[str, Any]) -> str:
     idle = p.get("idle_share")
     cores = f"; {idle:.0%} of {p['cores']} cores' time idle" if idle is not None else ""
     cache = f" ({p['compile_cache_hits']} more from the persistent cache)" if p.get("compile_cache_hits") else ""
+    speed = p.get("machine_speed", {}).get("start")
+    machine = f"; machine at {speed['matmul_gflops']:.0f} GFLOP/s (core.profile.machine_speed)" if speed else ""
     return (
         f"{p['wall_seconds'] / 60:.1f} min: " + ", ".join(parts) + f"; {p['compilations']} compilations{cache}, "
-        f"{p['compile_seconds']:.0f} s compiling{cores}"
+        f"{p['compile_seconds']:.0f} s compiling{cores}{machine}"
     )
 
 
@@ -324,5 +366,16 @@ def profile_markdown(p: dict[str, Any]) -> list[str]:
         out.append(
             f"- CPU: {p['cpu_seconds'] / 60:.1f} min over {p['cores']} cores in {p['wall_seconds'] / 60:.1f} min of "
             f"wall time: {p['idle_share']:.0%} of the cores' time idle"
+        )
+    speed = p.get("machine_speed")
+    if speed:
+        at = "; ".join(
+            f"{when} {v['matmul_gflops']:.1f} GFLOP/s (float32 {MATMUL_N}x{MATMUL_N} product), "
+            f"{v['python_mips']:.2f} M Python loop iterations/s"
+            for when, v in speed.items()
+        )
+        out.append(
+            f"- the machine's speed (core.profile.machine_speed), {at}: minutes of runs made on other days compare "
+            "through these, not directly"
         )
     return out

@@ -136,3 +136,29 @@ def test_profiles_are_not_nested():
     with pytest.raises(ValueError, match="interval"):
         with profiling(interval=0):
             pass
+
+
+def test_machine_speed_is_work_over_time(monkeypatch):
+    """The probe's figures are its fixed work over its timings: with a clock that moves 10 ms per reading, the product
+    ([512, 512] @ [512, 512], 8 repetitions a timing) is 2 x 512^3 x 8 / 0.01 s and the loop 200,000 / 0.01 s."""
+    import core.profile as profile
+
+    clock = iter(np.arange(0.0, 100.0, 0.01))
+    monkeypatch.setattr(profile.time, "perf_counter", lambda: float(next(clock)))
+    speed = profile.machine_speed(trials=2)
+    assert speed["matmul_gflops"] == pytest.approx(2 * 512**3 * 8 / 0.01 / 1e9, abs=0.1)
+    assert speed["python_mips"] == pytest.approx(20.0)
+
+
+def test_the_machine_speed_is_measured_outside_the_profiled_time():
+    with profiling(interval=0.01) as prof:
+        _busy(0.2)
+    s = prof.summary()
+    assert set(s["machine_speed"]) == {"start", "end"}
+    assert all(v["matmul_gflops"] > 0 and v["python_mips"] > 0 for v in s["machine_speed"].values())
+    assert s["wall_seconds"] == pytest.approx(0.2, abs=0.1)  # the probes' time is not the run's
+    assert "GFLOP/s" in profile_line(s)
+    assert any("machine_speed" in line for line in profile_markdown(s))
+    with profiling(interval=0.01, speed=False) as prof:
+        pass
+    assert "machine_speed" not in prof.summary()
