@@ -52,6 +52,7 @@ def test_the_smoke_run_writes_the_run_record(smoke_run, paper):
     profile = record["profile"]
     assert profile["samples"] > 0 and profile["phases"] and profile["wall_seconds"] > 0
     assert profile["compilations"] + profile["compile_cache_hits"] > 0 and profile["cpu_seconds"] > 0
+    assert {k: v["matmul_gflops"] > 0 for k, v in profile["machine_speed"].items()} == {"start": True, "end": True}
     assert record["computed_on"].startswith(("cpu", "gpu"))
     dt.datetime.fromisoformat(record["started"])
     assert paper in record["config"] and "jax" in record["versions"]
