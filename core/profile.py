@@ -31,6 +31,7 @@ timings (compile-free step times, throughput) are not moved by it beyond their n
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -223,29 +224,27 @@ MATMUL_N = 512  # the probe's float32 product is [N, N] @ [N, N]
 PYTHON_LOOP = 200_000  # iterations of the probe's Python loop
 
 
-def machine_speed(trials: int = 3) -> dict[str, float]:
+def machine_speed(trials: int = 3, clock=time.perf_counter) -> dict[str, float]:
     """How fast this machine is now: GFLOP/s of a float32 [512, 512] @ [512, 512] product (numpy's BLAS, every core
-    this process may use) and millions of iterations per second of a fixed pure-Python loop (one core), each the best
-    of `trials` timings of about 0.05-0.1 s. Independent of JAX, so it measures the machine, not the code."""
+    this process may use) and millions of iterations per second of a fixed pure-Python loop (one core), each the
+    fastest of `trials` rounds of about 0.05 s (core.bench.time_call). Independent of JAX, so it measures the machine,
+    not the code."""
     import numpy as np
 
+    from core.bench import time_call
+
     a = np.random.default_rng(0).standard_normal((MATMUL_N, MATMUL_N), dtype=np.float32)
-    a @ a  # the BLAS's threads started
-    best_mm, best_py = float("inf"), float("inf")
-    reps = 8
-    for _ in range(trials):
-        t = time.perf_counter()
-        for _ in range(reps):
-            a @ a
-        best_mm = min(best_mm, (time.perf_counter() - t) / reps)
-        t = time.perf_counter()
+
+    def loop() -> int:
         acc = 0
         for i in range(PYTHON_LOOP):
             acc += i & 7
-        best_py = min(best_py, time.perf_counter() - t)
+        return acc
+
+    timed = functools.partial(time_call, repeat=trials, min_seconds=0.05, stat="min", clock=clock)
     return {
-        "matmul_gflops": round(2 * MATMUL_N**3 / best_mm / 1e9, 1),
-        "python_mips": round(PYTHON_LOOP / best_py / 1e6, 2),
+        "matmul_gflops": round(2 * MATMUL_N**3 / timed(lambda: a @ a) / 1e9, 1),
+        "python_mips": round(PYTHON_LOOP / timed(loop) / 1e6, 2),
     }
 
 

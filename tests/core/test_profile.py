@@ -138,16 +138,17 @@ def test_profiles_are_not_nested():
             pass
 
 
-def test_machine_speed_is_work_over_time(monkeypatch):
-    """The probe's figures are its fixed work over its timings: with a clock that moves 10 ms per reading, the product
-    ([512, 512] @ [512, 512], 8 repetitions a timing) is 2 x 512^3 x 8 / 0.01 s and the loop 200,000 / 0.01 s."""
-    import core.profile as profile
+def test_machine_speed_is_work_over_time():
+    """The probe's figures are its fixed work over its timings: with a clock that moves 1/64 s per reading (exact in
+    binary), a round of 0.05 s holds 3 calls (core.bench.time_call), so each call takes (1/64) / 3 s: the product
+    ([512, 512] @ [512, 512]) runs at 2 x 512^3 / that and the loop at 200,000 / that."""
+    from core.profile import machine_speed
 
-    clock = iter(np.arange(0.0, 100.0, 0.01))
-    monkeypatch.setattr(profile.time, "perf_counter", lambda: float(next(clock)))
-    speed = profile.machine_speed(trials=2)
-    assert speed["matmul_gflops"] == pytest.approx(2 * 512**3 * 8 / 0.01 / 1e9, abs=0.1)
-    assert speed["python_mips"] == pytest.approx(20.0)
+    readings = iter(range(10_000))
+    speed = machine_speed(trials=2, clock=lambda: next(readings) / 64)
+    per_call = (1 / 64) / 3
+    assert speed["matmul_gflops"] == pytest.approx(2 * 512**3 / per_call / 1e9, abs=0.1)
+    assert speed["python_mips"] == pytest.approx(200_000 / per_call / 1e6, abs=0.01)
 
 
 def test_the_machine_speed_is_measured_outside_the_profiled_time():
