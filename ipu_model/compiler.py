@@ -98,8 +98,18 @@ class _Mapping:
         ends = np.concatenate([cut, [t.size]]).astype(np.int64)
         return cls(starts, ends, t[starts].astype(np.int64))
 
-    def owner(self, start: np.ndarray, length: int) -> np.ndarray:
-        """The tile owning each run [start, start+length) whole, or -2 where the run straddles tiles."""
+    run_of: np.ndarray | None = None  # the mapping run of every element, made for many queries (`owner`)
+
+    def owner(self, start: np.ndarray, length: int | np.ndarray) -> np.ndarray:
+        """The tile owning each run [start, start+length) whole, or -2 where the run straddles tiles (`length` one for
+        all runs or one per run). Many runs (a fiftieth of the elements or more) look up each end's mapping run in
+        a table of the elements; fewer search the runs' starts."""
+        size = int(self.ends[-1]) if self.ends.size else 0
+        if self.run_of is None and np.size(start) * 50 >= size > 0:
+            self.run_of = np.repeat(np.arange(self.starts.size, dtype=np.int32), self.ends - self.starts)
+        if self.run_of is not None:
+            first, last = self.run_of[start], self.run_of[start + length - 1]
+            return np.where(first == last, self.tiles[first], -2)
         i = np.searchsorted(self.starts, start, side="right") - 1
         whole = self.ends[i] >= start + length
         return np.where(whole, self.tiles[i], -2)
@@ -176,6 +186,8 @@ class CompiledProgram:
             self.memory.code[tile] += len(names) * self.device.codelet_code_bytes
         self._check_memory()
         self._find_control()
+        for m in self._mappings.values():  # the element tables are only for compiling
+            m.run_of = None
 
     def _accesses(self, p: Program) -> tuple[set[int], set[int]]:
         """(ids of the variables a step reads, ids of those it writes)."""
@@ -307,8 +319,9 @@ class CompiledProgram:
 
     def _plan_compute(self, cs: ComputeSet) -> ComputePlan:
         dev, verts = self.device, cs.vertices
-        self._check_locality(cs)
-        self._check_conflicts(cs)
+        field_runs = self._field_runs(cs)
+        self._check_locality(cs, field_runs)
+        self._check_conflicts(cs, field_runs)
         # cycles: one estimate per (codelet, shapes) signature
         cycles = np.zeros(len(verts))
         flops_total = 0.0
@@ -347,40 +360,57 @@ class CompiledProgram:
             self.memory.codelets[v.tile].add(v.codelet.name)
         return ComputePlan(plan_groups, makespan, flops_total)
 
-    def _check_locality(self, cs: ComputeSet) -> None:
-        per_var: dict[int, list[tuple[np.ndarray, int, int, str]]] = defaultdict(list)
-        vars_: dict[int, Variable] = {}
+    def _field_runs(self, cs: ComputeSet) -> dict[int, tuple[Variable, list[tuple]]]:
+        """Every vertex field of a compute set as runs of its variable, by variable in vertex order:
+        (vertex, field, run starts, run length)."""
+        per_var: dict[int, tuple[Variable, list[tuple]]] = {}
         for v in cs.vertices:
             for f, t in v.fields.items():
                 starts, length = runs(t)
-                per_var[id(t.var)].append((starts, length, v.tile, f"{v.codelet.name}.{f}"))
-                vars_[id(t.var)] = t.var
-        for key, items in per_var.items():
-            m = self._mapping(vars_[key])
-            for starts, length, tile, where in items:
-                owner = m.owner(starts, length)
-                bad = np.flatnonzero(owner != tile)
-                if bad.size:
-                    run = int(starts[bad[0]]) + np.arange(length)
-                    pos = int(run[np.argmax(vars_[key].tile[run] != tile)])  # the first element elsewhere
-                    raise RemoteAccessError(
-                        f"compute set {cs.name!r}: vertex {where} on tile {tile} reads {vars_[key].name!r} "
-                        f"element {pos}, which lives on tile {int(vars_[key].tile[pos])}; bring the data over with "
-                        "a Copy program (an exchange) first"
-                    )
+                per_var.setdefault(id(t.var), (t.var, []))[1].append((v, f, starts, length))
+        return per_var
 
-    def _check_conflicts(self, cs: ComputeSet) -> None:
-        writes: dict[int, list] = defaultdict(list)
-        reads: dict[int, list] = defaultdict(list)
+    @staticmethod
+    def _flat(items: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(run starts, run lengths, item index of each run) of a variable's field runs."""
+        sizes = np.array([st.size for _, _, st, _ in items], np.int64)
+        starts = np.concatenate([st for _, _, st, _ in items]).astype(np.int64, copy=False)
+        lengths = np.repeat(np.array([ln for _, _, _, ln in items], np.int64), sizes)
+        return starts, lengths, np.repeat(np.arange(len(items)), sizes)
+
+    def _check_locality(self, cs: ComputeSet, field_runs) -> None:
+        for var, items in field_runs.values():
+            starts, lengths, item = self._flat(items)
+            tiles = np.array([v.tile for v, _, _, _ in items], np.int64)[item]
+            bad = np.flatnonzero(self._mapping(var).owner(starts, lengths) != tiles)
+            if bad.size:
+                v, f, _, length = items[int(item[bad[0]])]
+                run = int(starts[bad[0]]) + np.arange(length)
+                pos = int(run[np.argmax(var.tile[run] != v.tile)])  # the first element elsewhere
+                raise RemoteAccessError(
+                    f"compute set {cs.name!r}: vertex {v.codelet.name}.{f} on tile {v.tile} reads {var.name!r} "
+                    f"element {pos}, which lives on tile {int(var.tile[pos])}; bring the data over with "
+                    "a Copy program (an exchange) first"
+                )
+
+    def _check_conflicts(self, cs: ComputeSet, field_runs) -> None:
+        writes: dict[int, tuple] = {}
+        reads: dict[int, tuple] = {}
         names: dict[int, str] = {}
-        for v in cs.vertices:
-            for f, t in v.fields.items():
-                starts, length = runs(t)
-                names[id(t.var)] = t.var.name
-                entry = (starts, np.full(starts.size, length, np.int64), np.full(starts.size, v.id, np.int64))
-                (writes if f in v.codelet.writes else reads)[id(t.var)].append(entry)
-        for key, items in writes.items():
-            s, ln, who = (np.concatenate(x) for x in zip(*items, strict=True))
+        for key, (var, items) in field_runs.items():
+            names[key] = var.name
+            starts, lengths, item = self._flat(items)
+            who = np.array([v.id for v, _, _, _ in items], np.int64)[item]
+            is_write = np.array([f in v.codelet.writes for v, f, _, _ in items])[item]
+            if is_write.any():
+                writes[key] = (starts[is_write], lengths[is_write], who[is_write])
+            if not is_write.all():
+                reads[key] = (starts[~is_write], lengths[~is_write], who[~is_write])
+        first_written = dict.fromkeys(
+            id(t.var) for v in cs.vertices for f, t in v.fields.items() if f in v.codelet.writes
+        )
+        for key in first_written:
+            s, ln, who = writes[key]
             order = np.argsort(s, kind="stable")
             s, e, who = s[order], s[order] + ln[order], who[order]
             if s.size > 1:
@@ -394,7 +424,7 @@ class CompiledProgram:
                     )
             if key not in reads:
                 continue
-            rs, rl, rwho = (np.concatenate(x) for x in zip(*reads[key], strict=True))
+            rs, rl, rwho = reads[key]
             lo = np.searchsorted(e, rs, side="right")  # first write ending after the read starts
             hi = np.searchsorted(s, rs + rl, side="left")  # writes starting before the read ends
             hit = np.flatnonzero(hi > lo)
@@ -415,16 +445,18 @@ class CompiledProgram:
         sent: dict[int, tuple[Variable, list]] = {}
         written: dict[int, tuple[Variable, list]] = {}
         for src, dst in p.pairs:
-            size = src.dtype.itemsize
-            for ss, ds, length, so, do in self._run_pairs(src, dst):
-                remote = so != do
-                bytes_in += np.bincount(do[remote], minlength=n) * (length * size)
-                local += np.bincount(do[~remote], minlength=n) * (length * size)
-                regions_in += np.bincount(do[remote], minlength=n)
-                _, first = np.unique(ss[remote], return_index=True)  # a broadcast region is sent once
-                regions_out += np.bincount(so[remote][first], minlength=n)
-                sent.setdefault(id(src.var), (src.var, []))[1].append((ss[remote], length))
-                written.setdefault(id(dst.var), (dst.var, []))[1].append((ds, length))
+            ss, ds, lengths, so, do = self._run_pairs(src, dst)
+            nbytes = lengths * src.dtype.itemsize
+            remote = so != do
+            bytes_in += np.bincount(do[remote], weights=nbytes[remote], minlength=n)
+            local += np.bincount(do[~remote], weights=nbytes[~remote], minlength=n)
+            regions_in += np.bincount(do[remote], minlength=n)
+            rs, rl = ss[remote], lengths[remote]
+            # a broadcast region (the same source run sent to several places) is sent once
+            _, first = np.unique(rs * (src.var.size + 1) + rl, return_index=True)
+            regions_out += np.bincount(so[remote][first], minlength=n)
+            sent.setdefault(id(src.var), (src.var, []))[1].append((rs, rl))
+            written.setdefault(id(dst.var), (dst.var, []))[1].append((ds, lengths))
         for var, items in written.values():
             starts = np.concatenate([s for s, _ in items])
             ends = np.concatenate([s + ln for s, ln in items])
@@ -435,9 +467,9 @@ class CompiledProgram:
         for var, items in sent.values():  # a broadcast element leaves its tile once
             starts = np.concatenate([s for s, _ in items])
             ends = np.concatenate([s + ln for s, ln in items])
-            edges = np.bincount(starts, minlength=var.size + 1) - np.bincount(ends, minlength=var.size + 1)
-            covered = np.cumsum(edges[: var.size]) > 0
-            bytes_out += np.bincount(var.tile[covered], minlength=n) * var.dtype.itemsize
+            m = self._mapping(var)
+            covered = _covered_before(starts, ends, m.ends) - _covered_before(starts, ends, m.starts)
+            bytes_out += np.bincount(m.tiles, weights=covered, minlength=n) * var.dtype.itemsize
         code = (regions_in + regions_out) * dev.exchange_code_bytes_per_region
         local_cycles = np.ceil(2 * local / dev.memory_bytes_per_cycle)  # a load and a store per byte
         return CopyPlan(bytes_in, bytes_out, local_cycles, bool(bytes_in.any())), code
@@ -455,25 +487,27 @@ class CompiledProgram:
         return plans
 
     def _run_pairs(self, src: Tensor, dst: Tensor):
-        """(src starts, dst starts, run length, src tiles, dst tiles) over runs lying whole on one tile each."""
+        """(src starts, dst starts, run lengths, src tiles, dst tiles) over runs lying whole on one tile each."""
         ss, sl = runs(src)
         ds, dl = runs(dst)
         if sl != dl:
             ss, ds, sl = src.idx.reshape(-1), dst.idx.reshape(-1), 1
-        so = self._mapping(src.var).owner(ss, sl)
-        do = self._mapping(dst.var).owner(ds, sl)
+        ms, md = self._mapping(src.var), self._mapping(dst.var)
+        so, do = ms.owner(ss, sl), md.owner(ds, sl)
+        lengths = np.full(ss.size, sl, np.int64)
         split = (so < 0) | (do < 0)
         if not split.any():
-            yield ss, ds, sl, so, do
-            return
+            return ss, ds, lengths, so, do
         keep = ~split
-        yield ss[keep], ds[keep], sl, so[keep], do[keep]
         # runs that straddle tiles: cut them where either side's tile changes
-        ms, md = self._mapping(src.var), self._mapping(dst.var)
         ps, pd, pl = _cut_runs(ss[split], ds[split], sl, ms, md)
-        for length in np.unique(pl).tolist():
-            sel = pl == length
-            yield ps[sel], pd[sel], length, ms.owner(ps[sel], length), md.owner(pd[sel], length)
+        return (
+            np.concatenate([ss[keep], ps]),
+            np.concatenate([ds[keep], pd]),
+            np.concatenate([lengths[keep], pl]),
+            np.concatenate([so[keep], ms.owner(ps, pl)]),
+            np.concatenate([do[keep], md.owner(pd, pl)]),
+        )
 
     def _check_memory(self) -> None:
         total = self.memory.variables + self.memory.vertex_state + self.memory.code + self.memory.exchange_code
@@ -505,6 +539,23 @@ class CompiledProgram:
 
 
 # ------------------------------------------------------------------------------------------------------ helpers
+def _covered_before(starts: np.ndarray, ends: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """How many positions below each `x` lie in the union of the intervals [starts, ends) (which may overlap)."""
+    if starts.size == 0:
+        return np.zeros(x.shape, np.int64)
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(s.size, bool)
+    new[1:] = s[1:] > reach[:-1]  # an interval starting past every earlier end begins a disjoint piece
+    first = np.flatnonzero(new)
+    lo, hi = s[first], reach[np.append(first[1:] - 1, s.size - 1)]
+    before = np.concatenate([[0], np.cumsum(hi - lo)])
+    j = np.searchsorted(lo, x, side="right") - 1
+    inside = np.minimum(x, hi[j]) - lo[j]
+    return np.where(j < 0, 0, before[np.maximum(j, 0)] + inside)
+
+
 def _cut_runs(ss: np.ndarray, ds: np.ndarray, length: int, ms: _Mapping, md: _Mapping):
     """Cut paired runs [ss, ss+length) -> [ds, ds+length) wherever either side's tile changes.
 

@@ -145,8 +145,9 @@ def plan_static(device: DeviceSpec, pattern: BlockPattern, n: int, dtype: str = 
     if nnz == 0:
         raise GraphError("static sparse matmul: the pattern has no non-zero blocks")
     best: StaticPlan | None = None
+    memo: dict = {}  # what the searches over serial steps share (the same bands and row parts recur)
     for serial in (v for v in (1, 2, 4, 8, 16, 32, 64) if n % v == 0):
-        found = _plan_static_chunks(device, pattern, n, serial, dtype)
+        found = _plan_static_chunks(device, pattern, n, serial, dtype, memo)
         if found is not None and (best is None or found.estimate < best.estimate):
             best = found
     if best is None:
@@ -158,9 +159,11 @@ def plan_static(device: DeviceSpec, pattern: BlockPattern, n: int, dtype: str = 
 
 
 def _plan_static_chunks(
-    device: DeviceSpec, pattern: BlockPattern, n: int, serial: int, dtype: str
+    device: DeviceSpec, pattern: BlockPattern, n: int, serial: int, dtype: str, memo: dict | None = None
 ) -> StaticPlan | None:
-    """The best plan with `serial` steps over n (None: none fits)."""
+    """The best plan with `serial` steps over n (None: none fits). `memo` keeps the bands, their row parts and the
+    vertex estimates, which depend on the pattern, the device and the dtype only, for the calls of one plan search."""
+    memo = {} if memo is None else memo
     b, (rb, cb), nnz = pattern.block, pattern.grid, pattern.nnz_blocks
     m, k = pattern.shape
     isz = np.dtype(dtype).itemsize
@@ -170,24 +173,33 @@ def _plan_static_chunks(
     best: StaticPlan | None = None
     col_counts = np.bincount(pattern.cols, minlength=cb)
     for want_bands in _candidates(cb, device.tiles):
-        bounds = _band_bounds(col_counts, want_bands)
-        nb = len(bounds) - 1
-        band_of = np.searchsorted(bounds, pattern.cols, side="right") - 1
-        band_nz = np.bincount(band_of, minlength=nb)
-        row_counts = np.bincount(band_of * rb + pattern.rows, minlength=nb * rb).reshape(nb, rb)
+        if ("bands", want_bands) not in memo:
+            bounds = _band_bounds(col_counts, want_bands)
+            nb = len(bounds) - 1
+            band_of = np.searchsorted(bounds, pattern.cols, side="right") - 1
+            band_nz = np.bincount(band_of, minlength=nb)
+            row_counts = np.bincount(band_of * rb + pattern.rows, minlength=nb * rb).reshape(nb, rb)
+            memo["bands", want_bands] = bounds, nb, band_nz, row_counts
+        bounds, nb, band_nz, row_counts = memo["bands", want_bands]
         width = np.diff(bounds) * b
         psz = 4 if nb > 1 else isz
         for s in _candidates(n, device.tiles // nb):
             cols = -(-n // s)
-            parts = _allocate(band_nz, device.tiles // s, rb)
+            groups = device.tiles // s
+            if ("parts", want_bands, groups) not in memo:
+                parts = _allocate(band_nz, groups, rb)
+                cuts = [balanced_cuts(row_counts[j], int(parts[j])) for j in range(nb)]
+                nz = np.concatenate([np.add.reduceat(row_counts[j], c[:-1]) for j, c in enumerate(cuts)])
+                present = np.concatenate([np.add.reduceat(row_counts[j] > 0, c[:-1]) for j, c in enumerate(cuts)])
+                rows = np.concatenate([np.diff(c) for c in cuts])
+                memo["parts", want_bands, groups] = parts, cuts, nz, present, rows
+            parts, cuts, nz, present, rows = memo["parts", want_bands, groups]
             if parts.sum() * s > device.tiles:
                 continue
-            cuts = [balanced_cuts(row_counts[j], int(parts[j])) for j in range(nb)]
-            nz = np.concatenate([np.add.reduceat(row_counts[j], c[:-1]) for j, c in enumerate(cuts)])
-            present = np.concatenate([np.add.reduceat(row_counts[j] > 0, c[:-1]) for j, c in enumerate(cuts)])
-            rows = np.concatenate([np.diff(c) for c in cuts])
             xw = np.repeat(width, parts)
-            vertex = _worker_estimate(device, nz, present, rows, cols, b, dtype)
+            if ("vertex", want_bands, groups, cols) not in memo:
+                memo["vertex", want_bands, groups, cols] = _worker_estimate(device, nz, present, rows, cols, b, dtype)
+            vertex = memo["vertex", want_bands, groups, cols]
             received = nz * b * b * isz + xw * cols * isz
             xrate, sync = device.exchange_bytes_per_cycle, device.sync_cycles
             if serial == 1:

@@ -197,6 +197,25 @@ def test_copy_traffic_matches_brute_force(data):
     assert stats.compute == np.ceil(2 * local / MEMRATE).max()
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    intervals=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 12)), max_size=12),
+    points=st.lists(st.integers(0, 60), min_size=1, max_size=10),
+)
+def test_covered_before_counts_the_union_of_overlapping_intervals(intervals, points):
+    """The sent-bytes count of a Copy: positions below x covered by any of several (overlapping, nested, touching,
+    empty) intervals, against marking every position."""
+    from ipu_model.compiler import _covered_before
+
+    starts = np.array([a for a, _ in intervals], np.int64)
+    ends = np.array([a + ln for a, ln in intervals], np.int64)
+    marked = np.zeros(80, bool)
+    for a, b in zip(starts, ends, strict=True):
+        marked[a:b] = True
+    x = np.array(points, np.int64)
+    np.testing.assert_array_equal(_covered_before(starts, ends, x), [marked[:p].sum() for p in points])
+
+
 # ----------------------------------------------------------------------------------------------------- compute
 def test_compute_bound_and_exchange_bound_are_told_apart():
     g = Graph(DEV)
