@@ -14,6 +14,7 @@ program is their single product.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -149,6 +150,7 @@ class CompiledProgram:
         self.host_bytes: dict[int, np.ndarray] = {}
         self.control: set[int] = set()
         self._access_cache: dict[tuple, tuple[set[int], set[int]]] = {}  # by compute set (`_accesses`)
+        self._local: dict[int, set] = defaultdict(set)  # by variable: keys of field runs found on their tile
         self._compile()
 
     def _mapping(self, var: Variable) -> _Mapping:
@@ -379,7 +381,12 @@ class CompiledProgram:
         return starts, lengths, np.repeat(np.arange(len(items)), sizes)
 
     def _check_locality(self, cs: ComputeSet, field_runs) -> None:
-        for var, items in field_runs.values():
+        for var, all_items in field_runs.values():
+            # a field whose runs were already found on its tile (another compute set's view of the same elements)
+            keys = [_runs_key(v.tile, st, ln) for v, _, st, ln in all_items]
+            items = [it for it, key in zip(all_items, keys, strict=True) if key not in self._local[id(var)]]
+            if not items:
+                continue
             starts, lengths, item = self._flat(items)
             tiles = np.array([v.tile for v, _, _, _ in items], np.int64)[item]
             bad = np.flatnonzero(self._mapping(var).owner(starts, lengths) != tiles)
@@ -392,6 +399,7 @@ class CompiledProgram:
                     f"element {pos}, which lives on tile {int(var.tile[pos])}; bring the data over with "
                     "a Copy program (an exchange) first"
                 )
+            self._local[id(var)].update(key for key in keys if key is not None)
 
     def _check_conflicts(self, cs: ComputeSet, field_runs) -> None:
         writes: dict[int, tuple] = {}
@@ -399,6 +407,8 @@ class CompiledProgram:
         names: dict[int, str] = {}
         for key, (var, items) in field_runs.items():
             names[key] = var.name
+            if not any(f in v.codelet.writes for v, f, _, _ in items):
+                continue  # only read here: nothing to conflict with
             starts, lengths, item = self._flat(items)
             who = np.array([v.id for v, _, _, _ in items], np.int64)[item]
             is_write = np.array([f in v.codelet.writes for v, f, _, _ in items])[item]
@@ -539,6 +549,20 @@ class CompiledProgram:
 
 
 # ------------------------------------------------------------------------------------------------------ helpers
+def _runs_key(tile: int, starts: np.ndarray, length: int) -> tuple | None:
+    """A key for a field's runs on a tile (their starts by a 128-bit digest), for fields with many runs (None: few,
+    cheaper to check again)."""
+    if starts.size < 64:
+        return None
+    return (
+        tile,
+        length,
+        starts.size,
+        int(starts[0]),
+        hashlib.blake2b(np.ascontiguousarray(starts), digest_size=16).digest(),
+    )
+
+
 def _covered_before(starts: np.ndarray, ends: np.ndarray, x: np.ndarray) -> np.ndarray:
     """How many positions below each `x` lie in the union of the intervals [starts, ends) (which may overlap)."""
     if starts.size == 0:
