@@ -120,6 +120,34 @@ def versions(packages: Iterable[str] = VERSIONED) -> dict[str, str]:
     return out
 
 
+# the vector instruction sets XLA's CPU backend compiles for when the host has them: two machines differing in these
+# can compute different float32 results from the same program (fused multiply-adds, vector widths)
+CPU_FEATURES = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "asimd", "sve")
+
+
+def cpu_description(cpuinfo: str | None = None) -> str:
+    """The processor a run computed on: its model, its logical cores and which of CPU_FEATURES it has (read from
+    /proc/cpuinfo on Linux, `cpuinfo` in tests; elsewhere platform.processor()). Results from machines that differ
+    here may differ in their last bits."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return platform.processor() or platform.machine() or "unknown"
+    fields: dict[str, str] = {}
+    cores = 0
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "processor":
+            cores += 1
+        fields.setdefault(key, value.strip())
+    model = fields.get("model name") or fields.get("CPU part") or platform.machine() or "unknown"
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    have = [f for f in CPU_FEATURES if f in flags]
+    return f"{model}, {cores or '?'} logical cores, {' '.join(have) if have else 'none of ' + ' '.join(CPU_FEATURES)}"
+
+
 # ---------------------------------------------------------------------------------------------- what a run reused
 
 

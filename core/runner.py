@@ -39,7 +39,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from core.claims import format_value
 from core.config import RECORD_ONLY_KEYS, ConfigError, RunConfig, validate_run_config
-from core.context import CODE_MANIFEST, RunContext, collecting_reuse, versions
+from core.context import CODE_MANIFEST, RunContext, collecting_reuse, cpu_description, versions
 from core.io import atomic_symlink
 from core.paper import Paper, find_paper
 from core.profile import profiling
@@ -167,8 +167,8 @@ def _run(spec: Paper, typed: DictConfig, config: RunConfig, paper: str, run_dir:
     if main:
         write_results(
             run_dir, spec, typed, results, config_key=key, compute=code, units=units, started=stop.started,
-            wall=wall, versions=versions(), reused=stop.reuse.record(), profile=prof.summary(),
-            computed_on=device_text(),
+            wall=wall, versions={**versions(), "cpu": cpu_description()}, reused=stop.reuse.record(),
+            profile=prof.summary(), computed_on=device_text(),
         )  # fmt: skip
         figures: list = []
         report = decide_record(run_dir, figures_out=figures)

@@ -255,3 +255,18 @@ def test_a_record_of_another_fingerprint_form_is_re_keyed_from_its_commit_withou
     edit_results(run, modified=True)
     with pytest.raises(RecordError, match="clean commit"):
         rekey(run, REPO_ROOT)
+
+
+def test_cpu_description_names_the_model_cores_and_vector_sets():
+    """What a record says of the processor (core.context.cpu_description), from /proc/cpuinfo texts of an x86 and an
+    Arm machine written here."""
+    from core.context import CPU_FEATURES, cpu_description
+
+    x86 = "".join(
+        f"processor\t: {i}\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu sse2 avx avx2 fma bmi2\n\n" for i in range(4)
+    )
+    assert cpu_description(x86) == "AMD EPYC 7B13, 4 logical cores, avx avx2 fma"
+    arm = "processor\t: 0\nFeatures\t: fp asimd sve\nCPU part\t: 0xd40\n\n"
+    assert cpu_description(arm) == "0xd40, 1 logical cores, asimd sve"
+    bare = "processor\t: 0\nmodel name\t: Old\nflags\t\t: fpu sse2\n"
+    assert cpu_description(bare) == "Old, 1 logical cores, none of " + " ".join(CPU_FEATURES)

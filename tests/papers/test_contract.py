@@ -12,6 +12,7 @@ from collections import Counter
 import pytest
 
 from core.claims import FACT_KINDS, Verdict
+from core.context import cpu_description
 from core.ledger import latest_entries
 from core.paper import find_paper
 from core.provenance import compute_fingerprint, decision_fingerprint
@@ -56,6 +57,7 @@ def test_the_smoke_run_writes_the_run_record(smoke_run, paper):
     assert record["computed_on"].startswith(("cpu", "gpu"))
     dt.datetime.fromisoformat(record["started"])
     assert paper in record["config"] and "jax" in record["versions"]
+    assert record["versions"]["cpu"] == cpu_description()  # the processor: float32 results may differ between them
     assert record["compute_fingerprint"] == run.fingerprint == compute_fingerprint(spec)
     assert run.run_dir.parent == run.output_root / paper  # outputs/<paper>/<timestamp>/
     results = read_record(run.run_dir).results()  # the stored Results rebuild as the paper's type, exactly
