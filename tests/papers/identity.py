@@ -12,18 +12,22 @@ code computes, recorded once and compared after a refactoring that must not chan
     python -m tests.papers.identity write                     # record the digests (only before a refactoring)
 
 The digests are SHA-256 of the arrays' bytes (with their paths, dtypes and shapes) and of the Results' JSON; they
-are exact on one machine and XLA version, which is what a before/after comparison needs.
+are exact on one processor and XLA version, which is what a before/after comparison needs: float32 results differ in
+their last bits between processors (core.context.cpu_description), so the fixture names the processor that recorded
+it (MACHINE_KEY) and the test compares only on that processor.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "charlm_identity.json"
+MACHINE_KEY = "_machine"  # the fixture's entry naming the processor and JAX that recorded it
 PAPERS = ("unit_scaling", "umup", "fp8_llm", "sparq")
 # Results fields that measure time (or say whether work was reused), left out of the run digests
 TIMING_KEYS = frozenset(
@@ -231,12 +235,26 @@ def cases() -> Iterator[tuple[str, Callable[[], dict[str, str]]]]:
     yield from run_cases()
 
 
+def machine() -> dict[str, str]:
+    """What the digests depend on besides the code: the processor and the JAX/XLA version."""
+    from importlib import metadata
+
+    from core.context import cpu_description
+
+    return {"cpu": cpu_description(), "jaxlib": metadata.version("jaxlib")}
+
+
 def main(argv: list[str]) -> int:
+    # XLA's LLVM optimisations on, as in a reproduction: they change the last bits (the test session turns them off
+    # for speed, tests/conftest.py), and the digests are recorded and checked with them on; set before JAX loads
+    os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "false"
     if not argv or argv[0] not in ("check", "write"):
         print(__doc__)
         return 2
     prefixes = argv[1:]
     recorded = json.loads(FIXTURE.read_text()) if FIXTURE.exists() else {}
+    if argv[0] == "check" and recorded.get(MACHINE_KEY) != machine():
+        print(f"recorded on {recorded.get(MACHINE_KEY)}, this is {machine()}: a difference may be the machine's")
     got, bad = {}, []
     for name, compute in cases():
         if prefixes and not any(name.startswith(p) for p in prefixes):
@@ -250,7 +268,10 @@ def main(argv: list[str]) -> int:
         else:
             print(name, flush=True)
     if argv[0] == "write":
-        FIXTURE.write_text(json.dumps({**recorded, **got}, indent=1, sort_keys=True) + "\n")
+        if recorded.get(MACHINE_KEY) != machine():  # digests from another machine compare nothing here
+            recorded = {}
+        data = {**recorded, **got, MACHINE_KEY: machine()}
+        FIXTURE.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         return 0
     print(f"{len(got) - len(bad)} of {len(got)} identical")
     return 1 if bad else 0
