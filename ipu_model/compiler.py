@@ -407,13 +407,13 @@ class CompiledProgram:
         names: dict[int, str] = {}
         for key, (var, items) in field_runs.items():
             names[key] = var.name
-            if not any(f in v.codelet.writes for v, f, _, _ in items):
+            written = np.array([f in v.codelet.writes for v, f, _, _ in items])
+            if not written.any():
                 continue  # only read here: nothing to conflict with
             starts, lengths, item = self._flat(items)
             who = np.array([v.id for v, _, _, _ in items], np.int64)[item]
-            is_write = np.array([f in v.codelet.writes for v, f, _, _ in items])[item]
-            if is_write.any():
-                writes[key] = (starts[is_write], lengths[is_write], who[is_write])
+            is_write = written[item]
+            writes[key] = (starts[is_write], lengths[is_write], who[is_write])
             if not is_write.all():
                 reads[key] = (starts[~is_write], lengths[~is_write], who[~is_write])
         first_written = dict.fromkeys(

@@ -237,11 +237,9 @@ def cases() -> Iterator[tuple[str, Callable[[], dict[str, str]]]]:
 
 def machine() -> dict[str, str]:
     """What the digests depend on besides the code: the processor and the JAX/XLA version."""
-    from importlib import metadata
+    from core.context import cpu_description, versions
 
-    from core.context import cpu_description
-
-    return {"cpu": cpu_description(), "jaxlib": metadata.version("jaxlib")}
+    return {"cpu": cpu_description(), "jaxlib": versions(("jaxlib",))["jaxlib"]}
 
 
 def main(argv: list[str]) -> int:
