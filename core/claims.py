@@ -10,8 +10,13 @@ A verdict is derived from the rule and our figure, never typed in:
 - holds: our figure (its whole interval, where it is a statistic) satisfies the rule;
 - fails: it (its whole interval) does not;
 - undecided: the interval straddles the rule's margin: the design cannot tell, and it counts neither way;
-- unverified: the paper's figure could not be checked in a primary source (`Claim.unverified` says why): the rule's
-  own outcome is shown beside (`rule_verdict`), and it counts neither way.
+- unverified: the paper's figure could not be checked in a primary source (`Claim.unverified` says why, or its
+  `figure_source` is secondary or none): the rule's own outcome is shown beside (`rule_verdict`), and it counts
+  neither way.
+
+Every claim says where its figure comes from (`figure_source`) and its margin (`margin_source`, "ours" where the
+project chose it), how far the verdict sits from the margin (`margin_distance`, in half-widths of our interval), and,
+when undecided, what sample would decide it (`sample_to_decide`) or why none can (`undecidable`).
 
 A point value (a deterministic measurement: simulated cycles, an exact comparison) is decided as it is. A paper
 figure printed to a few digits is an interval (`printed(0.7)` is [0.65, 0.75]); equivalence rules widen their
@@ -149,11 +154,16 @@ class Rule:
 
     `kind` is the decision as a reviewer names it: equivalence (a two-sided margin, for "matches"),
     non-inferiority or superiority (one-sided, with the direction in the description), bound (a threshold
-    of the paper's own statement), qualitative (a yes/no outcome)."""
+    of the paper's own statement), qualitative (a yes/no outcome).
+
+    `region(paper)`, where the rule has one, is the closed range [low, high] our figure must lie in (either end may be
+    infinite): `margin_distance` reads it to say how far a verdict sits from the rule's margin. A qualitative rule
+    has none."""
 
     description: str
     check: Callable[[Any, Any], Any] = field(compare=False)
     kind: str = "bound"
+    region: Callable[[Any], tuple[float, float] | None] | None = field(default=None, compare=False)
 
     def verdict(self, ours: Any, paper: Any) -> Verdict:
         return _as_verdict(self.check(ours, paper))
@@ -208,12 +218,22 @@ def inside(ours: Any, low: float, high: float) -> Verdict:
 
 def at_most(bound: float, *, kind: str = "non-inferiority") -> Rule:
     """ours <= bound (an interval: all of it holds, none of it fails, straddling is undecided)."""
-    return Rule(f"ours <= {format_value(float(bound))}", lambda ours, paper: inside(ours, -math.inf, bound), kind)
+    return Rule(
+        f"ours <= {format_value(float(bound))}",
+        lambda ours, paper: inside(ours, -math.inf, bound),
+        kind,
+        lambda paper: (-math.inf, float(bound)),
+    )
 
 
 def at_least(bound: float, *, kind: str = "superiority") -> Rule:
     """ours >= bound (an interval: all of it holds, none of it fails, straddling is undecided)."""
-    return Rule(f"ours >= {format_value(float(bound))}", lambda ours, paper: inside(ours, bound, math.inf), kind)
+    return Rule(
+        f"ours >= {format_value(float(bound))}",
+        lambda ours, paper: inside(ours, bound, math.inf),
+        kind,
+        lambda paper: (float(bound), math.inf),
+    )
 
 
 def interval_above(bound: float, *, kind: str = "superiority") -> Rule:
@@ -225,7 +245,7 @@ def interval_above(bound: float, *, kind: str = "superiority") -> Rule:
             return Verdict.FAILS
         return Verdict.HOLDS if ours.low > bound else Verdict.FAILS if ours.high <= bound else Verdict.UNDECIDED
 
-    return Rule(f"interval low > {format_value(float(bound))}", check, kind)
+    return Rule(f"interval low > {format_value(float(bound))}", check, kind, lambda paper: (float(bound), math.inf))
 
 
 def interval_below(bound: float, *, kind: str = "superiority") -> Rule:
@@ -236,7 +256,7 @@ def interval_below(bound: float, *, kind: str = "superiority") -> Rule:
             return Verdict.FAILS
         return Verdict.HOLDS if ours.high < bound else Verdict.FAILS if ours.low >= bound else Verdict.UNDECIDED
 
-    return Rule(f"interval high < {format_value(float(bound))}", check, kind)
+    return Rule(f"interval high < {format_value(float(bound))}", check, kind, lambda paper: (-math.inf, float(bound)))
 
 
 def equivalent(low: float, high: float) -> Rule:
@@ -245,6 +265,7 @@ def equivalent(low: float, high: float) -> Rule:
         f"{format_value(float(low))} <= ours <= {format_value(float(high))}",
         lambda ours, paper: inside(ours, low, high),
         "equivalence",
+        lambda paper: (float(low), float(high)),
     )
 
 
@@ -253,13 +274,15 @@ def within_rel(rel: float) -> Rule:
     if not rel >= 0:
         raise ValueError(f"within_rel: rel must be >= 0, got {rel}")
 
-    def check(ours: Any, paper: Any) -> Verdict:
+    def region(paper: Any) -> tuple[float, float] | None:
         p = _bounds(paper)
-        if p is None:
-            return Verdict.FAILS
-        return inside(ours, p[0] - rel * abs(p[0]), p[1] + rel * abs(p[1]))
+        return None if p is None else (p[0] - rel * abs(p[0]), p[1] + rel * abs(p[1]))
 
-    return Rule(f"|ours - paper| <= {rel:g} x |paper|", check, "equivalence")
+    def check(ours: Any, paper: Any) -> Verdict:
+        r = region(paper)
+        return Verdict.FAILS if r is None else inside(ours, *r)
+
+    return Rule(f"|ours - paper| <= {rel:g} x |paper|", check, "equivalence", region)
 
 
 def within_abs(tol: float) -> Rule:
@@ -267,13 +290,15 @@ def within_abs(tol: float) -> Rule:
     if not tol >= 0:
         raise ValueError(f"within_abs: tol must be >= 0, got {tol}")
 
-    def check(ours: Any, paper: Any) -> Verdict:
+    def region(paper: Any) -> tuple[float, float] | None:
         p = _bounds(paper)
-        if p is None:
-            return Verdict.FAILS
-        return inside(ours, p[0] - tol, p[1] + tol)
+        return None if p is None else (p[0] - tol, p[1] + tol)
 
-    return Rule(f"|ours - paper| <= {format_value(float(tol))}", check, "equivalence")
+    def check(ours: Any, paper: Any) -> Verdict:
+        r = region(paper)
+        return Verdict.FAILS if r is None else inside(ours, *r)
+
+    return Rule(f"|ours - paper| <= {format_value(float(tol))}", check, "equivalence", region)
 
 
 def is_true(description: str) -> Rule:
@@ -286,7 +311,10 @@ def or_diverged(rule: Rule, description: str) -> Rule:
     reference, where an arm that did not train at all (a non-finite loss) shows it most plainly. `description` says
     both halves ("gap >= 1% (worse than FP32), or diverged")."""
     return Rule(
-        description, lambda ours, paper: Verdict.HOLDS if ours == "diverged" else rule.verdict(ours, paper), rule.kind
+        description,
+        lambda ours, paper: Verdict.HOLDS if ours == "diverged" else rule.verdict(ours, paper),
+        rule.kind,
+        rule.region,
     )
 
 
@@ -307,6 +335,14 @@ class Claim:
     unverified: why the paper's figure could not be checked in a primary source (a figure from a secondary
     compilation, a citation that does not hold the number); empty where it was checked. A measured claim with it set
     has the verdict unverified, whatever its rule says.
+    figure_source: where the paper's figure comes from, "<kind>: <where>", kind one of SOURCE_KINDS: paper (read
+    in the paper: table, figure, section or page), authors (their code, notebook or repository), secondary (a blog,
+    review or compilation), none (the paper gives no figure for it). Secondary and none make the claim unverified.
+    margin_source: where the rule's margin or threshold comes from, "<kind>: <why>", kind one of MARGIN_KINDS (ours:
+    the project's own choice); empty for a rule without one (qualitative).
+    n, n_of: the sample behind `ours`' interval (n seeds, test queries, cells; 0 for a deterministic figure), so an
+    undecided verdict can say what sample would decide it (`to_decide`).
+    undecidable: why no sample this design allows can decide the claim, where that is so (said before the run).
     """
 
     id: str
@@ -322,11 +358,36 @@ class Claim:
     resolution: str = ""
     measure: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
     unverified: str = ""
+    figure_source: str = ""
+    margin_source: str = ""
+    n: int = 0
+    n_of: str = ""
+    undecidable: str = ""
 
     def __post_init__(self) -> None:
         check_id("claim id", self.id)
         if not isinstance(self.rule, Rule):
             raise TypeError(f"claim {self.id!r}: rule must be a core.claims.Rule, got {type(self.rule).__name__}")
+        for name, kinds in (("figure_source", SOURCE_KINDS), ("margin_source", MARGIN_KINDS)):
+            text = getattr(self, name)
+            if text and label_kind(text) not in kinds:
+                raise ValueError(
+                    f"claim {self.id!r}: {name} {text!r} must start with one of {', '.join(kinds)} and a colon "
+                    '("paper: Table 2, p. 6")'
+                )
+        if not (isinstance(self.n, int) and self.n >= 0):
+            raise ValueError(f"claim {self.id!r}: n must be a whole number >= 0 (the sample size), got {self.n!r}")
+
+    @property
+    def unverified_reason(self) -> str:
+        """Why the paper's figure is unverified: `unverified`, else its secondary or missing source; "" if verified."""
+        if self.unverified:
+            return self.unverified
+        kind = label_kind(self.figure_source)
+        if kind in UNVERIFIED_SOURCES:
+            where = self.figure_source.split(":", 1)[1].strip()
+            return f"the figure's source is {kind}" + (f": {where}" if where else "")
+        return ""
 
     def measured(self, ours: Value, detail: str = "") -> Claim:
         """This claim with our figure filled in (and how it was measured, if worth saying)."""
@@ -342,7 +403,7 @@ class Claim:
     def verdict(self) -> Verdict:
         """Not measured while `ours` is None; unverified where the paper's figure is (`unverified`); otherwise the
         rule's verdict."""
-        if self.ours is not None and self.unverified:
+        if self.ours is not None and self.unverified_reason:
             return Verdict.UNVERIFIED
         return self.rule_verdict
 
@@ -382,7 +443,22 @@ class Claim:
         }
         if self.unverified:
             out["unverified"] = self.unverified
+        for name in ("figure_source", "margin_source", "n", "n_of", "undecidable"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
         return out
+
+    @property
+    def distance(self) -> Distance | None:
+        """How far our figure sits from the rule's margin (`margin_distance`); None where it cannot be said."""
+        return margin_distance(self.rule, self.ours, self.paper)
+
+    @property
+    def to_decide(self) -> str:
+        """For an undecided claim, what would decide it; "" otherwise (`sample_to_decide`)."""
+        if self.rule_verdict is not Verdict.UNDECIDED:
+            return ""
+        return sample_to_decide(self)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -392,9 +468,108 @@ class Claim:
             "holds": self.holds,
             "detail": self.detail,
         }
-        if self.unverified:
+        if self.unverified_reason:
             out["rule_verdict"] = self.rule_verdict.value
+            out["unverified_reason"] = self.unverified_reason
+        d = self.distance
+        if d is not None:
+            out["distance"] = d.to_dict()
+        if self.to_decide:
+            out["to_decide"] = self.to_decide
         return out
+
+
+# ---------------------------------------------------------------------------------------------- labels and margins
+
+SOURCE_KINDS = ("paper", "authors", "secondary", "none")
+UNVERIFIED_SOURCES = ("secondary", "none")
+MARGIN_KINDS = ("paper", "authors", "ours")
+
+
+def label_kind(text: str) -> str:
+    """The kind of a "<kind>: <where>" label ("" where there is no colon)."""
+    return text.split(":", 1)[0].strip() if ":" in text else ""
+
+
+@dataclass(frozen=True)
+class Distance:
+    """Where our figure sits against the rule's margin: `boundary` the nearer end of the rule's region, `value` the
+    distance of our estimate from it, positive on the holding side, `halfwidths` that distance in units of our
+    interval's half-width on the side facing the boundary (+-inf for a point value: deterministic). A claim holds at
+    halfwidths >= 1 and fails at <= -1 (an interval must clear the margin whole); between, it is undecided."""
+
+    boundary: float
+    value: float
+    halfwidths: float
+
+    def __str__(self) -> str:
+        at = f"margin {format_value(self.boundary)}"
+        if math.isinf(self.halfwidths):
+            side = "inside" if self.value >= 0 else "outside"
+            return f"{at}: {format_value(abs(self.value))} {side} it (a point: deterministic)"
+        return f"{at}: {self.halfwidths:+.1f} half-widths"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "boundary": jsonable(self.boundary),
+            "value": jsonable(self.value),
+            "halfwidths": jsonable(self.halfwidths),
+        }
+
+
+def margin_distance(rule: Rule, ours: Any, paper: Any) -> Distance | None:
+    """The distance of `ours` (a point or an Interval) from the nearer finite end of `rule`'s region; None where the
+    rule has no region (qualitative), ours is not a finite number or interval, or the region has no finite end."""
+    if rule.region is None:
+        return None
+    b = _bounds(ours)
+    try:
+        region = rule.region(paper)
+    except (TypeError, ValueError, ArithmeticError):
+        return None
+    if b is None or region is None:
+        return None
+    est = ours.estimate if isinstance(ours, Interval) else float(ours)
+    lo, hi = b
+    best: Distance | None = None
+    for end, sign in ((region[0], 1.0), (region[1], -1.0)):
+        if not math.isfinite(end):
+            continue
+        value = sign * (est - end)  # positive: on the holding side of this end
+        # the half-width facing this end: towards a lower end the interval's low side, towards an upper end its high
+        facing = (est - lo) if (end < est or (end == est and sign > 0)) else (hi - est)
+        halfwidths = value / facing if facing > 0 else math.copysign(math.inf, value if value else 1.0)
+        d = Distance(float(end), float(value), float(halfwidths))
+        if (
+            best is None
+            or d.halfwidths < best.halfwidths
+            or (math.isinf(d.halfwidths) and math.isinf(best.halfwidths) and d.value < best.value)
+        ):
+            best = d
+    return best
+
+
+def sample_to_decide(claim: Claim) -> str:
+    """What sample would decide an undecided claim at the spread observed: the interval's half-width shrinks as
+    1/sqrt(n) (a normal approximation: at a few seeds the t quantile falls too, so this slightly overstates), so n'
+    = n x (half-width / distance)^2 clears the margin if the estimate stays where it is; or why no sample can."""
+    if claim.undecidable:
+        return f"not decidable by any sample of this design: {claim.undecidable}"
+    if undefined_interval(claim.ours):
+        return "the interval is undefined (see the detail): no sample size can be read from it"
+    d = claim.distance
+    if d is None:
+        return "the rule has no margin to measure a distance from"
+    if not claim.n:
+        return f"no sample size declared; the estimate sits {d}"
+    if d.value == 0:
+        return f"the estimate sits on the margin ({format_value(d.boundary)}): no sample decides it at this estimate"
+    need = math.ceil(claim.n / d.halfwidths**2)
+    noun = claim.n_of or "units"
+    return (
+        f"about {need} {noun} at the observed spread (now {claim.n}; the estimate sits {abs(d.halfwidths):.2f} "
+        f"half-widths from the margin {format_value(d.boundary)}: n x (half-width / distance)^2)"
+    )
 
 
 FACT_KINDS = ("analytic", "calibration", "construction")

@@ -41,7 +41,7 @@ from core.claims import Claim, Rule, Verdict, undefined_interval
 from core.paper import find_paper
 from core.provenance import REPO_ROOT, callable_units, units_fingerprint
 
-CHANGE_KINDS = ("added", "respecified", "code", "removed")
+CHANGE_KINDS = ("added", "respecified", "code", "labelled", "removed")
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,10 @@ class Change:
     """One entry of a paper's ledger.
 
     kind: added (a new claim), respecified (its rule, figure or statistic changed), code (the code that measures it
-    changed, the rule did not), removed (it left the claims: `moved_to` says where: a test, an analytic,
-    calibration or construction row, another claim).
+    changed, the rule did not), labelled (its declaration's labels changed: where its figure and margin come from,
+    its sample size, why no sample can decide it; rule, figure and statistic did not: the verdict moves only where a
+    secondary or missing source makes it unverified), removed (it left the claims: `moved_to` says where: a test, an
+    analytic, calibration or construction row, another claim).
     old / new: the rule as text before and after. reason: why, including whether a result had been seen.
     old_rule: the old rule as a Rule, where it can be evaluated on the new statistic (the report then shows its
     verdict on the same run). old_verdict, commit, run: otherwise, the last verdict recorded under the old rule
@@ -154,6 +156,15 @@ def code_changes(
     (the same statistic, rule and figure): `fingerprints` maps each claim to its new fingerprint."""
     return [
         Change(date, cid, "code", "unchanged", "unchanged", reason, commit=commit, run=run, fingerprint=fp)
+        for cid, fp in fingerprints.items()
+    ]
+
+
+def label_changes(date: str, reason: str, fingerprints: dict[str, str]) -> list[Change]:
+    """One 'labelled' entry per claim whose declaration gained or changed labels (figure and margin sources, sample
+    size, undecidable) and nothing else: `fingerprints` maps each claim to its new fingerprint."""
+    return [
+        Change(date, cid, "labelled", "unchanged", "unchanged", reason, fingerprint=fp)
         for cid, fp in fingerprints.items()
     ]
 

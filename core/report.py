@@ -18,6 +18,7 @@ re-specified claim's original verdict beside the new one.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,6 +81,11 @@ def estimate_text(value: Any, spec: str = ".4f", missing: str = "-") -> str:
 
 
 UNCOUNTED = ("unverified", "not measured")  # verdicts shown beside the undecided count, counted neither way
+
+
+def names_claim(text: str, claim_id: str) -> bool:
+    """Whether `text` (a ledger entry's moved_to) names `claim_id` as a whole id, not as part of a longer one."""
+    return re.search(rf"(?<![\w-]){re.escape(claim_id)}(?![\w-])", text) is not None
 
 
 def uncounted(n: dict[str, int]) -> list[str]:
@@ -217,22 +223,62 @@ class Report:
         first = entries[0]
         return f"{first.old}: {first.original_verdict(claim)}"
 
+    def lineage(self, claim_id: str, _seen: frozenset[str] = frozenset()) -> list[Any]:
+        """Every re-specification behind this claim, oldest first: its own `respecified` entries and, where it was
+        re-added under this id (a `removed` entry whose `moved_to` names it), the removal and the old claim's own
+        re-specifications before it."""
+        out = []
+        for e in self.ledger:
+            if e.claim == claim_id and e.kind == "respecified":
+                out.append(e)
+            elif e.kind == "removed" and e.claim not in _seen | {claim_id} and names_claim(e.moved_to, claim_id):
+                out += [*self.lineage(e.claim, _seen | {claim_id}), e]
+        return sorted(out, key=lambda e: e.date)  # stable: the ledger's order within a day
+
+    def history(self, claim: Claim) -> str:
+        """'-' for a claim never re-specified; else how many times it was (under this id or one it replaced), the
+        rule most recently replaced and its verdict, and the original rule's where that is another."""
+
+        def verdict(e: Any) -> str:
+            own = e.claim == claim.id
+            what = e.old if own else f"{e.claim}: {e.old}"
+            return f"{what}: {e.original_verdict(claim if own else None)}"
+
+        entries = self.lineage(claim.id)
+        if not entries:
+            return "-"
+        k = len(entries)
+        text = f"{k} re-specification{'s' if k > 1 else ''}; last replaced {verdict(entries[-1])}"
+        return text + (f"; original {verdict(entries[0])}" if k > 1 else "")
+
     def claims_markdown(self) -> str:
         table = Table(
             "claims",
             "Claims",
-            ["id", "claim", "paper", "ours", "rule", "decision", "unit", "verdict", "original rule's verdict"],
+            [
+                "id",
+                "claim",
+                "paper",
+                "ours",
+                "rule",
+                "decision",
+                "unit",
+                "distance from the margin",
+                "verdict",
+                "history",
+            ],
             [
                 [
                     c.id,
                     c.statement + (f" ({c.source})" if c.source else ""),
-                    format_value(c.paper),
+                    format_value(c.paper) + (f" [{c.figure_source}]" if c.figure_source else ""),
                     format_value(c.ours),
-                    c.rule.description,
+                    c.rule.description + (f" [margin {c.margin_source}]" if c.margin_source else ""),
                     c.rule.kind,
                     c.unit or "-",
+                    str(c.distance) if c.distance is not None else "-",
                     shown_verdict(c),
-                    self.original_verdict(c),
+                    self.history(c),
                 ]
                 for c in self.claims
             ],
@@ -293,6 +339,7 @@ class Report:
             if header.get("scale") == "smoke":
                 out += [SMOKE_NOTE, ""]
             details = [f"- `{c.id}`: {c.detail}" for c in self.claims if c.detail]
+            details += [f"- `{c.id}` would be decided by {c.to_decide}" for c in self.claims if c.to_decide]
             if details:
                 out += [*details, ""]
             out += ["### Design", "", self.design_markdown(), ""]
@@ -350,7 +397,10 @@ class Report:
         return {
             "paper": self.paper,
             "title": self.title,
-            "claims": [{**c.to_dict(), "original_verdict": self.original_verdict(c)} for c in self.claims],
+            "claims": [
+                {**c.to_dict(), "original_verdict": self.original_verdict(c), "history": self.history(c)}
+                for c in self.claims
+            ],
             "verdicts": self.verdicts,
             "facts": [f.to_dict() for f in self.facts],
             "ledger": [e.to_dict({c.id: c for c in self.claims}.get(e.claim)) for e in self.ledger],

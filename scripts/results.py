@@ -260,6 +260,15 @@ def shown_value(v: Any) -> str:
     return format_value(v)
 
 
+def distance_text(d: dict | None) -> str:
+    """A claim's stored distance from its rule's margin (core.claims.Distance.to_dict) as the report shows it."""
+    if not d:
+        return "-"
+    from core.claims import Distance
+
+    return str(Distance(*(float(d[k]) for k in ("boundary", "value", "halfwidths"))))
+
+
 def paper_section(paper: str, references: Path, root: Path = ROOT) -> list[str]:
     """The lines of a paper README's "reference run" block: which run, its verdicts per claim, its facts."""
     record, _ = find_record(paper, references, None)
@@ -276,15 +285,20 @@ def paper_section(paper: str, references: Path, root: Path = ROOT) -> list[str]:
         f"{n['undecided']} undecided" + "".join(f", {x}" for x in uncounted(n)) + f" ([report](../../{report})).",
         "",
         *([f"Time profile: {profile_line(run['profile'])}.", ""] if run.get("profile") else []),
-        "| claim | paper | ours | rule | verdict | original rule's verdict |",
-        "|---|---|---|---|---|---|",
+        "| claim | paper [figure's source] | ours | rule [margin's source] | distance from the margin | verdict "
+        "| history |",
+        "|---|---|---|---|---|---|---|",
     ]
     for c in record.claims.get("claims", []):
         verdict = c["verdict"]
         if verdict == "unverified":
             verdict = f"unverified (rule: {c.get('rule_verdict', '-')})"
-        cells = [c["id"], shown_value(c.get("paper")), shown_value(c.get("ours")), c.get("tolerance", "-"), verdict]
-        out.append("| " + " | ".join(cell(x) for x in [*cells, c.get("original_verdict", "-")]) + " |")
+        paper_cell = shown_value(c.get("paper")) + (f" [{c['figure_source']}]" if c.get("figure_source") else "")
+        rule_cell = c.get("tolerance", "-") + (f" [margin {c['margin_source']}]" if c.get("margin_source") else "")
+        cells = [c["id"], paper_cell, shown_value(c.get("ours")), rule_cell, distance_text(c.get("distance")), verdict]
+        out.append(
+            "| " + " | ".join(cell(x) for x in [*cells, c.get("history", c.get("original_verdict", "-"))]) + " |"
+        )
     facts = record.claims.get("facts", [])
     if facts:
         out += ["", "| fact (not a claim) | kind | paper | ours |", "|---|---|---|---|"]

@@ -897,3 +897,25 @@ LEDGER += code_changes(
         "bess-equals-single-device": "745cbe089499",
     },
 )
+
+# automatic entry (2026-11-29): decision code changed, re-decided results/bess identically
+LEDGER += code_changes(
+    "2026-11-29",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/bess with it gave identical claims, facts, estimates and verdicts; written by "
+    '`make claims ARGS="lock bess"`',
+    {
+        "beats-random-floor-as-literature": "38cc18f2cf34",
+        "mrr-nations-transe": "607e21b18b48",
+        "mrr-nations-distmult": "b1ae2376f09b",
+        "mrr-nations-complex": "89f013a500cb",
+        "mrr-nations-rotate": "9ee3da6d71e7",
+        "mrr-kinships-distmult": "a5bd30911b6c",
+        "mrr-kinships-complex": "757f71b2aa9d",
+        "mrr-umls-distmult": "3f1d00918119",
+        "mrr-umls-complex": "ecf52b2473f6",
+        "bess-equals-single-device": "72444d6596b0",
+        "bess-moves-less": "5a1919e41ed1",
+    },
+    run="results/bess",
+)

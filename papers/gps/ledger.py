@@ -191,3 +191,15 @@ LEDGER += code_changes(
         "packing-efficiency": "36a35ee4021c",
     },
 )
+
+# automatic entry (2026-11-29): decision code changed, re-decided results/gps identically
+LEDGER += code_changes(
+    "2026-11-29",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/gps with it gave identical claims, facts, estimates and verdicts; written by "
+    '`make claims ARGS="lock gps"`',
+    {
+        "packing-efficiency": "b998c9620a56",
+    },
+    run="results/gps",
+)

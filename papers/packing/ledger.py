@@ -402,3 +402,26 @@ LEDGER += code_changes(
     },
     run="results/packing",
 )
+
+# automatic entry (2026-11-29): decision code changed, re-decided results/packing identically
+LEDGER += code_changes(
+    "2026-11-29",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/packing with it gave identical claims, facts, estimates and verdicts; written by "
+    '`make claims ARGS="lock packing"`',
+    {
+        "wikipedia-512-lpfhp12-speedup": "7abdd774de9a",
+        "wikipedia-512-lpfhp12-efficiency": "cd9f247f0c23",
+        "wikipedia-512-nnlshp3-speedup": "084c3c7b7fcd",
+        "wikipedia-512-nnlshp3-efficiency": "50092dafdc5e",
+        "wikipedia-512-spfhp12-speedup": "7a149a092ab2",
+        "wikipedia-512-spfhp12-efficiency": "22032862b324",
+        "squad-1-1-384-spfhp3-speedup": "fb1bb4d1fb27",
+        "squad-1-1-384-spfhp3-efficiency": "2c579b632c75",
+        "bound-wikipedia-512": "9df2c3e3319f",
+        "bound-squad-1-1-384": "3b11eeb6f0b2",
+        "no-cross-contamination": "78a79c2b90cd",
+        "packed-throughput": "ee0f2d43a441",
+    },
+    run="results/packing",
+)

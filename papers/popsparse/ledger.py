@@ -405,3 +405,21 @@ LEDGER += code_changes(
     },
     run="results/popsparse",
 )
+
+# automatic entry (2026-11-29): decision code changed, re-decided results/popsparse identically
+LEDGER += code_changes(
+    "2026-11-29",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/popsparse with it gave identical claims, facts, estimates and verdicts; written "
+    'by `make claims ARGS="lock popsparse"`',
+    {
+        "ipu-paper-table": "fb47307375e8",
+        "ipu-paper-figures": "a621389e398a",
+        "ipu-static-beats-dynamic": "86aea54ca2fd",
+        "ipu-headline-crossover": "89a8538b7c46",
+        "ipu-crossover-falls-with-block": "8f6da7aae084",
+        "cpu-static-beats-dynamic": "61aa12762caf",
+        "cpu-grows-with-block": "00f14eefefcd",
+    },
+    run="results/popsparse",
+)

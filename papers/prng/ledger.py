@@ -166,3 +166,16 @@ LEDGER += code_changes(
     },
     run="results/prng",
 )
+
+# automatic entry (2026-11-29): decision code changed, re-decided results/prng identically
+LEDGER += code_changes(
+    "2026-11-29",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/prng with it gave identical claims, facts, estimates and verdicts; written by "
+    '`make claims ARGS="lock prng"`',
+    {
+        "aox-every-bit-passes": "c01ff4e98787",
+        "aox-generator-cells": "e076fd862ab2",
+    },
+    run="results/prng",
+)

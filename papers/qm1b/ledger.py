@@ -321,3 +321,16 @@ LEDGER += code_changes(
     },
     run="results/qm1b",
 )
+
+# automatic entry (2026-11-29): decision code changed, re-decided results/qm1b identically
+LEDGER += code_changes(
+    "2026-11-29",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/qm1b with it gave identical claims, facts, estimates and verdicts; written by "
+    '`make claims ARGS="lock qm1b"`',
+    {
+        "gap-within-0.1mev": "368309000978",
+        "energy-within-1mev": "de1ec82a0a5b",
+    },
+    run="results/qm1b",
+)

@@ -497,3 +497,18 @@ LEDGER += code_changes(
         "sparq-beats-streaming": "26423c354b03",
     },
 )
+
+# code entry (2026-11-29)
+LEDGER += code_changes(
+    "2026-11-29",
+    "issue 62: core.claims' rules gained their region (the range our figure must lie in, read by "
+    "core.claims.margin_distance to show how far a verdict sits from the margin); the functions at_most, "
+    "at_least, equivalent and interval_above changed form, none decides differently (tests/core/test_claims.py "
+    "checks the distance against each rule's verdict). No declaration, statistic or rule changed. There is no "
+    "reference record to re-decide (results/pending.yaml says why)",
+    {
+        "sparq-repetition": "5bc693d6b774",
+        "sparq-bpc": "256dfa7a6c6e",
+        "sparq-needle": "905193a60172",
+    },
+)

@@ -327,3 +327,17 @@ LEDGER += code_changes(
     },
     run="results/umup",
 )
+
+# automatic entry (2026-11-29): decision code changed, re-decided results/umup identically
+LEDGER += code_changes(
+    "2026-11-29",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/umup with it gave identical claims, facts, estimates and verdicts; written by "
+    '`make claims ARGS="lock umup"`',
+    {
+        "umup-defaults-near-optimal": "f2e0f93ba0da",
+        "umup-fp8-close": "f5dbe31e93a8",
+        "sp-fp8-worse": "a3326d32f183",
+    },
+    run="results/umup",
+)

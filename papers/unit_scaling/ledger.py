@@ -436,3 +436,22 @@ LEDGER += code_changes(
     },
     run="results/unit_scaling",
 )
+
+# automatic entry (2026-11-29): decision code changed, re-decided results/unit_scaling identically
+LEDGER += code_changes(
+    "2026-11-29",
+    "only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/unit_scaling with it gave identical claims, facts, estimates and verdicts; "
+    'written by `make claims ARGS="lock unit_scaling"`',
+    {
+        "init-unit-scales": "f164e8a204d2",
+        "init-unit-scales-iid": "a4961b131cd8",
+        "init-regular-gradients-small": "143ababba03e",
+        "fp16-unit-matches-fp32-unit": "02f14db64376",
+        "fp16-regular-ls-matches-fp32": "3add01db6343",
+        "fp8-unit-matches-fp32-unit": "b2bb97b7d79c",
+        "fp16-regular-worse": "9b272e65ae5f",
+        "fp8-regular-fails": "fb73e1e0bb33",
+    },
+    run="results/unit_scaling",
+)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
+import hypothesis
+import hypothesis.strategies as st
 import pytest
 
 from core.claims import (
@@ -17,6 +20,8 @@ from core.claims import (
     equivalent,
     interval_above,
     interval_below,
+    is_true,
+    margin_distance,
     or_diverged,
     printed,
     within_abs,
@@ -162,3 +167,74 @@ def test_an_undefined_interval_is_undecided_with_its_reason_and_a_diverged_run_s
         for rule in rules:
             assert Claim("c", "a claim", 1.0, rule).measured(ours).verdict is F, (ours, rule.description)
     assert Claim("c", "a claim", 1.0, at_most(1.0)).measured(Interval(0.5, 0.4, 0.6)).detail == ""
+
+
+# ---------------------------------------------------------------------------------------------- distance and labels
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(
+    centre=st.floats(-5, 5),
+    below=st.floats(0.001, 3),
+    above=st.floats(0.001, 3),
+    low=st.floats(-4, 4),
+    width=st.floats(0.01, 4),
+    which=st.sampled_from(["at_most", "at_least", "above", "below", "equivalent", "rel", "abs"]),
+)
+def test_the_distance_in_half_widths_gives_back_the_rules_verdict(centre, below, above, low, width, which):
+    """Whatever the rule and the (skewed) interval: >= 1 half-width inside the margin is holds, <= -1 is fails,
+    between is undecided, as each rule decides it itself (ties at exactly 1 left out: strict and loose rules differ
+    there)."""
+    rule = {
+        "at_most": at_most(low),
+        "at_least": at_least(low),
+        "above": interval_above(low),
+        "below": interval_below(low),
+        "equivalent": equivalent(low, low + width),
+        "rel": within_rel(0.1),
+        "abs": within_abs(width),
+    }[which]
+    ours = Interval(centre, centre - below, centre + above)
+    paper = low if which in ("rel", "abs") else None
+    d = margin_distance(rule, ours, paper)
+    assert d is not None
+    hypothesis.assume(abs(abs(d.halfwidths) - 1) > 1e-9)
+    expected = H if d.halfwidths > 1 else F if d.halfwidths < -1 else U
+    assert rule.verdict(ours, paper) is expected
+
+
+def test_the_distance_of_a_point_and_of_a_rule_without_a_margin():
+    d = margin_distance(at_most(-6.644), -15.27, None)
+    assert d.boundary == -6.644 and d.value == pytest.approx(8.626) and d.halfwidths == math.inf
+    assert "8.626 inside it (a point: deterministic)" in str(d)
+    assert margin_distance(at_most(1.0), 1.5, None).halfwidths == -math.inf
+    assert margin_distance(is_true("a beats b"), True, None) is None
+    assert margin_distance(at_most(1.0), "diverged", None) is None
+    # hand-worked: 0.3 [0.1, 0.6] against equivalent(-1, 1): 0.7 from the top end over the upper half-width 0.3
+    d = margin_distance(equivalent(-1, 1), Interval(0.3, 0.1, 0.6), None)
+    assert (d.boundary, d.halfwidths) == (1.0, pytest.approx(0.7 / 0.3))
+
+
+def test_an_undecided_claim_says_what_sample_would_decide_it():
+    c = Claim("gap", "A matches B", 0.0, interval_above(0.0), n=3, n_of="seeds")
+    # 0.2 [-0.1, 0.5]: 0.2 from the margin, half-width 0.3 -> 3 x (0.3 / 0.2)^2 = 6.75 -> 7 seeds
+    assert c.measured(Interval(0.2, -0.1, 0.5)).to_decide.startswith("about 7 seeds at the observed spread")
+    assert c.measured(Interval(0.5, 0.2, 0.8)).to_decide == ""  # holds: nothing to decide
+    stuck = dataclasses.replace(c, undecidable="the statistic is a minimum over seeds")
+    assert "not decidable" in stuck.measured(Interval(0.2, -0.1, 0.5)).to_decide
+    assert "no sample size declared" in dataclasses.replace(c, n=0).measured(Interval(0.2, -0.1, 0.5)).to_decide
+
+
+def test_a_secondary_or_missing_source_makes_the_claim_unverified_and_labels_are_checked():
+    base = Claim("x", "x", 1.0, at_most(2.0), figure_source="paper: Table 2, p. 6", margin_source="ours: a guess")
+    assert base.measured(1.0).verdict is H
+    for kind in ("secondary", "none"):
+        c = dataclasses.replace(base, figure_source=f"{kind}: a blog").measured(1.0)
+        assert c.verdict is Verdict.UNVERIFIED and c.rule_verdict is H
+        assert c.to_dict()["unverified_reason"] == f"the figure's source is {kind}: a blog"
+    assert dataclasses.replace(base, figure_source="authors: notebook.ipynb").measured(1.0).verdict is H
+    with pytest.raises(ValueError, match="figure_source 'Table 2' must start with one of paper, authors"):
+        dataclasses.replace(base, figure_source="Table 2")
+    with pytest.raises(ValueError, match="margin_source 'secondary: x' must start with one of paper, authors, ours"):
+        dataclasses.replace(base, margin_source="secondary: x")
+    assert base.declaration()["figure_source"] == "paper: Table 2, p. 6"

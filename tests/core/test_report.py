@@ -68,7 +68,7 @@ def test_markdown_escapes_pipes_and_puts_claims_first():
     claims_at = lines.index("## Claims")
     assert claims_at < lines.index("## Notes") < lines.index("## A table") < lines.index("## Config")
     row = next(line for line in lines if line.startswith("| c1 "))
-    assert "x \\| y" in row and row.count(" | ") == 8  # the pipe in the sentence does not split the cell
+    assert "x \\| y" in row and row.count(" | ") == 9  # the pipe in the sentence does not split the cell
     assert "| c2 | z | 1 | 2 |" in md and "| fails |" in md and "not measured" in md
     assert "1 hold, 1 fail, 0 undecided of 3 claims (1 not measured)" in md
     assert "| a | 1.235 |" in md
@@ -178,3 +178,37 @@ def test_the_terminal_summary_of_a_smoke_run_says_it_checks_the_plumbing(tmp_pat
     smoke, default = (summary_text(r, tmp_path, 1.0, scale).splitlines() for scale in ("smoke", "default"))
     assert smoke[-2] == SMOKE_NOTE and smoke[-3].startswith("0 hold, 1 fail") and smoke[-1].startswith("report: ")
     assert SMOKE_NOTE not in default and len(default) == len(smoke) - 1
+
+
+def test_the_history_counts_re_specifications_across_a_re_added_id_and_shows_the_last_replaced_rule():
+    """A hand-made ledger: claim `old` re-specified once, then removed and re-added as `new`, which was re-specified
+    again; `new-2` (a longer id with `new` as a prefix) is not taken for it."""
+    from core.claims import Interval, interval_above
+    from core.ledger import Change
+
+    rule = interval_above(0.01)
+    new = Claim("new", "A beats B", 0.0, rule).measured(Interval(0.02, 0.015, 0.025))
+    other = Claim("new-2", "C", 0.0, rule).measured(Interval(0.02, 0.015, 0.025))
+    ledger = [
+        Change("2026-11-20", "old", "respecified", "ours >= 0.05", "ours >= 0.03", "r", old_verdict="fails"),
+        Change("2026-11-21", "old", "removed", "ours >= 0.03", "-", "r", moved_to="claim new", old_verdict="holds"),
+        Change("2026-11-22", "unrelated", "removed", "x", "-", "r", moved_to="claim new-2", old_verdict="holds"),
+        Change(
+            "2026-11-23",
+            "new",
+            "respecified",
+            "interval low > 0.03",
+            rule.description,
+            "r",
+            old_rule=interval_above(0.03),
+        ),
+    ]
+    report = Report("p", "t", claims=[new, other], ledger=ledger)
+    assert [e.date for e in report.lineage("new")] == ["2026-11-20", "2026-11-21", "2026-11-23"]
+    assert report.history(new) == (
+        "3 re-specifications; last replaced interval low > 0.03: fails on this run; "
+        "original old: ours >= 0.05: fails (last recorded)"
+    )
+    assert report.history(other).startswith("1 re-specification; last replaced unrelated: x: holds")
+    assert report.to_dict()["claims"][0]["history"] == report.history(new)
+    assert report.history(Claim("lone", "x", 0.0, rule)) == "-"
