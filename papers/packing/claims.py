@@ -12,26 +12,54 @@ from typing import Any
 
 import numpy as np
 
-from core.claims import Claim, Decided, Interval, Rule, at_least, at_most, printed, within_abs
+from core.claims import Claim, Decided, Fact, Interval, Rule, printed, within_abs
 from core.stats import seed_mean
 from papers.packing.results import Results
 from papers.packing.tables import LABELS, PUBLISHED, PUBLISHED_BOUND, planned_cells, published
-
-CONTAMINATION_TOL = 1e-5  # float32: outputs of a 4-layer model differ from the unpacked ones only by rounding
-THROUGHPUT_FRACTION = 0.8  # packed tokens/s gain >= 80% of the packing speed-up (the issue's target)
 
 TABLE_DESIGN = {
     "confidence": 0.95,
     "unit": "deterministic (the packing of the published histogram)",
     "resolution": "exact",
 }
+# Where each table figure was read (papers/packing/REFERENCES.md, "packing table"): the Wikipedia figures are the
+# expected output the authors print in their packing code's README; the SQuAD 1.1 figures come from the project's
+# paper notes only (the paper's table itself could not be read here), so those claims are unverified.
+_AUTHORS = "authors: graphcore/examples tutorials/blogs_code/packedBERT/README.md, the expected output of"
+_NOTES = (
+    "secondary: the project's paper notes (REFERENCES.md, 'packing table': 'Table 2', not re-checked); neither "
+    "the paper's text (its stored copies show the opening only) nor the authors' packedBERT README and code give it"
+)
+FIGURE_SOURCES = {
+    "wikipedia-512-spfhp12-speedup": f"{_AUTHORS} spfhp.py (max 12 per pack) on the Wikipedia histogram: 1.99340",
+    "wikipedia-512-spfhp12-efficiency": f"{_AUTHORS} spfhp.py (max 12 per pack) on the Wikipedia histogram: 99.6040",
+    "wikipedia-512-lpfhp12-speedup": f"{_AUTHORS} lpfhp.py (max 12 per pack) on the Wikipedia histogram: 1.99758",
+    "wikipedia-512-lpfhp12-efficiency": f"{_AUTHORS} lpfhp.py (max 12 per pack) on the Wikipedia histogram: "
+    "99.8129 (the claim's 99.813, as the project's notes print it, is that figure to 3 decimals)",
+    "wikipedia-512-nnlshp3-speedup": f"{_AUTHORS} nnlshp.py (max 3 per pack) on the Wikipedia histogram: 1.99625",
+    "wikipedia-512-nnlshp3-efficiency": f"{_AUTHORS} nnlshp.py (max 3 per pack) on the Wikipedia histogram: "
+    "0.9975 (a fraction: 99.75%)",
+    "bound-wikipedia-512": f"{_AUTHORS} each of its algorithms on the Wikipedia histogram: 'Speed-up theoretical "
+    "limit: 2.0013'",
+    "squad-1-1-384-spfhp3-speedup": _NOTES,
+    "squad-1-1-384-spfhp3-efficiency": _NOTES,
+    "bound-squad-1-1-384": _NOTES,
+}
+TABLE_MARGIN = (
+    "ours: no tolerance beyond the printed figure's rounding (half a unit of its last digit): the algorithms are "
+    "deterministic, so an exact reproduction is asked"
+)
 
 
 def to_the_digits() -> Rule:
     """Ours (full precision) lies in the paper's printed figure's rounding interval (`printed("1.99340")` is
     [1.993395, 1.993405]): it rounds to the printed digits. The paper's figure is exact, so the margin is 0."""
+    exact = within_abs(0)
     return Rule(
-        "ours rounds to the paper's printed digits (inside its rounding interval)", within_abs(0).check, "equivalence"
+        "ours rounds to the paper's printed digits (inside its rounding interval)",
+        exact.check,
+        "equivalence",
+        exact.region,
     )
 
 
@@ -87,47 +115,6 @@ def _table_figures(cfg, results: Results) -> dict[str, tuple[Any, str]]:
     return ours
 
 
-CONTAMINATION = Claim(
-    "no-cross-contamination",
-    "A packed sequence's hidden states, [CLS] output and MLM loss equal those it gets alone "
-    "(largest absolute difference)",
-    0.0,
-    at_most(CONTAMINATION_TOL),
-    source="model changes",
-    statistic="largest absolute difference (loss, [CLS] output, hidden states) between each validation sequence "
-    "packed and alone, one padded-trained model",
-    unit="96 validation sequences (deterministic maximum)",
-    resolution="exact up to float32 rounding (~1e-6; README run 1.4e-6 against the 1e-5 bound)",
-    measure=_contamination,
-)
-
-
-def throughput_claim(train_cfg) -> Claim:
-    """The throughput claim for the configured timing rounds (its resolution is the t interval's half-width in
-    per-round standard deviations, against the margin 1 - THROUGHPUT_FRACTION)."""
-    from scipy import stats
-
-    rounds = int(train_cfg.timing_rounds)
-    half = stats.t.ppf(0.975, rounds - 1) / np.sqrt(rounds)
-    margin = 1 - THROUGHPUT_FRACTION
-    return Claim(
-        "packed-throughput",
-        "Packed training processes real tokens faster than padded by at least 80% of the packing "
-        "speed-up (ratio of the gain to the speed-up)",
-        1.0,
-        at_least(THROUGHPUT_FRACTION),
-        source="training",
-        statistic="per round, real tokens/s of packed steps over padded steps (both warmed, one process, same "
-        "threads), divided by the packing speed-up; mean with a t interval over the rounds",
-        unit=f"{rounds} interleaved timing rounds of padded and packed steps (about {train_cfg.timing_seconds:g} s "
-        "per arm and round)",
-        resolution=f"the interval's half-width is t(0.975, {rounds - 1}) / sqrt({rounds}) = {half:.2f} per-round "
-        f"standard deviations; the margin from the expected ratio (1) to {THROUGHPUT_FRACTION} is {margin:.1f}, so a "
-        f"per-round spread below {margin / half:.2f} decides it",
-        measure=_throughput,
-    )
-
-
 def _planned(cfg) -> list[tuple[str, str, int]]:
     t = cfg.packing.table
     return planned_cells(list(t.histograms), list(t.methods), list(t.max_sequences_per_pack), t.nnlshp_max_depth)
@@ -142,10 +129,12 @@ def _bound_id(histogram: str) -> str:
 
 
 def claims(cfg) -> list[Claim]:
-    """The claims, declared before the run: one pair per published cell the config packs, the speed-up bound of
-    every histogram it packs, and the training claims if it trains. The paper's run times are not claims: they were
-    measured on other hardware, so the table shows them beside ours as context. Equal convergence holds by
-    construction: a test (tests/papers/packing/test_train.py), not a claim."""
+    """The claims, declared before the run: one pair per published cell the config packs and the speed-up bound of
+    every histogram it packs. The paper's run times are not claims: they were measured on other hardware, so the
+    table shows them beside ours as context. What the training measures holds by construction, so it is not a claim
+    either (papers/packing/ledger.py): equal convergence and no cross-contamination are tests
+    (tests/papers/packing/test_train.py, tests/core/nn/test_encoder.py), and the contamination and the throughput
+    are shown as construction facts (`facts`)."""
     planned = _planned(cfg)
     out = []
     for name, method, limit in planned:
@@ -163,6 +152,8 @@ def claims(cfg) -> list[Claim]:
                 source="packing table",
                 statistic="sequences / packs of our packing, full precision",
                 measure=_table_figures,
+                figure_source=FIGURE_SOURCES[f"{tag}-speedup"],
+                margin_source=TABLE_MARGIN,
                 **TABLE_DESIGN,
             )
         )
@@ -175,6 +166,8 @@ def claims(cfg) -> list[Claim]:
                 source="packing table",
                 statistic="real tokens / (packs x L) of our packing, %, full precision",
                 measure=_table_figures,
+                figure_source=FIGURE_SOURCES[f"{tag}-efficiency"],
+                margin_source=TABLE_MARGIN,
                 **TABLE_DESIGN,
             )
         )
@@ -190,11 +183,11 @@ def claims(cfg) -> list[Claim]:
                     source="speed-up bound",
                     statistic="1 / (1 - padding share) of the published histogram, full precision",
                     measure=_table_figures,
+                    figure_source=FIGURE_SOURCES[_bound_id(name)],
+                    margin_source=TABLE_MARGIN,
                     **TABLE_DESIGN,
                 )
             )
-    if cfg.packing.train.enabled:
-        out += [CONTAMINATION, throughput_claim(cfg.packing.train)]
     return out
 
 
@@ -219,9 +212,45 @@ def throughput_factors(results: Results) -> dict[str, Any]:
     }
 
 
+def facts(cfg, results: Results) -> list[Fact]:
+    """What the training measures, as rows that are not claims (both were claims until 2026-11-29, ledger.py).
+    `no-cross-contamination` (construction): the block-diagonal mask and the positions restarting per sequence make
+    a packed sequence's outputs its outputs alone, up to float32 rounding; an implementation check, tested in
+    tests/core/nn/test_encoder.py against an unpacked run and an independent numpy encoder. `packed-throughput`
+    (construction): a packed and a padded step run the same program on rows of the same shape, so the real-tokens/s
+    gain over the packing speed-up is the packs' fill times what a row costs at each batch's number of rows."""
+    if results.training is None:
+        return []
+    worst, how = _contamination(cfg, results)
+    gain, timed = _throughput(cfg, results)
+    return [
+        Fact(
+            "no-cross-contamination",
+            "A packed sequence's hidden states, [CLS] output and MLM loss equal those it gets alone (largest "
+            "absolute difference)",
+            worst,
+            "construction",
+            detail=f"{how}; an implementation check: "
+            "tests/core/nn/test_encoder.py::test_packed_equals_unpacked_hidden_states_pooled_outputs_and_losses",
+            paper=0.0,
+        ),
+        Fact(
+            "packed-throughput",
+            "Real-tokens/s gain of packed over padded training steps, over the packing speed-up (1 where a packed "
+            "row costs what a padded row costs)",
+            gain,
+            "construction",
+            detail=f"{timed}; both steps run one program on rows of {cfg.packing.train.max_len} tokens (dense "
+            "masked attention), so the ratio is the fill of the packs times the time per padded row over per packed "
+            "row (the factor table): it moves only with how this CPU's step time scales with the number of rows",
+            paper=1.0,
+        ),
+    ]
+
+
 def decide(cfg, results: Results) -> Decided:
-    """Every declared claim decided from the Results (one the run did not measure stays unmeasured), and the
-    figures the tables show: every cell's speed-up and efficiency, and the throughput's factors."""
+    """Every declared claim decided from the Results (one the run did not measure stays unmeasured), the training's
+    facts, and the figures the tables show: every cell's speed-up and efficiency, and the throughput's factors."""
     ours = _table_figures(cfg, results)
     estimates: dict[str, Any] = {}
     for cell in results.cells:
@@ -229,9 +258,7 @@ def decide(cfg, results: Results) -> Decided:
         estimates[f"speedup/{key}"] = cell.speedup
         estimates[f"efficiency/{key}"] = cell.efficiency
     if results.training is not None:
-        for cid, fn in (("no-cross-contamination", _contamination), ("packed-throughput", _throughput)):
-            ours[cid] = fn(cfg, results)
         estimates["packing-speedup/training"] = results.training.speedup
         estimates.update({f"throughput/{k}": v for k, v in throughput_factors(results).items()})
     claims_ = [claim.measured(*ours[claim.id]) if claim.id in ours else claim for claim in claims(cfg)]
-    return Decided(claims_, estimates=estimates)
+    return Decided(claims_, facts(cfg, results), estimates)

@@ -8,7 +8,7 @@ One module over 400 lines: a ledger is data, one entry per change, appended and 
 import math
 
 from core.claims import Interval, Rule, at_least, at_most
-from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes
+from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes, label_changes
 from papers.sparq.claims import (
     V1_BPC_INCREASE,
     V1_NEEDLE_KEPT,
@@ -510,5 +510,27 @@ LEDGER += code_changes(
         "sparq-repetition": "5bc693d6b774",
         "sparq-bpc": "256dfa7a6c6e",
         "sparq-needle": "905193a60172",
+    },
+)
+
+# ------------------------------------------------------------------ 2026-11-29, issue 62
+LEDGER += label_changes(
+    "2026-11-29",
+    "issue 62: labels only; no rule, figure or statistic changed. Figure source: paper (Table 2 and Table 3, read in "
+    "the ICML version's text, arXiv v6: REFERENCES.md). Margin source: paper for the repetition (201/231), BPC "
+    "(0.65/0.62 - 1) and needle (0.794) shares, where choosing Mistral 7B, the less favourable of the two "
+    "grouped-query models, is ours; ours for the beats-X claims (0: the direction of the paper's statement). n = "
+    "sparq.examples contexts (64 by default). sparq-needle is declared undecidable with this model: its gate needs a "
+    "dense model that retrieves half of the needles and dense SmolLM2-135M retrieves about 19% at 2048 tokens, so no "
+    "number of contexts decides it. There is no reference record (results/pending.yaml says why); on the last "
+    "default run (2026-11-25) the verdicts do not move: sparq-repetition undecided -> undecided, sparq-bpc holds "
+    "-> holds, sparq-needle not measured -> not measured, the three beats-X claims holds -> holds",
+    {
+        "sparq-repetition": "b83c05f74e3f",
+        "sparq-bpc": "f04f944750d8",
+        "sparq-needle": "4529360e75ef",
+        "sparq-beats-h2o": "4be57fdbf722",
+        "sparq-beats-local": "136b82243450",
+        "sparq-beats-streaming": "a11b5349cf4f",
     },
 )

@@ -51,7 +51,7 @@ def test_any_step_replays_its_batch(corpus):
     assert {"ids", "sequence_ids", "positions", "labels"} == set(seen[0])
 
 
-@pytest.mark.slow  # ~40 s (2026-11-28); the smoke run's no-cross-contamination claim measures the same in make test
+@pytest.mark.slow  # ~40 s (2026-11-28); the smoke run's no-cross-contamination fact measures the same in make test
 def test_packed_and_padded_steps_see_the_same_loss_and_gradients(corpus):
     # why packed and padded training converge alike (the former claim equal-convergence, papers/packing/ledger.py):
     # a step on packs of sequences computes the same loss (a mean over sequences) and the same gradients as a step

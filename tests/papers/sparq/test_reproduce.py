@@ -113,6 +113,24 @@ def test_the_default_declares_every_claim_and_times_the_papers_point():
     assert ((2 + 256) * 128 + 128 + 16384 * 32 + 256) / ((2 + 2 * 16384) * 128) == pytest.approx(0.133, abs=5e-4)
 
 
+def test_every_claim_says_where_its_figure_and_margin_come_from_and_its_sample():
+    # issue 62: Table 2 and Table 3 were read in the paper (REFERENCES.md), so no claim is unverified; the
+    # beats-X margin (0) is ours; n is the run's contexts, so an undecided claim says how many would decide it
+    from papers.sparq.claims import claims
+
+    cfg = SimpleNamespace(sparq=Config(examples=32))
+    found = {c.id: c for c in claims(cfg)}
+    for c in found.values():
+        assert c.figure_source.startswith("paper: Table ") and not c.unverified_reason, c.id
+        assert (c.n, c.n_of) == (32, "contexts"), c.id
+        assert c.margin_source.startswith("ours:" if "beats" in c.id else "paper:"), c.id
+    assert "19%" in found["sparq-needle"].undecidable and "0.5" in found["sparq-needle"].undecidable
+    assert [c.id for c in found.values() if c.undecidable] == ["sparq-needle"]
+    # the last default run's repetition ratio (0.69 [0.51, 0.92] against 0.8701): about 110 contexts at 64
+    undecided = dataclasses.replace(found["sparq-repetition"], n=64).measured(Interval(0.6949, 0.5148, 0.9238))
+    assert undecided.verdict.value == "undecided" and undecided.to_decide.startswith("about 110 contexts")
+
+
 def test_induction_windows_end_with_a_copy_of_an_earlier_span():
     rng = np.random.default_rng(0)
     w = induction_windows(rng, 64, 33, 10, 65)
