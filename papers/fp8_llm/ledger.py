@@ -3,7 +3,7 @@ lock and carry no fingerprint: they were found in `git log -p -- papers/fp8_llm/
 with the verdict last recorded under the old rule."""
 
 from core.claims import interval_below
-from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes
+from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes, label_changes
 
 # the claims' fingerprints after issue 44 (claims.lock.json)
 _ISSUE_44 = {
@@ -276,5 +276,50 @@ LEDGER += code_changes(
     "reference record to re-decide (results/pending.yaml says why)",
     {
         "pretrained-fp8-inference": "710c2bafb0d5",
+    },
+)
+
+# ------------------------------------------------------------------ 2026-11-29, issue 62
+_REFERENCE = "results/fp8_llm (reference run of 2026-11-29, default scale, 8 seeds, 64 SmolLM2 windows)"
+
+LEDGER.append(
+    Change(
+        "2026-11-29",
+        "gradients-smallest-amax",
+        "removed",
+        old="interval_below(0): per seed, median log2 amax of the gradients minus the larger of the activations' and "
+        "the weights' medians (layers, recorded steps and sizes of the amax arm); the 95% t interval over 8 seeds "
+        "below 0",
+        new="-",
+        reason="issue 62: it could not fail at this design. The loss is the mean over the batch's 16 x 64 = 1024 "
+        "tokens, so every output gradient carries 2^-10 from that convention alone: 10 of the -13.7 octaves "
+        "measured, and the interval sat ~195 half-widths below its bound 0. The paper gives no figure for it "
+        "(REFERENCES.md [4]: our reading of its scale-distribution plots). It is reported as a construction fact "
+        "beside gradient-biases-largest, its value the same interval. The verdict leaves the count: holds -> fact",
+        old_verdict="holds (-13.69 [-13.76, -13.62] octaves)",
+        commit="bd407c8",
+        run=_REFERENCE,
+        moved_to="fact gradients-smallest-amax (construction), its value the same t interval over seeds",
+    )
+)
+
+LEDGER += label_changes(
+    "2026-11-29",
+    "issue 62: labels only; rule, figure and statistic unchanged. figure_source secondary for every claim: "
+    "REFERENCES.md says only the abstract and the opening of Sec. 1 were read, and the figures come from a blog "
+    "summary (S), the OpenReview reviews (R) and the Graphcore blog (B); a search of the stored pages on 2026-11-29 "
+    "found no more of the paper's text (its arXiv HTML page gave the abstract and the opening of Sec. 1 again). "
+    "margin_source ours for "
+    "each (+-1% and 0 are this project's). n and n_of: the 8 seeds behind each t interval (per size for the slope) "
+    "and SmolLM2's 64 windows, so an undecided rule says what sample would decide it. The verdicts move: "
+    "amax-matches-fp32 and fp8-inference holds -> unverified (rule: holds); cscale-worse-than-amax, "
+    "cscale-gap-grows and pretrained-fp8-inference undecided -> unverified (rule: undecided). fp8-inference stays a "
+    "claim: it sits 43 half-widths inside its margin, but wrong FP8 casts or scales would fail it",
+    {
+        "amax-matches-fp32": "3d478703264d",
+        "cscale-worse-than-amax": "cc27e5d0a0be",
+        "cscale-gap-grows": "867735866f7e",
+        "fp8-inference": "c7dac41a948a",
+        "pretrained-fp8-inference": "f647e8dca8be",
     },
 )

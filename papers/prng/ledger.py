@@ -2,7 +2,7 @@
 began (git log of papers/prng/report.py: the four rules are those of the first reproduction, 2026-11-22)."""
 
 from core.claims import at_least
-from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes
+from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes, label_changes
 
 _LAST_RUN = "README row of commit 7484b79 (default run of 2026-11-24, 36 s: 4 of 4 claims hold)"
 _ISSUE45_RUN = "README row of commit cc441f2 (default run of 2026-11-25, 37 s: 2 of 2 claims hold)"
@@ -178,4 +178,61 @@ LEDGER += code_changes(
         "aox-generator-cells": "e076fd862ab2",
     },
     run="results/prng",
+)
+
+# ------------------------------------------------------------------ 2026-11-29, issue 62
+_REFERENCE = "results/prng (reference run of 2026-11-29, default scale, 3 seeds x 2^20 outputs)"
+
+LEDGER += [
+    Change(
+        "2026-11-29",
+        "aox-every-bit-passes",
+        "removed",
+        old="ours <= 0: tests failing at p < 1e-4, counted over 3 seeds x 64 bits x (binary rank, linear complexity)",
+        new="-",
+        reason="issue 62: it could fail only by chance. Bit i of the AOX output is x_i ^ (a_{i-1} | a_{i-2}), a "
+        "polynomial of degree 4 in the state bits, never linear, so nothing forces it into a recurrence of order "
+        "128 as xoroshiro128+'s bit 0 is (the bound for degree 4 is about 1.1e7), and measured, every bit's linear "
+        "complexity is a random sequence's; the rank (256 x 256) and linear-complexity (1000 bits) tests see only "
+        "recurrences shorter than their size, so a perfect generator fails one of the 384 tests at p < 1e-4 with "
+        "probability 3.8%, and this one only as often, or through a wrong generator. "
+        "The mirror of plus-low-bits-fail, which went to the tests on 2026-11-26. The new test checks the "
+        "nonlinearity of every bit (a formula by hand against core.random, and a second-difference check that "
+        "xoroshiro128+'s bit 0 passes as linear) and that every bit's linear complexity at 600 outputs is a random "
+        "sequence's (300 +- 12) in each default seed. The battery's failure counts stay in the report's table. The "
+        "verdict leaves the count: holds -> test",
+        old_verdict="holds (0 of 384 tests failing; smallest p 1.04e-03)",
+        commit="ef777f7",
+        run=_REFERENCE,
+        moved_to="tests/papers/prng/test_battery.py::test_every_aox_bit_is_nonlinear_in_the_state (the battery's "
+        "failure counts stay in the report's failures table)",
+    ),
+    Change(
+        "2026-11-29",
+        "aox-generator-cells",
+        "removed",
+        old="ours <= 0.553 (684 / 1237): AOX over xoroshiro128+ cells of the whole generators (Kogge-Stone adder), "
+        "the whole range over 8 technology mappings of our netlists",
+        new="-",
+        reason="issue 62: our own netlists' arithmetic against the paper's synthesised ratio, and the adder decides "
+        "the verdict: with Kogge-Stone (output depth 13, the paper's 13 for xoroshiro128+) 0.377 to 0.440 holds, "
+        "with ripple-carry (depth 126) 0.76 to 0.92 would fail, and both had been computed when the claim was "
+        "declared on 2026-11-26. It is reported as an analytic fact with the same median and range, the "
+        "ripple-carry range in its detail. The verdict leaves the count: holds -> fact",
+        old_verdict="holds (median 0.406, range [0.377, 0.440] over 8 mappings)",
+        commit="ef777f7",
+        run=_REFERENCE,
+        moved_to="fact aox-generator-cells (analytic), its value the same median and range over the mappings",
+    ),
+]
+
+LEDGER += label_changes(
+    "2026-11-29",
+    "issue 62: labels only; rule, figure and statistic unchanged. figure_source authors (the first author's summary "
+    "of the paper and the authors' test code: REFERENCES.md, PRNG-AOX-Z9; the paper's own text was not read), "
+    "margin_source ours (the level 1e-4 and the power 0.8), and undecidable: the rule decides only at 1.41e12 "
+    "outputs per seed, and prng.outputs is capped at 2^28 (5,241 times fewer; the default's 2^20 is 1.3e6 times "
+    "fewer), so no sample this design allows decides it. The verdict stays undecided, now saying it is not "
+    "decidable by any sample of this design",
+    {"aox-hamming-weight": "e74a11af2dd1"},
 )

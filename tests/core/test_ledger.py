@@ -51,6 +51,16 @@ def test_every_claim_states_its_design(paper):
 
 
 @pytest.mark.parametrize("paper", papers_with_claims())
+def test_every_claim_labels_the_source_of_its_figure_and_margin(paper):
+    """Issue 62: every figure is labelled paper, authors, secondary or none (core.claims.Claim raises on any other
+    kind), and every rule with a margin says whether the margin is the paper's, the authors' or ours."""
+    for c in load_paper_claims(paper).claims:
+        assert c.figure_source, f"{paper} {c.id}: no figure_source (paper/authors/secondary/none: where)"
+        if c.rule.region is not None:
+            assert c.margin_source, f"{paper} {c.id}: its rule has a margin ({c.rule.description}): no margin_source"
+
+
+@pytest.mark.parametrize("paper", papers_with_claims())
 def test_removed_claims_say_where_they_went(paper):
     # a claim removed and later added again (a newer "added" entry) is declared again; one whose newest entry is
     # its removal is not
@@ -219,21 +229,21 @@ def test_the_lock_writes_the_code_entry_itself_only_when_the_reference_re_decide
 
     claims_py, ledger_py = repo / "papers/prng/claims.py", repo / "papers/prng/ledger.py"
     original = claims_py.read_text()
-    claims_py.write_text(original.replace("ratios[high],", "ratios[max(ratios, key=ratios.get)],"))  # the same value
+    claims_py.write_text(original.replace("min(r.hw_p for r in aox),", "min([r.hw_p for r in aox]),"))  # the same value
     ledger_before = ledger_py.read_text()
     r = lock()
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "re-decided results/prng identically; wrote the code entry of aox-generator-cells" in r.stdout
+    assert "re-decided results/prng identically; wrote the code entry of aox-hamming-weight" in r.stdout
     added = ledger_py.read_text()[len(ledger_before) :]
-    assert "LEDGER += code_changes(" in added and 'run="results/prng"' in added and "aox-generator-cells" in added
+    assert "LEDGER += code_changes(" in added and 'run="results/prng"' in added and "aox-hamming-weight" in added
     check = subprocess.run([sys.executable, "scripts/claims.py", "check", "prng"], cwd=repo, capture_output=True)
     assert check.returncode == 0, check.stdout
 
-    claims_py.write_text(original.replace("ratios[high],", "ratios[high] * 1.5,"))  # another value
+    claims_py.write_text(original.replace("min(r.hw_p for r in aox),", "min(r.hw_p for r in aox) * 1.5,"))  # another
     ledger_before = ledger_py.read_text()
     r = lock()
     assert r.returncode == 1 and "gives other values; write the entry by hand" in r.stdout
-    assert "claim aox-generator-cells" in r.stdout and ledger_py.read_text() == ledger_before
+    assert "claim aox-hamming-weight" in r.stdout and ledger_py.read_text() == ledger_before
 
 
 def test_the_code_fingerprint_follows_the_measuring_code_and_its_helpers(tmp_path, monkeypatch):

@@ -24,14 +24,16 @@ def test_smoke_run_reports_every_claim(smoke_run):
         "cscale-worse-than-amax",
         "cscale-gap-grows",
         "fp8-inference",
-        "gradients-smallest-amax",
     ]
-    # the gradients' larger biases hold by construction (E5M2's max is 2^7 x E4M3's): a fact, not a claim
+    assert {c["verdict"] for c in claims.values()} == {"unverified"}  # every figure is secondary (REFERENCES.md)
+    # the gradients' larger biases hold by construction (E5M2's max is 2^7 x E4M3's), and their smaller amaxes by the
+    # loss's mean over the batch's tokens: facts, not claims
     facts = {f["id"]: f for f in decision["facts"]}
-    assert facts["gradient-biases-largest"]["kind"] == "construction"
+    assert facts["gradient-biases-largest"]["kind"] == facts["gradients-smallest-amax"]["kind"] == "construction"
     medians = dict(part.split(" ") for part in facts["gradient-biases-largest"]["value"].split(", "))
     assert int(medians["gradients"]) > max(int(medians["activations"]), int(medians["weights"]))
-    assert any(e["claim"] == "gradients-need-largest-biases" and e["kind"] == "removed" for e in decision["ledger"])
+    removed = {e["claim"] for e in decision["ledger"] if e["kind"] == "removed"}
+    assert {"gradients-need-largest-biases", "gradients-smallest-amax"} <= removed
     for cid in claims:  # every claim decided on an interval: 2 seeds in the smoke run
         ours = claims[cid]["ours"]
         assert ours["low"] <= ours["estimate"] <= ours["high"] and ours["confidence"] == 0.95, (cid, ours)
