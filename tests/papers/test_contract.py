@@ -71,7 +71,9 @@ def test_the_smoke_run_writes_the_run_record(smoke_run, paper):
     # the required keys in order, then the labels a claim sets (core.claims.Claim.declaration)
     assert [list(c)[: len(DECLARATION_KEYS)] for c in declared] == [DECLARATION_KEYS] * len(declared)
     assert all(set(c) - set(DECLARATION_KEYS) <= LABEL_KEYS for c in declared), declared
-    assert [{k: c[k] for k in c} for c in declared] == [{k: c[k] for k in d} for c, d in zip(claims, declared)]
+    assert [{k: c[k] for k in c} for c in declared] == [
+        {k: c[k] for k in d} for c, d in zip(claims, declared, strict=True)
+    ]
     ids = [c["id"] for c in claims]
     assert len(set(ids)) == len(ids), ids
     for c in claims:
