@@ -550,9 +550,11 @@ def margin_distance(rule: Rule, ours: Any, paper: Any) -> Distance | None:
 
 
 def sample_to_decide(claim: Claim) -> str:
-    """What sample would decide an undecided claim at the spread observed: the interval's half-width shrinks as
-    1/sqrt(n) (a normal approximation: at a few seeds the t quantile falls too, so this slightly overstates), so n'
-    = n x (half-width / distance)^2 clears the margin if the estimate stays where it is; or why no sample can."""
+    """What sample would decide an undecided claim at the spread observed: the smallest n' whose interval, with the
+    spread per unit the interval shows now, clears the margin if the estimate stays where it is. The half-width
+    scales as t(confidence, n - 1) / sqrt(n) (a t interval; for a bootstrap over many units t is the normal
+    quantile already), so n' is the smallest n' with t(n' - 1) / sqrt(n') <= t(n - 1) / sqrt(n) x |distance| /
+    half-width; or why no sample can."""
     if claim.undecidable:
         return f"not decidable by any sample of this design: {claim.undecidable}"
     if undefined_interval(claim.ours):
@@ -564,11 +566,21 @@ def sample_to_decide(claim: Claim) -> str:
         return f"no sample size declared; the estimate sits {d}"
     if d.value == 0:
         return f"the estimate sits on the margin ({format_value(d.boundary)}): no sample decides it at this estimate"
-    need = math.ceil(claim.n / d.halfwidths**2)
+    from scipy import stats
+
+    def width(n: int) -> float:  # the half-width per unit spread at n units
+        return stats.t.ppf(0.5 + claim.confidence / 2, max(n - 1, 1)) / math.sqrt(n)
+
+    target = width(claim.n) * abs(d.halfwidths)
+    need = claim.n
+    while width(need) > target:  # steps of 1, then of 5%: "about" n' (at most 5% over)
+        if need > 10**9:
+            return f"more than 10^9 {claim.n_of or 'units'}: the estimate sits {d}"
+        need += max(1, need // 20)
     noun = claim.n_of or "units"
     return (
         f"about {need} {noun} at the observed spread (now {claim.n}; the estimate sits {abs(d.halfwidths):.2f} "
-        f"half-widths from the margin {format_value(d.boundary)}: n x (half-width / distance)^2)"
+        f"half-widths from the margin {format_value(d.boundary)}; t interval scaling)"
     )
 
 

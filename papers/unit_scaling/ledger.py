@@ -8,7 +8,7 @@ present run (the statistic or the arm changed, not a threshold), so each shows t
 
 One module over 400 lines: a ledger is data, one entry per change, appended and never edited or generated."""
 
-from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes
+from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes, label_changes
 
 README_7484B79 = "README row of commit 7484b79 (default run of 2026-11-24, 8 arms x 2 seeds)"
 
@@ -454,4 +454,73 @@ LEDGER += code_changes(
         "fp8-regular-fails": "fb73e1e0bb33",
     },
     run="results/unit_scaling",
+)
+
+# issue 62: a claim that could not fail at its design left the claims; every claim says where its figure and margin
+# come from and the sample behind its interval
+REFERENCE_2026_11_29 = "results/unit_scaling (reference run of 2026-11-29, 7 arms x 6 seeds, 44.9 min)"
+LEDGER += [
+    Change(
+        date="2026-11-29",
+        claim="init-regular-gradients-small",
+        kind="removed",
+        old="ours <= log2(1/100) = -6.644 (bound), ours = median log2 std of the regular FP32 model's activation "
+        "gradients at initialisation (one initialisation, one batch of 16 windows x 64 characters)",
+        new="fact init-regular-gradient-scale (construction): the same median reported, not decided",
+        reason="issue 62: it could not fail at this design. The loss is the mean over the analysis batch's 1024 "
+        "tokens (core.nn's cross_entropy), so every activation gradient carries 2^-10 from that convention alone: "
+        "10 of the 15.3 octaves measured; with the loss summed over tokens the median would be -5.3, above the "
+        "bound, and the claim would fail. The figure it cited does not show it either: the authors' Fig. 1 notebook "
+        "(US-FIG1) gives its regular layer a unit-normal output gradient, so that layer's gradients sit near unit "
+        "scale. Removed after its results had been seen (it held in every run since 2026-11-24); the verdict moves "
+        "holds -> not a claim. REFERENCES.md's 'Thresholds that are ours' says so.",
+        old_verdict="holds (-15.27, against <= -6.644)",
+        commit="f081577",
+        run=REFERENCE_2026_11_29,
+        moved_to="fact init-regular-gradient-scale (construction), in claims.facts",
+    ),
+]
+LEDGER += label_changes(
+    "2026-11-29",
+    "issue 62: labels added, nothing else of the declaration changed: figure_source (init claims: authors, the Fig. 1 "
+    "notebook; FP16 claims: authors, CharLM-test.ipynb; FP8 unit-scaled: paper, the abstract), margin_source (ours: "
+    "|log2 std| <= 1 for the init claims, US-MARGIN's 1% for the precision claims), n and n_of (the seeds behind the "
+    "precision claims' t intervals; 0 for the deterministic init claims). The decision code moved with the removal "
+    "of init-regular-gradients-small (decide no longer measures it and adds its fact); re-decided from "
+    "results/unit_scaling, every value and verdict is unchanged (holds, fails and undecided as recorded)",
+    {
+        "init-unit-scales": "02dc428cd28f",
+        "init-unit-scales-iid": "52cd7e1bf502",
+        "fp16-unit-matches-fp32-unit": "6594fa750612",
+        "fp16-regular-ls-matches-fp32": "129df6c19aab",
+        "fp8-unit-matches-fp32-unit": "f7f6000a0de9",
+        "fp16-regular-worse": "3ee8cab89cf0",
+    },
+)
+LEDGER += label_changes(
+    "2026-11-29",
+    "issue 62: labels added, nothing else of the declaration changed: figure_source none (no figure of the paper or "
+    "of the authors' runs tests regular FP8 without scaling; US-FP8 reads it from the title's 'out of the box'), "
+    "margin_source ours (US-MARGIN's 1%), n = 6 seeds. The source none makes the verdict unverified: undecided -> "
+    "unverified (rule: undecided), the rule's outcome shown beside and not counted. The decision code moved with "
+    "the removal of init-regular-gradients-small; re-decided from results/unit_scaling, its value is unchanged",
+    {"fp8-regular-fails": "03188b5839c2"},
+)
+
+# code entry (2026-11-29)
+LEDGER += code_changes(
+    "2026-11-29",
+    "issue 62: core.claims.sample_to_decide (what sample would decide an undecided claim, shown beside the "
+    "verdict) now scales the interval as a t interval does; the claims' measure functions reach it through "
+    "core.claims.Claim, so their code fingerprint moved. It decides nothing: no statistic, rule or verdict "
+    "changed (tests/core/test_claims.py checks the sample against a brute-force search)",
+    {
+        "init-unit-scales": "9e2d44dc0f9e",
+        "init-unit-scales-iid": "b4a3ffad5e5a",
+        "fp16-unit-matches-fp32-unit": "4da54b97d889",
+        "fp16-regular-ls-matches-fp32": "8888095d643a",
+        "fp8-unit-matches-fp32-unit": "56c23c9f5acb",
+        "fp16-regular-worse": "4f2715364917",
+        "fp8-regular-fails": "e12a5d6cc610",
+    },
 )

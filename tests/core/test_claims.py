@@ -217,8 +217,24 @@ def test_the_distance_of_a_point_and_of_a_rule_without_a_margin():
 
 def test_an_undecided_claim_says_what_sample_would_decide_it():
     c = Claim("gap", "A matches B", 0.0, interval_above(0.0), n=3, n_of="seeds")
-    # 0.2 [-0.1, 0.5]: 0.2 from the margin, half-width 0.3 -> 3 x (0.3 / 0.2)^2 = 6.75 -> 7 seeds
-    assert c.measured(Interval(0.2, -0.1, 0.5)).to_decide.startswith("about 7 seeds at the observed spread")
+    # 0.2 [-0.1, 0.5]: 0.2 from the margin, half-width 0.3; t(0.975, 2) / sqrt(3) = 2.48 per unit spread now, so
+    # the half-width must fall to 0.2 / 0.3 of it, 1.65: t(0.975, 3) / sqrt(4) = 1.59 does (3 seeds: 2.48 does not)
+    assert c.measured(Interval(0.2, -0.1, 0.5)).to_decide.startswith("about 4 seeds at the observed spread")
+    # 64 windows 0.45 half-widths from the margin: brute force over n for the smallest that clears it; the answer
+    # may overshoot it by the 5% steps the search takes past 20 units
+    from scipy import stats
+
+    wide = Claim("w", "x", 0.0, equivalent(-0.01, 0.01), n=64, n_of="windows").measured(
+        Interval(0.0109, 0.0089, 0.0129)
+    )
+    target = stats.t.ppf(0.975, 63) / 8 * 0.0009 / 0.002
+    exact = next(n for n in range(64, 10**4) if stats.t.ppf(0.975, n - 1) / math.sqrt(n) <= target)
+    said = int(wide.to_decide.split()[1])
+    assert wide.to_decide.endswith(
+        "windows at the observed spread (now 64; the estimate sits 0.45 half-widths from "
+        "the margin 0.01; t interval scaling)"
+    )
+    assert exact <= said <= 1.05 * exact, (exact, said)
     assert c.measured(Interval(0.5, 0.2, 0.8)).to_decide == ""  # holds: nothing to decide
     stuck = dataclasses.replace(c, undecidable="the statistic is a minimum over seeds")
     assert "not decidable" in stuck.measured(Interval(0.2, -0.1, 0.5)).to_decide

@@ -47,10 +47,11 @@ def test_the_estimates_hold_each_sweeps_optimum_and_the_move_with_width():
     # the slope over log2 widths 4 and 7: -3 octaves over 3 doublings; every resample moves every width alike
     assert est["slope/sp"].estimate == pytest.approx(-1.0) and est["slope/umup"].estimate == pytest.approx(0, abs=1e-9)
     assert est["slope/sp"].high - est["slope/sp"].low == pytest.approx(0.0, abs=1e-9)
-    # the claims' own figures are the estimates' where both name one
-    claims = {c.id: c for c in decided.claims}
-    assert est["drift/sp"] == claims["sp-lr-drifts"].ours and est["drift/umup"] == claims["umup-lr-transfers"].ours
+    # the claims' and facts' own figures are the estimates' where both name one
+    claims, facts = {c.id: c for c in decided.claims}, {f.id: f for f in decided.facts}
+    assert est["drift/sp"] == facts["sp-lr-drift"].value and est["drift/umup"] == claims["umup-lr-transfers"].ours
     assert est["fp8_gap/umup"] == claims["umup-fp8-close"].ours
+    assert est["loss_gap/umup_vs_mup"] == claims["umup-matches-mup"].ours
     # u-muP (centre -2) against SP (centre -6) and muP (centre -4) at width 128: each at its own best grid point,
     # where every seed's loss is 2 + (0.1 (s - 1))^2, so the gaps are 0
     assert est["loss_gap/umup_vs_sp"].estimate == pytest.approx(0.0, abs=1e-12)

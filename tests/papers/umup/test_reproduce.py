@@ -197,24 +197,29 @@ def _decided(cfg, results):
 
 def test_verdicts_on_hand_made_results_whose_outcome_is_known():
     # SP's optimum falls 3 octaves, u-muP's stays; u-muP's FP8 gap 0.5% +- 0.1% (within 1%); SP's FP8 gap ~20%
-    # against u-muP's 0.5%; the hyperparameter sweep only loses (gain 0)
+    # against u-muP's 0.5%; the hyperparameter sweep only loses (gain 0); u-muP's best loss equals muP's
     cfg, results = _hand_made([1.18, 1.2, 1.22], [1.004, 1.005, 1.006], [1.02, 1.02, 1.02])
     got = _decided(cfg, results)
-    assert list(got) == ["sp-lr-drifts", "umup-lr-transfers", "umup-defaults-near-optimal", "umup-fp8-close",
-                         "sp-fp8-worse"]  # fmt: skip
-    assert got["sp-lr-drifts"].ours.estimate == pytest.approx(-3.0)
+    assert list(got) == ["umup-lr-transfers", "umup-defaults-near-optimal", "umup-fp8-close", "sp-fp8-worse",
+                         "umup-matches-mup"]  # fmt: skip
+    # SP's drift is a calibration fact since issue 62 (its grid follows the drift it would show), not a claim
+    (fact,) = decide(cfg, results).facts
+    assert (fact.id, fact.kind) == ("sp-lr-drift", "calibration") and fact.value.estimate == pytest.approx(-3.0)
+    assert "until 2026-11-29 it was the claim sp-lr-drifts" in fact.detail.lower()
     assert got["umup-lr-transfers"].ours.estimate == pytest.approx(0.0, abs=1e-9)
     assert (
         got["umup-lr-transfers"].ours.confidence == 0.95 and "27 seed resamples" in got["umup-lr-transfers"].ours.method
     )
     assert got["umup-fp8-close"].ours.estimate == pytest.approx(0.005) and got["umup-fp8-close"].ours.high < 0.01
     assert got["umup-defaults-near-optimal"].ours == 0.0
+    assert got["umup-matches-mup"].ours.estimate == pytest.approx(0.0, abs=1e-12)
+    assert got["umup-matches-mup"].detail == "best seed-mean validation loss u-muP at 2^-2: 2.0067, muP at 2^-4: 2.0067"
     assert {k: c.verdict.value for k, c in got.items()} == {
-        "sp-lr-drifts": "holds",
         "umup-lr-transfers": "holds",
         "umup-defaults-near-optimal": "holds",
         "umup-fp8-close": "holds",
         "sp-fp8-worse": "holds",
+        "umup-matches-mup": "holds",
     }
     # u-muP's FP8 gap 3%, a sweep that gains 5%, SP's FP8 gap spread across u-muP's (the interval straddles 0)
     cfg, results = _hand_made([0.99, 1.03, 1.05], [1.03, 1.03, 1.03], [0.95, 0.95, 0.95])
@@ -229,6 +234,26 @@ def test_verdicts_on_hand_made_results_whose_outcome_is_known():
     cfg, results = _hand_made([1.18, 1.2, 1.22], [1.005, 1.01, 1.015], [1.02, 1.02, 1.02])
     fp8_close = _decided(cfg, results)["umup-fp8-close"]
     assert fp8_close.ours.estimate == pytest.approx(0.01) and fp8_close.verdict.value == "undecided"
+
+
+def test_u_mup_against_mup_fails_beyond_the_margin_and_is_undecided_across_it():
+    # u-muP's loss at width 128 x 1.03 at every seed: 3% above muP's, all of its interval beyond 1%
+    cfg, results = _hand_made([1.18, 1.2, 1.22], [1.004, 1.005, 1.006], [1.02, 1.02, 1.02])
+    umup = results.sweeps[("umup", 128)]
+    results.sweeps[("umup", 128)] = _group("umup", 128, lambda e, s: umup.at_lr(2.0**e)[s] * 1.03, tuple(range(-10, 0)))
+    got = _decided(cfg, results)["umup-matches-mup"]
+    assert got.ours.estimate == pytest.approx(0.03) and got.verdict.value == "fails"
+    # 0.5%, 1%, 1.5% above: the mean at the margin, the interval across it; the design says what would decide it
+    factor = {0: 1.005, 1: 1.01, 2: 1.015}
+    results.sweeps[("umup", 128)] = _group(
+        "umup", 128, lambda e, s: umup.at_lr(2.0**e)[s] * factor[s], tuple(range(-10, 0))
+    )
+    got = _decided(cfg, results)["umup-matches-mup"]
+    assert got.verdict.value == "undecided" and (got.n, got.n_of) == (3, "seeds")
+    assert got.to_decide.startswith(("about", "the estimate sits on the margin"))
+    # a best learning rate at its grid's edge is named: the optimum may lie beyond the grid
+    results.sweeps[("mup", 128)] = _group("mup", 128, lambda e, s: -e + 2.0, tuple(range(-10, 0)))
+    assert "muP at 2^-1 (its grid's edge" in _decided(cfg, results)["umup-matches-mup"].detail
 
 
 def test_u_mup_transfer_fails_when_its_optimum_moves_an_octave():
@@ -314,11 +339,11 @@ def test_the_smoke_run_stores_every_group_and_decides_from_them(smoke_run):
     # the decision, recomputed with numpy from the stored losses
     claims = {c["id"]: c for c in decision["claims"]}
     assert list(claims) == [
-        "sp-lr-drifts",
         "umup-lr-transfers",
         "umup-defaults-near-optimal",
         "umup-fp8-close",
         "sp-fp8-worse",
+        "umup-matches-mup",
     ]
     fp8 = results.fp8["umup"]
     ref, low = results.sweeps[("umup", widths[-1])].at_lr(fp8.lr[0]), fp8.at_lr()
@@ -338,10 +363,13 @@ def test_the_smoke_run_stores_every_group_and_decides_from_them(smoke_run):
         assert transfer["ours"]["estimate"] == pytest.approx(drift_)
     else:
         assert transfer["ours"].startswith("not bracketed") and transfer["verdict"] == "fails"
-    assert est["drift/umup"] == transfer["ours"] and est["drift/sp"] == claims["sp-lr-drifts"]["ours"]
+    facts = {f["id"]: f for f in decision["facts"]}  # SP's drift: a calibration fact since issue 62
+    assert est["drift/umup"] == transfer["ours"] and est["drift/sp"] == facts["sp-lr-drift"]["value"]
+    assert list(facts) == ["sp-lr-drift"] and facts["sp-lr-drift"]["kind"] == "calibration"
+    assert claims["umup-matches-mup"]["ours"] == est["loss_gap/umup_vs_mup"]  # the loss-gap table's muP row
     entries = [e["kind"] for e in decision["ledger"] if e["claim"] == "umup-lr-transfers"]
-    assert entries[:2] == ["removed", "added"] and set(entries[2:]) <= {"code"}  # code: issue 57's Results
-    assert decision["facts"] == []
+    # after its return: issue 57's Results (code), issue 58's grid entry (respecified), issue 62's labels
+    assert entries[:2] == ["removed", "added"] and set(entries[2:]) <= {"code", "respecified", "labelled"}
     tables = {t["name"]: t for t in decision["tables"]}
     assert set(tables) == {"optimal_lr", "lr_drift", "loss_gap", "umup_mults", "fp8"}
     assert len(tables["optimal_lr"]["rows"]) == 3 * 2  # parametrizations x widths
