@@ -4,7 +4,7 @@ they carry no fingerprint, and say when and why a rule moved and the verdict las
 One module over 400 lines: a ledger is data, one entry per change, appended and never edited or generated."""
 
 from core.claims import at_least, at_most, printed
-from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes
+from core.ledger import ISSUE_58_CORRECTION, ISSUE_58_FORM, Change, code_changes, label_changes
 
 # Literal values, not read from claims.py: the history must not move when the claims do
 SLACK = 0.05  # "within 0.05 of the literature MRR, or better" (issue 12)
@@ -918,4 +918,93 @@ LEDGER += code_changes(
         "bess-moves-less": "5a1919e41ed1",
     },
     run="results/bess",
+)
+
+# Issue 62 (2026-11-29): a counted claim must be able to fail at its design; every figure and margin says where it
+# comes from. The reference run named is results/bess (default scale, commit 54b68c7, 2026-11-29).
+REFERENCE_62 = "results/bess (the reference run, default scale, 2026-11-29)"
+LEDGER += [
+    Change(
+        date="2026-11-29",
+        claim="bess-equals-single-device",
+        kind="removed",
+        old="ours <= 1e-05 (equivalence): the largest relative error of loss, scores and gradients, BESS on 4 devices "
+        "against one device, over the scorers (one batch each)",
+        new="-",
+        reason="issue 62: an implementation check, not a finding: the all_to_all and psum rewrite the single-device "
+        "sums across devices, so only a bug can fail it (float32 rounding: 1.7e-7 against 1e-5, 58x). It is held by "
+        "tests/papers/bess/test_bess.py::test_bess_and_all_gather_equal_the_single_device_reference_on_1_2_4_devices "
+        "(BESS with a distance and a bilinear scorer, and the all-gather scheme, on 1, 2 and 4 devices, every error "
+        "< 1e-5, padding rows without gradient); the run's own check (every scorer, 4 devices) stays in the report "
+        "as the fact bess-equals-single-device (construction). Verdict: holds -> removed (a test and a fact).",
+        old_verdict="holds (1.731e-07: TransE 1.4e-07, DistMult 1.7e-07, ComplEx 1.3e-07, RotatE 9.1e-08)",
+        commit="54b68c7",
+        run=REFERENCE_62,
+        moved_to="test tests/papers/bess/test_bess.py::test_bess_and_all_gather_equal_the_single_device_reference_on_"
+        "1_2_4_devices; fact bess-equals-single-device (construction)",
+    ),
+    Change(
+        date="2026-11-29",
+        claim="bess-moves-less",
+        kind="removed",
+        old="is_true: the compiled BESS step's collectives deliver fewer bytes than the compiled all-gather step's, at "
+        "every n >= 2",
+        new="-",
+        reason="issue 62: arithmetic on shapes, as table-memory-1-over-n was (issue 41): the all_to_all moves "
+        "2n(n-1)(b + n_neg) d x 4 bytes and all-gathering the table 2n(n-1)(N/n) d x 4 (papers.bess.bess."
+        "bytes_per_step), so it holds wherever b + n_neg < N/n: at most 288 rows per block against 12,500 or more "
+        "here. The compiled programs' bytes equal that count (tests/papers/bess/test_bess.py::test_bytes_read_from_"
+        "the_compiled_steps_equal_the_analytic_count, test_analytic_bess_moves_less_than_all_gathering_the_table). "
+        "It becomes the fact bess-moves-less (analytic), its value the largest ratio of the two (0.0077 at n=2). "
+        "Verdict: holds -> fact.",
+        old_verdict="holds (n=2: 388 KiB vs 48.9 MiB, n=4: 780 KiB vs 146.8 MiB, n=8: 1.34 MiB vs 342.5 MiB)",
+        commit="54b68c7",
+        run=REFERENCE_62,
+        moved_to="fact bess-moves-less (analytic)",
+    ),
+    Change(
+        date="2026-11-29",
+        claim="beats-random-floor-as-literature",
+        kind="removed",
+        old="ours >= 1.122: the smallest ratio over every trained (graph, model) of the test MRR (5 seeds, t "
+        "intervals) to the exact filtered random-ranker MRR",
+        new="-",
+        reason="issue 62: a duplicate of mrr-nations-transe divided by a constant: Nations' filtered floor (0.3844) is "
+        "7x the others' (0.054, 0.059), so the smallest ratio is always TransE on Nations, and the bound 1.122 x "
+        "0.3844 = 0.4313 is that claim's bound; it cannot be decided otherwise than that claim is. Its figure (L1 "
+        "over F1) and the floors stay in the report's link_prediction table (each graph's filtered random-floor "
+        "row beside every model's MRR). It replaced the 2x claim after that had failed (2026-11-26). Verdict: holds "
+        "-> removed; mrr-nations-transe keeps the same verdict (holds).",
+        old_verdict="holds (1.299 [1.270, 1.327]: TransE on Nations, 0.499 against the floor 0.384)",
+        commit="54b68c7",
+        run=REFERENCE_62,
+        moved_to="claim mrr-nations-transe (the same bound over Nations' floor); the report's link_prediction table "
+        "(each graph's random-floor rows)",
+    ),
+]
+
+LEDGER += label_changes(
+    "2026-11-29",
+    "issue 62: labels only, the rule, statistic and figure unchanged: figure_source (Nations: L1-L4, Pu et al.'s "
+    "own table, read in issue 23, labelled paper as REFERENCES.md records it, a literature figure, not the BESS "
+    "paper's; Kinships and UMLS: L6-L8 a compilation's rows, secondary, and L5 no source, none: both kinds already "
+    "unverified by the claims' unverified field; the ensembles: the authors' technical report, REFERENCES.md P3 and "
+    "A1, section 6.2 and Figure 3a, ensembles beating their best single model, read 2026-11-29), margin_source "
+    "(ours: 0.05 below the printed literature value; zero gain for the ensembles) and the sample behind each interval "
+    "(5 training seeds; 201, 1074 and 661 test triples of one seed's models). No verdict moves (results/bess): "
+    "Nations' four stay holds (3) and undecided (RotatE), Kinships' and UMLS's four stay unverified (rule: holds), "
+    "the ensembles stay holds",
+    {
+        "mrr-nations-transe": "d3c4f9150d3c",
+        "mrr-nations-distmult": "02bf8b549ed5",
+        "mrr-nations-complex": "d742c66d9738",
+        "mrr-nations-rotate": "d12d3f91612e",
+        "mrr-kinships-distmult": "cb38624362a3",
+        "mrr-kinships-complex": "f2d4135fe611",
+        "mrr-umls-distmult": "ccd3ee0dade4",
+        "mrr-umls-complex": "0805e4589bd7",
+        "ensemble-nations": "75ed0b0be050",
+        "ensemble-kinships": "9911a8d27bc4",
+        "ensemble-umls": "4fb858545877",
+    },
 )

@@ -31,5 +31,29 @@ UNVERIFIED = {
     ("umls", "complex"): "a secondary compilation's ComplEx-N3 row (L6), attributed there to Lacroix et al. 2018; "
     "no primary table holding it was found in the stored texts",
 }
+# Where each figure comes from, as core.claims.Claim.figure_source labels it (issue 62): L1-L4 were read in Pu et
+# al.'s own table (a primary table, not the BESS paper's), L6-L8 are a compilation's rows, L5 has no source
+_PU = (
+    "paper: Pu, Zhang, Feng & Yang 2022 (REFERENCES.md {label}; a literature figure, not the BESS paper's), its table "
+    "'Experimental results for Nations', read in issue 23 (table number and page not recorded; not re-readable "
+    "since: the stored copies hold its opening only)"
+)
+_COMPILATION = (
+    "secondary: a compilation, github.com/irokin/Link-Prediction-Experiment-Results (README, 'Filter Mean Reciprocal "
+    "Rank' table), row {row} (REFERENCES.md {label})"
+)
+LITERATURE_SOURCE = {
+    ("nations", "transe"): _PU.format(label="L1"),
+    ("nations", "distmult"): _PU.format(label="L2"),
+    ("nations", "complex"): _PU.format(label="L3"),
+    ("nations", "rotate"): _PU.format(label="L4"),
+    ("kinships", "distmult"): "none: no source located, the value of the project's earlier notes (REFERENCES.md L5); "
+    "the one published figure found, 0.516, is a compilation's row",
+    ("kinships", "complex"): _COMPILATION.format(row="ComplEx-N3, attributed to Lacroix et al. 2018", label="L6"),
+    ("umls", "distmult"): _COMPILATION.format(
+        row="DistMult, attributed to Yang et al. 2015, which does not evaluate UMLS", label="L7"
+    ),
+    ("umls", "complex"): _COMPILATION.format(row="ComplEx-N3, attributed to Lacroix et al. 2018", label="L8"),
+}
 TEST_TRIPLES = {"nations": 201, "kinships": 1074, "umls": 661}  # REFERENCES.md D1-D3
 NAMES = {"transe": "TransE", "distmult": "DistMult", "complex": "ComplEx", "rotate": "RotatE"}

@@ -216,10 +216,16 @@ def test_different_molecules_in_one_batch_equal_their_own_runs():
 
 @pytest.mark.slow  # ~2 min: 12 converged PySCF references
 def test_float32_on_12_held_out_qm9_molecules():
-    """Issue 27's accuracy goal for float32 labels at QM1B's size: energy within 1 meV and gap within 0.1 meV of
-    converged PySCF on 12 QM9 molecules of 9 heavy atoms (a selection seed the other tests do not use). Measured
-    2026-11-25 with the SCF stopping once converged (10-14 iterations): energy median 0.0024 meV, max 0.016; gap
-    median 0.022 meV, max 0.074 (at 20 fixed iterations: energy max 4.3e-5 meV, gap max 0.067)."""
+    """The float32 labels at QM1B's size against converged PySCF, on 12 QM9 molecules of 9 heavy atoms (a selection
+    seed the other tests do not use): energy within 1 meV, gap within 0.2 meV. Measured 2026-11-25 with the SCF
+    stopping once converged (10-14 iterations): energy median 0.0024 meV, max 0.016; gap median 0.022 meV, max 0.074
+    (at 20 fixed iterations: energy max 4.3e-5 meV, gap max 0.067).
+
+    This test holds what were the claims gap-within-0.1mev and energy-within-1mev (papers/qm1b/ledger.py, issue 62):
+    an implementation check of our DFT against an independent one. The gap's bound is 2x float32's floor (~0.1 meV,
+    set by the density's float32 rounding: the reference run's 48 random rows reached 0.1048 meV, the bench's 64
+    conformers 0.098), so that rounding cannot fail it and an error of the implementation (meV to eV) cannot pass
+    it; issue 27's goal of 0.1 meV sits on that floor and was this test's bound until issue 62."""
     from papers.qm1b.generate import Selection, conformer_seed, select_molecules
 
     sel = Selection(source="qm9", min_heavy=9, max_heavy=9, molecules=12, conformers=1, seed=123)
@@ -229,7 +235,7 @@ def test_float32_on_12_held_out_qm9_molecules():
         energy, gap = reference(atom)
         r = run_dft(atom, dtype="float32")
         assert abs(r["energy"] - energy) * HARTREE_EV < 1e-3, smiles
-        assert abs(r["gap"] - gap) < 1e-4, smiles
+        assert abs(r["gap"] - gap) < F32_GAP_EV, smiles
 
 
 def pyscf_density_fitted(atom, basis="sto-3g"):
