@@ -1,16 +1,18 @@
 """The PopSparse claims, declared from the config alone before any run, and `decide`, which measures them from the
 stored Results (papers/popsparse/results.py: the simulated IPU's rows, the crossover sweep and the CPU cells); beside
 them the facts that are not claims (the dense rate, a calibration; speed-up growing with block size, true of the
-cost model by construction) and the estimates the report's tables show. The paper's numbers are in
+cost model by construction) and the estimates the report's tables show (the CPU's among them: a benchmark of our two
+JAX kernels, not a claim of the paper). The paper's numbers are in
 papers/popsparse/paper.py (its table as printed, its figures as read at pixel precision); what the report needs as
 well (selecting rows, the crossover's interpolation, the estimates' names) is in papers/popsparse/sweep.py.
 
 Every simulated sparse cell is run with several random block patterns (`popsparse.ipu.pattern_seeds`); the
 simulation is otherwise deterministic, so each IPU claim is decided over the seeds: its interval spans every seed
-(and every value the paper's figures allow), it holds where every seed meets the rule and fails where none does.
+(and every value the paper's figures allow), it holds where every seed meets the rule and fails where none does;
+static-beats-dynamic treats the seeds as a sample (a t interval per cell), so more seeds can decide it.
 
 One module over 400 lines: one `measure()` decides every claim from the same cells (the simulated table, the figure
-cells and their sides, the crossovers, the CPU cells), so the cell helpers, the measure, the facts and the estimates
+cells and their sides, the crossovers), so the cell helpers, the measure, the facts and the estimates
 that read them stay together; the helpers the report needs as well (selecting rows, the crossover's interpolation, a
 cell's rate at the paper's clock) are in sweep.py. A measure per claim (as prng's) would let a claim's lock change
 alone; it waits for a change to these claims (every claim's lock would move). numpy, scipy and core.stats only: no
@@ -18,6 +20,7 @@ JAX."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import statistics
@@ -25,9 +28,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from core.claims import Claim, Decided, Fact, Interval, Rule, inside, interval_above, is_true, within_abs
+from core.claims import Claim, Decided, Fact, Interval, Rule, inside, interval_above, within_abs
 from core.report import fixed
-from core.stats import paired_speedup, slope
+from core.stats import paired_speedup, seed_mean, slope
 from papers.popsparse.paper import (
     FIGURE_M,
     FIGURE_SPEEDUPS,
@@ -42,7 +45,9 @@ from papers.popsparse.paper import (
 )
 from papers.popsparse.results import CpuCell, Results, Row
 from papers.popsparse.sweep import (
+    CPU_SLOPE_KEY,
     at_paper_clock,
+    cpu_dynamic_key,
     cpu_key,
     crossover_key,
     crossover_sparsity,
@@ -169,6 +174,7 @@ _TARGETS = Rule(
     f"rounding (ours = max(worst / {TABLE_CELL_FACTOR}, median / {TABLE_MEDIAN_FACTOR}) <= 1)",
     lambda ours, paper: inside(ours, -math.inf, 1.0),
     "equivalence",
+    lambda paper: (-math.inf, 1.0),
 )
 # the share of cells meeting a condition, lowest and highest over the seeds: 1 in every seed holds, below 1 in every
 # seed fails
@@ -178,6 +184,25 @@ _EVERY_CELL = "in every cell and every pattern seed (ours = the share of cells, 
 def _every_cell(what: str) -> Rule:
     """A qualitative rule that holds when the share of cells where `what` is true is 1 for every pattern seed."""
     return Rule(f"{what} {_EVERY_CELL}", lambda ours, paper: inside(ours, 1.0, 1.0), "qualitative")
+
+
+# static beats dynamic (issue 62): per cell the 95% t interval over the pattern seeds of the mean log speed ratio;
+# ours is the interval of the cell that lies lowest, so the rule on it is the rule on every cell: all above 0 holds,
+# one wholly at or below 0 fails, undecided otherwise
+_ABOVE_0 = interval_above(0.0)
+_STATIC_AHEAD = Rule(
+    "every cell's 95% t interval of the mean over pattern seeds of ln(static / dynamic speed-up) above 0 (ours: the "
+    "lowest cell's interval; one wholly at or below 0 fails)",
+    _ABOVE_0.check,
+    "superiority",
+    _ABOVE_0.region,
+)
+# where each IPU claim's margin comes from (issue 62)
+_TARGETS_MARGIN = (
+    f"ours: issue 26's targets, every cell within {TABLE_CELL_FACTOR}x and the median within {TABLE_MEDIAN_FACTOR}x "
+    "of the paper's speed-up (the paper states no tolerance)"
+)
+_NOTEBOOK = "graphcore-research/sparsity-benchmarks, analysis/Analysis.ipynb"
 
 
 CLAIMS = {
@@ -198,6 +223,18 @@ CLAIMS = {
         resolution="the printed rounding spans 1.3-14% of a cell's ratio (0.4: [0.35, 0.45], 5.6: [5.55, 5.65]), "
         "wider than the pattern seeds' ~0.3%: undecided wherever a factor lies within its cell's rounding of 1.5; "
         + _SEEDS,
+        figure_source=f"authors: {_NOTEBOOK}, cell static_vs_dynamic (its output is the table the project's notes "
+        "copy, to the same digit; the paper's table number and page were not checked: REFERENCES.md, 'speed-up "
+        "table')",
+        margin_source=_TARGETS_MARGIN,
+        n=3,
+        n_of="pattern seeds",
+        undecidable="its interval is the table's one-decimal rounding (0.7 is [0.65, 0.75]), not a sampling spread: "
+        "more pattern seeds only widen a lowest-to-highest interval, and they move a cell by ~0.3% against a "
+        "rounding of 1.3-14%. Only the authors' unrounded measurements (202301_sparsity_benchmarks.json on the "
+        "benchmark repository's data branch, listed without its contents in the copy this project can reach) "
+        "could decide it; the figure readings (+-2%) would not: the worst cell, b=16 FP16 dynamic, sits at "
+        "1.500 [1.47, 1.53] of its 1.5 target against the reading",
     ),
     "ipu-paper-figures": Claim(
         "ipu-paper-figures",
@@ -216,20 +253,36 @@ CLAIMS = {
         unit=_SIMULATED,
         resolution="a reading spans +-1.5-2.5% (a speed-up is two markers, each within half a pixel, over an axis "
         "the ticks fix to half a pixel: 107 px a decade in ipu_density, 165 in ipu_block_size); " + _SEEDS,
+        figure_source=f"authors: {_NOTEBOOK}, the images of cells ipu_density and ipu_block_size (vendored in "
+        "papers/popsparse/data/), read by papers.popsparse.digitise; the paper's figure numbers were not checked",
+        margin_source=_TARGETS_MARGIN,
+        n=3,
+        n_of="pattern seeds",
     ),
     "ipu-static-beats-dynamic": Claim(
         "ipu-static-beats-dynamic",
-        "On the simulated IPU the static-pattern matmul is faster than the dynamic one in every cell of the grid, "
-        "for every pattern seed (paper: 'static sparsity in general outperforms dynamic sparsity'; its table: "
-        "static ahead in all 4 (block, dtype) cells)",
+        "On the simulated IPU the static-pattern matmul is faster than the dynamic one in every cell of the grid: in "
+        "each (dtype, block, density) cell the mean over pattern seeds of ln(static speed-up / dynamic speed-up) has "
+        "its 95% t interval above 0; a cell whose interval lies wholly at or below 0 fails it (paper: 'static "
+        "sparsity in general outperforms dynamic sparsity'; its table: static ahead in all 4 (block, dtype) cells)",
         "static ahead in all 4 table cells",
-        _every_cell("static faster"),
+        _STATIC_AHEAD,
         source="static beats dynamic",
-        statistic="per pattern seed, the share of (dtype, block, density) cells of the IPU grid where the static "
-        "speed-up exceeds the dynamic one; mean, lowest and highest over the seeds",
-        confidence=1.0,
-        unit=_SIMULATED,
-        resolution=_SEEDS,
+        statistic="per (dtype, block, density) cell of the IPU grid, the mean over the pattern seeds of ln(static "
+        "speed-up / dynamic speed-up), 95% t interval (seeds - 1 degrees of freedom); ours: the interval of the "
+        "cell wholly at or below 0 that lies lowest where there is one, else of the cell whose lower end is lowest",
+        unit="pattern seeds (popsparse.ipu.pattern_seeds), a sample of random block patterns: the simulated cycles "
+        "are exact for a pattern; t interval per cell over the seeds",
+        resolution="the dynamic matmul's cost does not depend on the pattern, so a cell's spread is the static "
+        "speed-up's over the patterns: under 1% at b=1, up to +-4% at b=16 (2026-11-26); every cell but FP32 b=16 "
+        "at 1/4 is >= 5% apart (reference of 2026-11-29), where static and dynamic are within 1% (per seed +0.9%, "
+        "-0.84%, -0.81%: mean -0.25%, sd 1.0%); at 3 seeds a t half-width is 2.5 sd, so that cell stays "
+        "undecided unless its mean moves past ~2.5%",
+        figure_source="paper: Abstract, p. 1 ('static sparsity in general outperforms dynamic sparsity', "
+        "text-checked: REFERENCES.md, 'static beats dynamic'); 'all 4 table cells' from the authors' table",
+        margin_source="ours: zero (static ahead by any amount), in every cell of our grid",
+        n=3,
+        n_of="pattern seeds",
     ),
     "ipu-headline-crossover": Claim(
         "ipu-headline-crossover",
@@ -247,6 +300,12 @@ CLAIMS = {
         unit=_SIMULATED,
         resolution="exact on the grid; between grid points a log-density interpolation over steps of 2x density; "
         + _SEEDS,
+        figure_source="paper: Abstract, p. 1 ('outperforms equivalent dense calculations in FP16 at lower sparsity "
+        "(around 90%)', text-checked: REFERENCES.md, 'headline')",
+        margin_source="ours: the +-0.05 window and the block (of b = 1, 4, 8, the one nearest 90%, chosen after the "
+        "b = 16 rule failed: papers/popsparse/ledger.py); the abstract names neither a tolerance nor a block",
+        n=3,
+        n_of="pattern seeds",
     ),
     "ipu-crossover-falls-with-block": Claim(
         "ipu-crossover-falls-with-block",
@@ -265,31 +324,12 @@ CLAIMS = {
         unit=_SIMULATED,
         resolution="the paper's figures place each crossover to one step of 2x density; its cells' readings lie "
         "3-26% from 1 (b=1: 0.74 at 1/16, 1.22 at 1/32), wider than their +-2% reading error; " + _SEEDS,
-    ),
-    "cpu-static-beats-dynamic": Claim(
-        "cpu-static-beats-dynamic",
-        "On the CPU our static-pattern matmul is faster than our dynamic one in every cell (each cell decided on "
-        "the 95% bootstrap interval of its dynamic/static time ratio over paired timing rounds)",
-        "yes",
-        is_true("interval above 1 in every (block, density) cell"),
-        source="static beats dynamic",
-        statistic="per cell the median dynamic/static time ratio over paired timing rounds, 95% bootstrap "
-        "interval; cells whose interval lies above 1",
-        unit="5 paired timing rounds per cell, 20 (block, density) cells",
-        resolution="a cell resolves a ratio beyond its round-to-round jitter (README run 2026-11-25: 13 of 20 "
-        "cells decided)",
-    ),
-    "cpu-grows-with-block": Claim(
-        "cpu-grows-with-block",
-        "On the CPU the static speed-up over dense at density 1/16 grows with the block size: slope of "
-        "log2(speed-up) on log2(block) over every timing round (paper: its FP16 static b=1 -> b=16)",
-        round(math.log2(PUBLISHED[(16, "float16")][0] / PUBLISHED[(1, "float16")][0]) / 4, 3),
-        interval_above(0.0),
-        source="speed-up table",
-        statistic="OLS slope of log2(speed-up over dense) on log2(block) over every timing round at density "
-        "1/16, 95% t interval",
-        unit="5 timing rounds x 4 block sizes",
-        resolution="t half-width ~0.11 (README run 2026-11-25: 0.75 [0.64, 0.86])",
+        figure_source=f"authors: {_NOTEBOOK}, the images of cells ipu_density and ipu_block_size, read by "
+        "papers.popsparse.digitise; the paper's figure numbers were not checked",
+        margin_source="authors: speed-up 1 (sparse as fast as dense), each cell's side as their figures show it; no "
+        "margin of ours",
+        n=3,
+        n_of="pattern seeds",
     ),
 }
 
@@ -370,29 +410,28 @@ def _dense_factors(ipu_rows: list[Row]) -> dict[tuple[str, Any], float]:
 
 def claims(cfg) -> list[Claim]:
     """The claims, declared before the run: each compares cells the config asks for, so it exists when they do
-    (the paper's table needs its eight cells, the figure claims the figures' m = k, the headline crossover two
-    densities of a block in 1, 4, 8, the crossover's place two blocks with cells the paper's figures put on one side
-    of 1)."""
-    ipu, cpu = planned_cells(cfg)
+    (the paper's table needs its eight cells, the figure claims the figures' m = k, static-beats-dynamic two pattern
+    seeds for its t intervals, the headline crossover two densities of a block in 1, 4, 8, the crossover's place two
+    blocks with cells the paper's figures put on one side of 1); each with the run's pattern seeds as its sample.
+    The CPU sweep declares none: it times our own two JAX kernels, not anything the paper measured (the report's
+    CPU tables show it)."""
+    ipu, _ = planned_cells(cfg)
     cross = planned_crossover(cfg)
+    seeds = cfg.popsparse.ipu.pattern_seeds
     out = []
     if ipu:
         if all(rows_at(ipu, dtype, block, PAPER_DENSITY) for block, dtype in PUBLISHED):
             out.append(CLAIMS["ipu-paper-table"])
         if _at_figure_scale(cfg) and _figure_cells(ipu, cross, planned=True):
             out.append(CLAIMS["ipu-paper-figures"])
-        out.append(CLAIMS["ipu-static-beats-dynamic"])
+        if seeds >= 2:
+            out.append(CLAIMS["ipu-static-beats-dynamic"])
     swept = [b for b in sorted({r.block for r in cross}) if len(rows_at(cross, None, b)) >= 2]
     if any(b in HEADLINE_BLOCKS for b in swept):
         out.append(CLAIMS["ipu-headline-crossover"])
     if _at_figure_scale(cfg) and len({b for _, b, _ in _side_cells(ipu, cross, planned=True)}) >= 2:
         out.append(CLAIMS["ipu-crossover-falls-with-block"])
-    if cpu:
-        if cfg.popsparse.cpu.dynamic:
-            out.append(CLAIMS["cpu-static-beats-dynamic"])
-        if len(_cpu_at_paper_density(cpu)) >= 2:
-            out.append(CLAIMS["cpu-grows-with-block"])
-    return out
+    return [dataclasses.replace(c, n=seeds) for c in out]
 
 
 def _crossovers(crossover_rows, seed: int | None = None) -> dict[int, tuple[list[float], list[float], float, str]]:
@@ -455,6 +494,38 @@ def _measure_sides(ipu_rows, crossover_rows, seeds: int, ours: dict) -> None:
     )
 
 
+def _measure_static_ahead(ipu_rows, seeds: int, ours: dict) -> None:
+    """static-beats-dynamic (`ours` gains its entry): per cell the t interval over the pattern seeds of the mean
+    ln(static / dynamic speed-up); ours is the lowest cell's (`_STATIC_AHEAD`). A cell that did not fit in some seed
+    (a nan speed-up) is left out and named."""
+    cells, left_out = {}, []
+    for r in ipu_rows:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.log(np.asarray(_per_seed(r, "static")) / np.asarray(_per_seed(r, "dynamic")))
+        name = f"{r.dtype} b={r.block} at {frac(r.density)}"
+        if np.all(np.isfinite(ratio)):
+            cells[name] = (ratio, seed_mean(ratio))
+        else:
+            left_out.append(name)
+    if not cells:
+        return
+    failing = [c for c, (_, iv) in cells.items() if iv.high <= 0]
+    lowest = min(failing, key=lambda c: cells[c][1].high) if failing else min(cells, key=lambda c: cells[c][1].low)
+    values, iv = cells[lowest]
+    above = [c for c, (_, v) in cells.items() if v.low > 0]
+    between = [c for c in cells if c not in above and c not in failing]
+    wins = [sum(_per_seed(r, "static")[s] > _per_seed(r, "dynamic")[s] for r in ipu_rows) for s in range(seeds)]
+    ours["ipu-static-beats-dynamic"] = (
+        dataclasses.replace(iv, method=f"{lowest}: {iv.method}"),
+        f"lowest cell {lowest}: per seed {', '.join(f'{v:+.2%}' for v in values)}; of {len(cells)} cells "
+        f"{len(above)} above 0, {len(failing)} wholly at or below 0, {len(between)} straddling"
+        + (f" ({', '.join(between)})" if between else "")
+        + (f"; left out (did not fit in some seed): {', '.join(left_out)}" if left_out else "")
+        + f"; static faster in {', '.join(map(str, wins))} of {len(ipu_rows)} cells per pattern seed (the statistic "
+        "before issue 62)",
+    )
+
+
 def speedup_interval(cell: CpuCell, method: str, over: str = "dense", *, seed: int = 0) -> Interval:
     """Time of `over` / time of `method` in one CPU cell: the median of the per-round ratios (rounds paired as
     timed) with a 95% bootstrap interval over the rounds (`core.stats.paired_speedup`). Above 1: `method` is
@@ -464,7 +535,7 @@ def speedup_interval(cell: CpuCell, method: str, over: str = "dense", *, seed: i
 
 def measure(cfg, results: Results) -> list[Claim]:
     """Our figure for every declared claim (one the run did not measure stays unmeasured)."""
-    ipu_rows, cpu_cells, crossover_rows = results.ipu, results.cpu, results.crossover
+    ipu_rows, crossover_rows = results.ipu, results.crossover
     ours: dict[str, tuple[Any, str]] = {}
     seeds = _seeds(ipu_rows or crossover_rows)
     _measure_crossovers(crossover_rows, seeds, ours)
@@ -479,28 +550,8 @@ def measure(cfg, results: Results) -> list[Claim]:
         if figure:
             papers = {key: PAPER_FIGURE_SPEEDUPS[key] for key in figure}
             ours["ipu-paper-figures"] = _within_targets(figure, papers, lambda w: f"{w[0]} b={w[1]} at {frac(w[2])}")
-        wins = [sum(_per_seed(r, "static")[s] > _per_seed(r, "dynamic")[s] for r in ipu_rows) for s in range(seeds)]
-        ours["ipu-static-beats-dynamic"] = (
-            _over_seeds([w / len(ipu_rows) for w in wins], f"share of {len(ipu_rows)} cells over {seeds} seed(s)"),
-            f"static faster in {', '.join(map(str, wins))} of {len(ipu_rows)} cells (per pattern seed)",
-        )
-    if cpu_cells:
-        if "dynamic" in cpu_cells[0].rounds:
-            ratios = [speedup_interval(cell, "static", over="dynamic", seed=i) for i, cell in enumerate(cpu_cells)]
-            faster = sum(r.low > 1 for r in ratios)
-            slower = sum(r.high < 1 for r in ratios)
-            ours["cpu-static-beats-dynamic"] = (
-                faster == len(cpu_cells),
-                f"static significantly faster in {faster}, significantly slower in {slower}, undecided in "
-                f"{len(cpu_cells) - faster - slower} of {len(cpu_cells)} cells "
-                f"({len(cpu_cells[0].rounds['static'])} rounds each)",
-            )
-        at = _cpu_at_paper_density(cpu_cells)
-        xs = [math.log2(x.block) for x in at for _ in x.rounds["static"]]
-        ys = [math.log2(d / s) for x in at for d, s in zip(x.rounds["dense"], x.rounds["static"], strict=True)]
-        medians = ", ".join(f"b={x.block}: {x.seconds('dense') / x.seconds('static'):.2f}x" for x in at)
-        if len(set(xs)) >= 2 and len(xs) >= 3:
-            ours["cpu-grows-with-block"] = (slope(xs, ys), f"median speed-ups {medians}")
+        if seeds >= 2:
+            _measure_static_ahead(ipu_rows, seeds, ours)
     return [claim.measured(*ours[claim.id]) if claim.id in ours else claim for claim in claims(cfg)]
 
 
@@ -572,7 +623,9 @@ def estimates(cfg, results: Results) -> dict[str, Any]:
     """The figures the report's tables show, by name (papers/popsparse/sweep.py names them): every simulated
     speed-up over dense (an interval over the pattern seeds), each swept block's crossover sparsity (at the seed-mean
     speed-ups), at the figures' m = k our speed-up in each figure cell and the dense rate against the paper's, and
-    each CPU cell's static speed-up (median of paired rounds, bootstrap interval)."""
+    each CPU cell's static speed-up over dense and over our dynamic matmul (median of paired rounds, bootstrap
+    interval) and the slope of the static speed-up on the block size at the paper's density (t interval): the CPU
+    figures are a benchmark of our two JAX kernels, shown in the report and counted as no claim (issue 62)."""
     out: dict[str, Any] = {}
     for r in results.ipu:
         for kind in ("static", "dynamic"):
@@ -590,6 +643,14 @@ def estimates(cfg, results: Results) -> dict[str, Any]:
     for i, cell in enumerate(results.cpu):
         key = cpu_key(cell.block, cell.density)
         out[key if key not in out else f"{key}-{i}"] = speedup_interval(cell, "static", seed=i)
+        if "dynamic" in cell.rounds:
+            key = cpu_dynamic_key(cell.block, cell.density)
+            out[key if key not in out else f"{key}-{i}"] = speedup_interval(cell, "static", over="dynamic", seed=i)
+    at = _cpu_at_paper_density(results.cpu)
+    xs = [math.log2(x.block) for x in at for _ in x.rounds["static"]]
+    ys = [math.log2(d / s) for x in at for d, s in zip(x.rounds["dense"], x.rounds["static"], strict=True)]
+    if len(set(xs)) >= 2 and len(xs) >= 3:
+        out[CPU_SLOPE_KEY] = slope(xs, ys)
     return out
 
 

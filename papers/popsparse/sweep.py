@@ -120,3 +120,12 @@ def dense_key(dtype: str, n) -> str:
 def cpu_key(block: int, density: float) -> str:
     """A CPU cell's static speed-up over dense (median of per-round ratios, bootstrap interval)."""
     return f"cpu/static_speedup/b{block}/{_d(density)}"
+
+
+def cpu_dynamic_key(block: int, density: float) -> str:
+    """A CPU cell's static speed-up over our dynamic matmul (median of per-round ratios, bootstrap interval)."""
+    return f"cpu/static_over_dynamic/b{block}/{_d(density)}"
+
+
+# the slope of log2(static speed-up over dense) on log2(block) at the paper's density over the CPU's rounds (t interval)
+CPU_SLOPE_KEY = "cpu/static_speedup_slope"
