@@ -13,6 +13,9 @@ A paper's `render(cfg, results, decided)` returns a `Report` with its tables, fi
 report whose claims differ from the declarations (a claim added, dropped, or its figure or rule changed once results
 were in). Across commits the paper's claims lock and ledger (core.ledger) do the same, and the report shows a
 re-specified claim's original verdict beside the new one.
+
+One module over 400 lines: the report's claims table, history, facts, ledger, tables, figures and their markdown
+and JSON forms are one object (Report); split, each part would need the others' rows.
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ def test_a_reference_re_decides_to_its_stored_values_or_the_ledger_says_why(pape
 # move: each paper decides with core.stats' function itself, and the re-decision test above holds its references.
 SHARED_HELPERS = {
     "unit_scaling": {"claims": ("paired_relative_gap",)},
-    "umup": {"claims": ("paired_relative_gap", "relative_gaps"), "decide": ("paired_relative_gap",)},
+    "umup": {"claims": ("paired_relative_gap", "relative_gaps")},
     "fp8_llm": {"claims": ("relative_gaps",)},
     "gps": {"claims": ("relative_gaps", "paired_relative_gap")},
     "popsparse": {"claims": ("paired_speedup",)},

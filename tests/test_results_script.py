@@ -194,8 +194,8 @@ def test_a_paper_readme_gets_its_reference_runs_claims_and_facts(references, tmp
     lines = RESULTS.paper_section("prng", references)
     assert lines[0].startswith("35 s (default scale, 2026-11-20), commit abc1234, code current: 2 hold, 1 fail, ")
     assert lines[0].endswith(f"([report](../../{references / 'prng' / 'report.md'})).")
-    assert "| a | 0 | 0 | - | holds | ours <= 1: holds on this run |" in lines
-    assert "| c | fails | no | - | fails | - |" in lines
+    assert "| a | 0 | 0 | - | - | holds | ours <= 1: holds on this run |" in lines
+    assert "| c | fails | no | - | - | fails | - |" in lines
     assert "| gate-ratio | analytic | 0.553 | 0.2375 |" in lines
     assert RESULTS.paper_section("bess", references)[0].startswith("No reference run in results/bess/ yet")
     unit = RESULTS.paper_section("unit_scaling", references)

@@ -8,6 +8,8 @@ becomes a fact; the accuracy is held by a slow test. Issue 46 (2026-11-26): the 
 at the labeller's own targets (0.1 meV gap, 1 meV energy); drop-share is measured in QM1B's regime; the SchNet
 claims are decided over independent replicates (one slope per seed), each size trained past its validation plateau.
 Issue 57 (2026-11-28): every claim is decided from the stored Results (`decide`), the measuring code reading them.
+
+One module over 400 lines: the ledger is append-only, so it only grows.
 """
 
 from core.claims import interval_below

@@ -2,7 +2,11 @@
 and the functions that measure each one from the stored Results (papers/umup/decide.py assembles the decision).
 The paper's side of each claim is in papers/umup/REFERENCES.md (UMUP-FIG1A/B/C, UMUP-ABSTRACT); the thresholds are
 this project's reading of those figures (the same file says so). The ledger of changes to these claims is
-papers/umup/ledger.py. No JAX: numpy, scipy (through core.stats) and the Results."""
+papers/umup/ledger.py. No JAX: numpy, scipy (through core.stats) and the Results.
+
+One module over 400 lines: the declarations and the functions that measure them from the stored Results share
+their statistics and wording; split, each claim would be read in two places.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """Every change to the u-muP claims, oldest first (core/ledger.py): the lock papers/umup/claims.lock.json holds each
 claim's fingerprint, and a change to a declaration or to the code that measures and decides it needs an entry here.
+
+One module over 400 lines: the ledger is append-only, so it only grows.
 """
 
 import math

@@ -159,11 +159,16 @@ def test_a_flat_gap_is_undecided_a_shrinking_gap_fails_and_so_does_amax_beyond_o
     low, high = _t_interval([(1 + g) / 1.002 - 1 for g in mid])
     assert low < 0 < high
     assert mixed["cscale-worse-than-amax"].rule_verdict is Verdict.UNDECIDED
-    # what would decide it: n x (half-width / distance)^2 seeds at the observed spread, the half-width on the side
-    # facing the margin 0 (the estimate is below it: the upper side)
+    # what would decide it: the t interval at n' seeds with the spread per seed observed, the half-width on the side
+    # facing the margin 0 (the estimate is below it: the upper side); brute force over n', 5% steps past 20
+    from scipy import stats
+
     estimate = np.mean([(1 + g) / 1.002 - 1 for g in mid])
-    need = math.ceil(3 * ((high - estimate) / estimate) ** 2)
-    assert mixed["cscale-worse-than-amax"].to_decide.startswith(f"about {need} seeds at the observed spread (now 3;")
+    target = stats.t.ppf(0.975, 2) / math.sqrt(3) * abs(estimate) / (high - estimate)
+    exact = next(n for n in range(3, 10**6) if stats.t.ppf(0.975, n - 1) / math.sqrt(n) <= target)
+    said = mixed["cscale-worse-than-amax"].to_decide
+    assert said.endswith("t interval scaling)") and "at the observed spread (now 3;" in said
+    assert exact <= int(said.split()[1]) <= 1.05 * exact
     assert "lowest at size m" in mixed["cscale-worse-than-amax"].detail
     cscale = {"s": [0.01] * 3, "m": [0.03] * 3, "l": [0.06] * 3}
     for gap in (0.02, -0.02):  # equivalence: amax 2% better than FP32 does not match it either
