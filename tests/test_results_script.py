@@ -200,7 +200,7 @@ def test_a_paper_readme_gets_its_reference_runs_claims_and_facts(references, tmp
     assert RESULTS.paper_section("bess", references)[0].startswith("No reference run in results/bess/ yet")
     unit = RESULTS.paper_section("unit_scaling", references)
     assert "1 undecided, 1 unverified, 1 not measured" in unit[0] and "code stale: made by compute code" in unit[0]
-    assert "| cited | 0.7 | 0.71 | - | unverified (rule: holds) | - |" in unit
+    assert "| cited | 0.7 | 0.71 | - | - | unverified (rule: holds) | - |" in unit
 
     readme = tmp_path / "README.md"
     readme.write_text(f"# P\n\n## Reference run\n\n{RESULTS.CLAIMS_BEGIN}\nstale block\n{RESULTS.CLAIMS_END}\n")
