@@ -148,6 +148,7 @@ class Profile:
     cpu_seconds: float | None = None
     cores: int = field(default_factory=lambda: len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
     speed: dict[str, dict[str, float]] = field(default_factory=dict)  # "start"/"end" -> machine_speed()
+    unread: int = 0  # samples whose stack could not be read (a frame torn down while it was walked)
 
     def add_sample(self, frames: list[tuple[str, str]]) -> None:
         phase, where = classify(frames)
@@ -216,6 +217,7 @@ class Profile:
             "cores": self.cores,
             "cpu_seconds": None if cpu is None else round(cpu, 1),
             "idle_share": None if cpu is None or wall <= 0 else round(max(0.0, 1 - cpu / (wall * self.cores)), 3),
+            **({"unread_samples": self.unread} if self.unread else {}),
             **({"machine_speed": self.speed} if self.speed else {}),
         }
 
@@ -301,8 +303,14 @@ def profiling(interval: float = INTERVAL, speed: bool = True) -> Iterator[Profil
     def sample() -> None:
         while not stop.wait(interval):
             frame = sys._current_frames().get(target)
-            if frame is not None:
-                prof.add_sample(_stack(frame))
+            try:
+                if frame is not None:
+                    prof.add_sample(_stack(frame))
+            except (AttributeError, ValueError, RuntimeError):
+                # the profiled thread runs on while its stack is walked: CPython 3.11 can hand back a frame being torn
+                # down (seen as "'code' object has no attribute 'f_globals'"); the sample is counted as unread and
+                # the sampler goes on rather than dying for the rest of the run
+                prof.unread += 1
             del frame
 
     thread = threading.Thread(target=sample, name="core.profile", daemon=True)
