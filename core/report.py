@@ -342,7 +342,7 @@ class Report:
             if header.get("scale") == "smoke":
                 out += [SMOKE_NOTE, ""]
             details = [f"- `{c.id}`: {c.detail}" for c in self.claims if c.detail]
-            details += [f"- `{c.id}` would be decided by {c.to_decide}" for c in self.claims if c.to_decide]
+            details += [f"- `{c.id}`, to decide: {c.to_decide}" for c in self.claims if c.to_decide]
             if details:
                 out += [*details, ""]
             out += ["### Design", "", self.design_markdown(), ""]
