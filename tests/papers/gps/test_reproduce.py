@@ -157,7 +157,7 @@ def test_a_second_run_reads_its_features_back_and_resumes_its_training(tmp_path,
 @pytest.mark.slow  # minutes: the smoke reproduction again (the fast test above checks what a second run reuses)
 def test_a_second_smoke_run_reuses_its_features_and_training(smoke_run, cli):
     run = smoke_run("gps")
-    caches = sorted((run.output_root / "gps" / "features").glob("qm9-*.npz"))
+    caches = sorted((run.output_root / "gps" / "memo").glob("features/*/graphs.npz"))
     assert len(caches) == 2  # the training and the validation molecules
     stamps = [c.stat().st_mtime_ns for c in caches]
     again = cli(run.args(), toy=False, timeout=1200)
