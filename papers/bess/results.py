@@ -4,11 +4,12 @@ random-ranker floors, per (graph, model) every training seed's best-validation c
 against the single-device computation, and the scaling sweep read from the compiled programs. No JAX.
 
 Size at the default scale: the test ranks dominate, 2 x (201 + 1074 + 661) ranks per model and seed (4 models, 5
-seeds) and per ensemble, about 81,000 numbers: some 0.5 MB of JSON."""
+seeds, 3 more RotatE seeds on Nations) and per ensemble (1 selected and 9 of fixed composition per graph), about
+120,000 numbers: some 0.8 MB of JSON."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,6 +49,16 @@ class Ensemble:
     """A graph's ensemble of the first seed's models (members and weights chosen on the validation split)."""
 
     weights: dict[str, int]  # model -> times chosen
+    test: dict[str, float]  # filtered MRR and hits@1/3/10 on the test split
+    test_ranks: np.ndarray  # [2 x test triples], as SeedRun.test_ranks
+
+
+@dataclass
+class Composition:
+    """An ensemble of fixed members and equal weights (log-probabilities averaged), ranked: papers.bess.run.compose."""
+
+    members: list[str]  # "<model>/seed_<s>" of each member
+    valid_mrr: float  # filtered MRR on the validation split (what chooses between compositions)
     test: dict[str, float]  # filtered MRR and hits@1/3/10 on the test split
     test_ranks: np.ndarray  # [2 x test triples], as SeedRun.test_ranks
 
@@ -93,3 +104,6 @@ class Results:
     ensembles: dict[str, Ensemble]  # graph -> its ensemble, where the config trains two or more models
     equivalence: dict[str, Equivalence]  # scorer -> BESS against one device, on the first graph
     scaling: list[ScalingRow]  # one per mesh of bess.scaling.devices; empty where scaling is off
+    # graph -> its ensembles of fixed composition ("diverse", "one:<model>", "without:<model>"), where the config trains
+    # two or more models; empty in runs made before issue 62 kept them
+    compositions: dict[str, dict[str, Composition]] = field(default_factory=dict)

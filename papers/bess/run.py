@@ -6,13 +6,16 @@ scaling over 1, 2, 4, 8 devices. Everything the claims, tables and figures read 
 The paper's own experiment (WikiKG90Mv2, 91M entities, 16 IPUs) cannot run here; these small graphs exercise the
 same method end to end, and `scale=full` widens the models and runs longer.
 
-Every (graph, model) trains from `bess.seeds` seeds (the run's seed, seed + 1, ...), each a full replicate of its
-recipe: initialisation, entity sharding, batches and, for RotatE, the margin search. Every model keeps the parameters
-of its best validation MRR (evaluated every `bess.train.eval_every` steps); RotatE trains once per margin of
-`bess.hyper.rotate.gammas` on each graph and seed and keeps the margin with the best validation MRR. The ensemble is
-built from the first seed's models: its members and weights are chosen on the validation split, and its test ranks
-are kept for the paired bootstrap against its best member (papers/bess/claims.py). Each training keeps its
-checkpoints under `<checkpoint dir>/<graph>/<model>/seed_<s>[/gamma_<g>]`, and a resumed run continues from them.
+Every (graph, model) trains from `bess.seeds` seeds or more (the run's seed, seed + 1, ...), each a full replicate
+of its recipe: initialisation, entity sharding, batches and, for RotatE, the margin search. Every model keeps the
+parameters of its best validation MRR (evaluated every `bess.train.eval_every` steps); RotatE trains once per margin
+of `bess.hyper.rotate.gammas` on each graph and seed and keeps the margin with the best validation MRR. The ensemble
+is built from the first seed's models: its members and weights are chosen on the validation split, and its test
+ranks are kept for the paired bootstrap against its best member (papers/bess/claims.py); beside it, ensembles of
+fixed composition and equal weights (`compose`): one model of every scorer against as many seeds of one scorer, and
+the diverse ensemble less each scorer in turn. RotatE on Nations trains more seeds than the rest (`bess.seeds_for`);
+the ensembles take the first `bess.seeds` of every model. Each training keeps its checkpoints under
+`<checkpoint dir>/<graph>/<model>/seed_<s>[/gamma_<g>]`, and a resumed run continues from them.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from core.config import ConfigError
 from core.context import RunContext
 from core.progress import progress
 from papers.bess.config import Config, training_seeds
-from papers.bess.results import Ensemble, Equivalence, Graph, Results, ScalingRow, SeedRun
+from papers.bess.results import Composition, Ensemble, Equivalence, Graph, Results, ScalingRow, SeedRun
 
 
 def kge_config(c: Config, model: str, seed: int):
@@ -88,9 +91,12 @@ def run(cfg, ctx: RunContext) -> Results:
     graphs: dict[str, Graph] = {}
     runs: dict[tuple[str, str], list[SeedRun]] = {}
     ensembles: dict[str, Ensemble] = {}
-    seeds = training_seeds(c, seed)
-    trainings = sum(len(margins(kge_config(c, m, seed))) for m in c.models) * len(seeds)
-    bar = progress(total=len(kgs) * trainings * c.train.steps, desc="BESS training", unit="step")
+    compositions: dict[str, dict[str, Composition]] = {}
+    seeds = training_seeds(c, seed)  # every model's: the ensembles' members
+    trainings = sum(
+        len(margins(kge_config(c, m, seed))) * len(training_seeds(c, seed, g, m)) for g in kgs for m in c.models
+    )
+    bar = progress(total=trainings * c.train.steps, desc="BESS training", unit="step")
     for name, kg in kgs.items():
         known = known_answers(kg.all_triples())
         base = kge_config(c, "distmult", seed)
@@ -103,9 +109,10 @@ def run(cfg, ctx: RunContext) -> Results:
             untrained=evaluate(kg, *init_tables(base, kg.num_entities, kg.num_relations), base, "test", known),
         )
         member_scores = {}  # the first seed's models: the ensemble's candidates
+        kept: dict[tuple[str, int], dict[str, np.ndarray]] = {}  # (model, seed) -> its valid and test scores
         for model in c.models:
             runs[(name, model)] = []
-            for s in seeds:
+            for s in training_seeds(c, seed, name, model):
                 trials, grid = {}, margins(kge_config(c, model, s))
                 for gamma in grid:
                     kcfg = replace(kge_config(c, model, s), gamma=gamma, gammas=[])
@@ -120,6 +127,8 @@ def run(cfg, ctx: RunContext) -> Results:
                 scores = {split: candidate_scores(E, R, kcfg, getattr(kg, split)) for split in ("valid", "test")}
                 if s == seeds[0]:
                     member_scores[model] = scores
+                if s in seeds:
+                    kept[(model, s)] = scores
                 test_ranks = rank_scores(scores["test"], kg.test, known)
                 runs[(name, model)].append(
                     SeedRun(
@@ -143,6 +152,7 @@ def run(cfg, ctx: RunContext) -> Results:
             ensembles[name] = Ensemble(
                 weights={m: int(k) for m, k in weights.items()}, test=ranking_metrics(ranks), test_ranks=ranks
             )
+            compositions[name] = compose(kg, known, kept, list(c.models), seeds)
     bar.close()
 
     equivalence = check_equivalence(kgs[c.datasets[0]], c, seed)
@@ -158,7 +168,37 @@ def run(cfg, ctx: RunContext) -> Results:
             progress_bar=sbar,
         )
         sbar.close()
-    return Results(graphs, runs, ensembles, equivalence, [ScalingRow(**r) for r in rows])
+    return Results(graphs, runs, ensembles, equivalence, [ScalingRow(**r) for r in rows], compositions)
+
+
+def compose(kg, known, kept: dict, models: list[str], seeds: list[int]) -> dict[str, Composition]:
+    """Ensembles of fixed composition on one graph, each of equal weights (papers.bess.train.ensemble_scores) and
+    ranked on the validation and test splits: the comparisons by composition of the authors' technical report (P3
+    Figure 3). `diverse`: one model of every scorer, the first seed's; `one:<model>`: as many models of one scorer,
+    its first seeds (where it has that many); `without:<model>`: the diverse ensemble less one scorer (three or more
+    scorers). `kept`: (model, seed) -> {"valid", "test"} candidate scores."""
+    from papers.bess.ranking import rank_scores, ranking_metrics
+    from papers.bess.train import ensemble_scores
+
+    size = len(models)
+    plans = {"diverse": [(m, seeds[0]) for m in models]}
+    if size <= len(seeds):
+        plans |= {f"one:{m}": [(m, s) for s in seeds[:size]] for m in models}
+    if size >= 3:
+        plans |= {f"without:{m}": [(o, seeds[0]) for o in models if o != m] for m in models}
+    out = {}
+    for key, members in plans.items():
+        ranks = {
+            split: rank_scores(ensemble_scores([kept[k][split] for k in members]), getattr(kg, split), known)
+            for split in ("valid", "test")
+        }
+        out[key] = Composition(
+            members=[f"{m}/seed_{s}" for m, s in members],
+            valid_mrr=float(ranking_metrics(ranks["valid"])["mrr"]),
+            test=ranking_metrics(ranks["test"]),
+            test_ranks=ranks["test"],
+        )
+    return out
 
 
 def check_equivalence(kg, c: Config, seed: int) -> dict[str, Equivalence]:
@@ -212,4 +252,4 @@ def check_equivalence(kg, c: Config, seed: int) -> dict[str, Equivalence]:
     return out
 
 
-__all__ = ["check_equivalence", "kge_config", "margins", "run"]
+__all__ = ["check_equivalence", "compose", "kge_config", "margins", "run"]

@@ -18,6 +18,7 @@ from papers.bess.claims import (
     _ensemble_claim,
     claims,
     decide,
+    diversity_gain,
     ensemble_gain,
     facts,
     literature_bound,
@@ -29,7 +30,7 @@ from papers.bess.kg import load_builtin
 from papers.bess.ledger import LEDGER
 from papers.bess.ranking import known_answers, query_answers, random_filtered_mrr, ranking_metrics
 from papers.bess.report import render
-from papers.bess.results import Ensemble, Equivalence, Graph, Results, ScalingRow, SeedRun
+from papers.bess.results import Composition, Ensemble, Equivalence, Graph, Results, ScalingRow, SeedRun
 
 DECLARED = {c.id: c for c in claims(SimpleNamespace(bess=Config()))}
 UNVERIFIED = ("mrr-kinships-distmult", "mrr-kinships-complex", "mrr-umls-distmult", "mrr-umls-complex")
@@ -142,16 +143,17 @@ def test_every_claim_says_where_its_figure_and_margin_come_from_and_its_sample()
         "mrr-umls-distmult": "secondary",
         "mrr-umls-complex": "secondary",
         **{f"ensemble-{g}": "authors" for g in ("nations", "kinships", "umls")},  # the technical report (P3, A1)
+        **{f"ensemble-diverse-{g}": "authors" for g in ("nations", "kinships", "umls")},  # P3 section 7, Figure 3
     }
     assert all(c.margin_source.startswith("ours:") for c in DECLARED.values())  # the 0.05 slack, zero gain
     for k, c in DECLARED.items():
+        triples = {"nations": 201, "kinships": 1074, "umls": 661}[k.split("-")[1 if k.startswith("mrr-") else -1]]
         want = (
-            (5, "training seeds")
+            (8 if k == "mrr-nations-rotate" else 5, "training seeds")  # the power computation's 8 (bess.seeds_for)
             if k.startswith("mrr-")
-            else (
-                {"nations": 201, "kinships": 1074, "umls": 661}[k.split("-")[1]],
-                "test triples (paired bootstrap; one training seed's models)",
-            )
+            else (triples, "test triples (paired bootstrap; the first seeds' models)")
+            if k.startswith("ensemble-diverse-")
+            else (triples, "test triples (paired bootstrap; one training seed's models)")
         )
         assert (c.n, c.n_of) == want, k
 
@@ -214,6 +216,40 @@ def test_ensemble_claim_needs_two_members_and_a_gain_above_its_bootstrap_interva
     assert gain == "one member (DistMult x3): not an ensemble" and claim.measured(gain).verdict is Verdict.FAILS
 
 
+def test_the_diverse_ensemble_meets_the_one_scorer_ensemble_chosen_on_validation():
+    rng = np.random.default_rng(1)
+    B = 300
+    a = rng.integers(1, 10, 2 * B).astype(float)
+    better = np.maximum(1.0, a - rng.integers(0, 3, 2 * B))
+    best_on_test = np.ones(2 * B)  # RotatE's seeds rank every answer first on test, but DistMult's lead on validation
+    claim = DECLARED["ensemble-diverse-nations"]
+    gain, detail = diversity_gain(compositions(better, a, best_on_test, valid=(0.7, 0.8, 0.6)))
+    diff = per_triple_rr(better) - per_triple_rr(a)  # against DistMult's: the comparator is chosen on validation
+    assert (
+        gain.estimate == pytest.approx(diff.mean()) and gain.low > 0 and claim.measured(gain).verdict is Verdict.HOLDS
+    )
+    assert "vs DistMult x2" in detail and "RotatE 1.000" in detail
+    # a bootstrap interval near the normal one for a mean of paired differences (2000 resamples)
+    half = 1.96 * diff.std(ddof=1) / np.sqrt(B)
+    assert (gain.high - gain.low) / 2 == pytest.approx(half, rel=0.15)
+    # chosen the other way, on validation, the one-scorer ensemble that ranks everything first wins: fails
+    gain, detail = diversity_gain(compositions(better, a, best_on_test, valid=(0.7, 0.6, 0.8)))
+    assert gain.high < 0 and claim.measured(gain).verdict is Verdict.FAILS and "vs RotatE x2" in detail
+    # an equal one: the interval is [0, 0] and none of it lies above zero
+    gain, _ = diversity_gain(compositions(a, a, a))
+    assert gain.low == gain.high == 0 and claim.measured(gain).verdict is Verdict.FAILS
+    # no one-scorer ensemble (fewer seeds than scorers): not measured as a gain
+    gain, _ = diversity_gain({"diverse": composition(a, 0.7, ["distmult/seed_0", "rotate/seed_0"])})
+    assert isinstance(gain, str) and claim.measured(gain).verdict is Verdict.FAILS
+
+
+def test_the_diverse_claims_need_as_many_seeds_as_scorers():
+    few = {c.id for c in claims(SimpleNamespace(bess=Config(seeds=3)))}  # 4 scorers, 3 seeds: no one-scorer ensemble
+    assert "ensemble-nations" in few and not any(c.startswith("ensemble-diverse-") for c in few)
+    two = {c.id for c in claims(SimpleNamespace(bess=Config(models=["distmult", "rotate"], seeds=2)))}
+    assert {"ensemble-diverse-nations", "ensemble-diverse-kinships", "ensemble-diverse-umls"} <= two
+
+
 def test_the_old_rules_verdicts_beside_the_new():
     report = Report("bess", "t", ledger=LEDGER)
     # 0.5897 is within 0.05 of a printed 0.640 (>= 0.5895) but not of the point 0.640 (>= 0.59); the figure itself
@@ -271,7 +307,13 @@ def test_equality_with_one_device_is_a_fact_beside_its_test():
 
 
 def nations_config() -> SimpleNamespace:
-    c = Config(datasets=["nations"], models=["distmult", "rotate"], seeds=3, scaling=ScalingConfig(devices=[1, 2]))
+    c = Config(
+        datasets=["nations"],
+        models=["distmult", "rotate"],
+        seeds=3,
+        seeds_for={},
+        scaling=ScalingConfig(devices=[1, 2]),
+    )
     return SimpleNamespace(bess=c, seed=0, scale=SimpleNamespace(name=SimpleNamespace(value="smoke")))
 
 
@@ -292,7 +334,22 @@ def nations_results(*, bess_bytes: int = 10, rotate=(0.40, 0.41, 0.39)) -> Resul
         ensembles={"nations": Ensemble({"distmult": 2, "rotate": 1}, ranking_metrics(better), better)},
         equivalence={m: Equivalence(1e-7, 2e-7, 1e-7, 3e-8) for m in ("distmult", "rotate")},
         scaling=[row(1, 8000, 0, 0), row(2, 4000, bess_bytes, 100)],
+        compositions={"nations": compositions(better, ranks, ranks + 1)},
     )
+
+
+def composition(ranks, valid_mrr: float, members) -> Composition:
+    return Composition(list(members), valid_mrr, ranking_metrics(ranks), np.asarray(ranks, np.float64))
+
+
+def compositions(diverse, distmult, rotate, valid=(0.7, 0.8, 0.6)) -> dict[str, Composition]:
+    """A graph's ensembles of fixed composition over DistMult and RotatE: the diverse one and each scorer's two
+    seeds, with their validation MRRs as given (those choose the one-scorer comparator)."""
+    return {
+        "diverse": composition(diverse, valid[0], ["distmult/seed_0", "rotate/seed_0"]),
+        "one:distmult": composition(distmult, valid[1], ["distmult/seed_0", "distmult/seed_1"]),
+        "one:rotate": composition(rotate, valid[2], ["rotate/seed_0", "rotate/seed_1"]),
+    }
 
 
 def test_decide_gives_the_known_verdicts_of_hand_made_results():
@@ -304,6 +361,7 @@ def test_decide_gives_the_known_verdicts_of_hand_made_results():
         "mrr-nations-distmult": Verdict.HOLDS,
         "mrr-nations-rotate": Verdict.FAILS,
         "ensemble-nations": Verdict.HOLDS,
+        "ensemble-diverse-nations": Verdict.HOLDS,
     }
     # the decision keeps the declarations, in order
     assert [c.declaration() for c in decided.claims] == [c.declaration() for c in PAPER.declare(cfg)]
@@ -340,13 +398,14 @@ def test_a_claim_the_run_did_not_measure_stays_unmeasured():
     cfg = nations_config()
     results = nations_results()
     del results.runs["nations", "rotate"]
-    results.ensembles = {}
+    results.ensembles, results.compositions = {}, {}  # a run made before issue 62 kept no compositions
     results.scaling = [row(1, 8000, 0, 0)]  # one mesh: nothing moved, and no memory fact to state
     decided = decide(cfg, results)
     verdicts = {c.id: c.verdict for c in decided.claims}
     assert (
         verdicts["mrr-nations-rotate"] is Verdict.NOT_MEASURED and verdicts["ensemble-nations"] is Verdict.NOT_MEASURED
     )
+    assert verdicts["ensemble-diverse-nations"] is Verdict.NOT_MEASURED
     assert [f.id for f in decided.facts] == ["bess-equals-single-device"]
 
 
@@ -356,7 +415,12 @@ def test_the_report_shows_the_decided_figures():
     report = render(cfg, results, decided)
     assert report.claims == [] and report.facts == []  # render never decides
     tables = {t.name: t for t in report.tables}
-    assert list(tables) == ["link_prediction", "seeds", "ensembles", "scaling"]  # no margin grid was searched
+    assert list(tables) == ["link_prediction", "seeds", "ensembles", "compositions", "scaling"]  # no margin grid
+    diverse = next(c for c in decided.claims if c.id == "ensemble-diverse-nations").ours
+    assert [r[1] for r in tables["compositions"].rows] == [
+        "every scorer", "DistMult only", "RotatE only", "every scorer - best one-scorer (test)"
+    ]  # fmt: skip
+    assert tables["compositions"].rows[-1][-1] == f"{diverse.estimate:+.4f} [{diverse.low:+.4f}, {diverse.high:+.4f}]"
     mrr = decided.estimates["mrr/nations/distmult"]
     distmult = tables["link_prediction"].rows[0]
     assert distmult[:5] == ["nations", "DistMult", f"{mrr.estimate:.3f}", f"[{mrr.low:.3f}, {mrr.high:.3f}]", "0.713"]
