@@ -39,6 +39,9 @@ SLOW_AT_TINY = {
 }
 
 
+@pytest.mark.slow  # ~19 s (2026-11-29): make test has the section (test_section_runs_at_tiny_size[numerics]), main()
+# writing its record (test_the_default_full_size_is_said_before_the_work_and_a_named_size_is_not) and the script
+# run as a command (test_bench_rejects_unknown_sections)
 def test_bench_quick_numerics_writes_json_and_markdown(tmp_path):
     r = subprocess.run(
         [

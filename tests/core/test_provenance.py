@@ -250,6 +250,11 @@ def replace_in(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
+@pytest.mark.slow  # ~43 s (2026-11-29): seven toy runs; make test keeps what it rests on: which edits change the
+# fingerprint (test_the_closure_follows_what_is_used_across_modules_and_no_more, tests/core/test_record.py::
+# test_the_two_fingerprints_follow_the_code_each_side_runs), work keyed by it (tests/core/test_memo.py::
+# test_a_change_to_reached_code_recomputes_and_to_other_code_reuses) and a resumed run (tests/core/test_runner.py::
+# test_a_crashed_run_resumes_from_its_checkpoint)
 def test_a_resume_reuses_work_unless_code_the_run_executes_changed(tmp_path):
     """A toy run crashes after checkpointing 2 of 4 chunks, in a copy of the repository. Each copy of the crashed
     run is resumed after one edit: with none, after a change to decision code, and after a change to a core function

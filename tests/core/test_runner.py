@@ -92,29 +92,43 @@ def test_default_scale_uses_the_paper_yaml(cli, tmp_path):
 
 @pytest.mark.parametrize(
     ("args", "message"),
+    # A process each, ~1.5 s (2026-11-29). The cases marked slow fail in the config's validation, whose messages make
+    # test checks in process: test_every_entry_refuses_a_bad_config_with_the_same_message_and_exit_2 (launch.main on
+    # a run and a sweep, exit 2) and tests/core/test_config.py::test_bad_configs_name_the_key_and_what_is_allowed;
+    # the rest stay (fooo=1: that validation from the command line; device=mk2,mk9: one bad job of a sweep)
     [
         ([], "no paper chosen: pass paper=<name>"),
         (["paper=nope"], f"unknown paper 'nope': choose one of {', '.join(ALL_PAPERS)}"),
-        (
+        pytest.param(
             ["paper=toy", "toy.foo=1"],
             "unknown config key 'toy.foo': allowed keys under 'toy' are samples_per_chunk, chunks",
+            marks=pytest.mark.slow,
         ),
         (
             ["paper=toy", "fooo=1"],
             "unknown config key 'fooo': allowed keys at the top level are seed, output_root",
         ),
-        (["paper=toy", "toy.chunks=abc"], "invalid value for 'toy.chunks': Value 'abc' of type 'str'"),
-        (["paper=toy", "toy.chunks=0"], "toy.chunks=0 is out of range: allowed values are >= 1 and <= 10000"),
+        pytest.param(
+            ["paper=toy", "toy.chunks=abc"],
+            "invalid value for 'toy.chunks': Value 'abc' of type 'str'",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            ["paper=toy", "toy.chunks=0"],
+            "toy.chunks=0 is out of range: allowed values are >= 1 and <= 10000",
+            marks=pytest.mark.slow,
+        ),
         (
             ["paper=toy", "+toy.extra=1"],
             "unknown config key 'toy.extra': allowed keys here are samples_per_chunk, chunks",
         ),
         (["paper=toy", "scale=huge"], "unknown scale 'huge': choose one of default, full, smoke"),
-        (
+        pytest.param(
             ["paper=toy", "logger.mode=loud"],
             "'logger.mode': Invalid value 'loud', expected one of [offline, online",
+            marks=pytest.mark.slow,
         ),
-        (["paper=toy", "seed=-1"], "seed=-1 is out of range"),
+        pytest.param(["paper=toy", "seed=-1"], "seed=-1 is out of range", marks=pytest.mark.slow),
         (["paper=toy", "+seed=3"], "config key 'seed' already exists: set it without the '+' (seed=3)"),
         (["paper=toy", "toy=3"], "toy=3 is not allowed: it holds the keys samples_per_chunk, chunks"),
         (
@@ -126,7 +140,7 @@ def test_default_scale_uses_the_paper_yaml(cli, tmp_path):
             ["-m", "paper=toy", "device=mk2,mk9"],
             "unknown device 'mk9': choose one of bow, mk1, mk2",
         ),
-        (["-m", "paper=toy", "toy.chunks=2,0"], "toy.chunks=0 is out of range"),
+        pytest.param(["-m", "paper=toy", "toy.chunks=2,0"], "toy.chunks=0 is out of range", marks=pytest.mark.slow),
     ],
 )
 def test_bad_invocations_fail_before_any_work_with_a_clear_message(cli, tmp_path, args, message):
@@ -155,6 +169,8 @@ def test_multirun_sweeps_a_setting(cli, tmp_path):
     assert (tmp_path / "toy" / "latest").resolve() == jobs[-1].parent.resolve()
 
 
+@pytest.mark.slow  # ~9 s (2026-11-29): tests/core/test_interrupt.py::
+# test_ctrl_c_says_what_was_kept_and_its_command_resumes_the_run checks the offline run in the run directory
 def test_wandb_offline_run_lands_in_the_run_directory(cli, tmp_path):
     r = cli(["paper=toy", "scale=smoke", "logger=wandb", f"output_root={tmp_path}"])
     assert r.returncode == 0, r.stderr

@@ -230,25 +230,36 @@ def result(directory) -> dict:
     return json.loads((directory / "result.json").read_text())
 
 
-def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_numbers(tmp_path):
-    whole = tmp_path / "whole"
-    whole.mkdir()
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> dict:
+    """The worker's result without a kill: what every killed run must resume to."""
+    whole = tmp_path_factory.mktemp("whole")
     r = worker(whole)
     assert r.returncode == 0, r.stderr[-2000:]
-    expected = result(whole)
-    # killed just before step 6's checkpoint, just after it (7: between a log and an evaluation), before the end
-    for kill_after in (6, 7, 23):
-        d = tmp_path / f"killed_{kill_after}"
-        d.mkdir()
-        r = worker(d, kill_after)
-        assert r.returncode == -signal.SIGKILL, r.stderr[-2000:]
-        assert not (d / "result.json").exists()
-        r = worker(d)
-        assert r.returncode == 0, r.stderr[-2000:]
-        got = result(d)
-        assert got["resumed_from"] == (kill_after - 1) // 3 * 3  # the newest checkpoint before the kill
-        for key in ("params", "records", "notes", "counts"):
-            assert got[key] == expected[key], f"{key} differs after a kill at step {kill_after}"
+    return result(whole)
+
+
+# killed just before step 6's checkpoint, just after it (7: between a log and an evaluation), before the end
+@pytest.mark.parametrize(
+    "kill_after",
+    [
+        pytest.param(6, marks=pytest.mark.slow),  # ~8 s each (2026-11-29): the kill at step 7 stays in make test
+        7,
+        pytest.param(23, marks=pytest.mark.slow),
+    ],
+)
+def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_numbers(tmp_path, uninterrupted, kill_after):
+    d = tmp_path / f"killed_{kill_after}"
+    d.mkdir()
+    r = worker(d, kill_after)
+    assert r.returncode == -signal.SIGKILL, r.stderr[-2000:]
+    assert not (d / "result.json").exists()
+    r = worker(d)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = result(d)
+    assert got["resumed_from"] == (kill_after - 1) // 3 * 3  # the newest checkpoint before the kill
+    for key in ("params", "records", "notes", "counts"):
+        assert got[key] == uninterrupted[key], f"{key} differs after a kill at step {kill_after}"
 
 
 @pytest.mark.slow  # ~40 s; the test above kills at chosen steps in make test

@@ -162,6 +162,8 @@ def test_per_vertex_jax_codelet_is_vmapped_over_the_batch():
     assert engine.read(acc).dtype == np.int32
 
 
+@pytest.mark.slow  # ~21 s (2026-11-29): 15 compilations against a cache keyed by address (engine._VMAPPED is keyed
+# by the codelet itself); test_per_vertex_jax_codelet_is_vmapped_over_the_batch checks per-vertex codelets in make test
 def test_per_vertex_codelets_are_never_confused():
     import gc
 

@@ -128,6 +128,8 @@ def _text(split: str, chars: int, start: int = 0) -> str:
     return corpus.decode(getattr(corpus, split)[start : start + chars])
 
 
+@pytest.mark.slow  # ~20 s (2026-11-29): make test-all; test_jax_forward_equals_an_independent_numpy_forward checks
+# the model on the file's weights in make test (test_tokenizer_round_trips the tokenizer)
 def test_held_out_shakespeare_bpc_below_2(smollm2):
     model, params, tok = smollm2
     text = _text("test", 6000, start=20000)

@@ -48,6 +48,10 @@ def test_unit_and_regular_twins_share_parameters_but_not_initialisation():
     assert float(jnp.std(w_unit)) == pytest.approx(1.0, rel=0.2)
 
 
+@pytest.mark.slow  # ~19 s (2026-11-29): make test-all; make test checks the casts' placement with
+# test_matmul_cast_scope_keeps_outputs_in_fp32_but_casts_operands_and_gradients, the head's with
+# test_an_fp32_head_keeps_logits_and_their_gradient_out_of_the_casts (scopes all and matmul), and E5M2 gradients with
+# test_fp8_regular_gradients_underflow_where_unit_scaled_ones_do_not
 def test_casts_put_logits_on_the_forward_grid_and_gradients_on_the_backward_grid():
     m = model("unit", fwd="e4m3", bwd="e5m2")
     params = m.init(jax.random.key(0), IDS)

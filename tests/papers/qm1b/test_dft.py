@@ -138,6 +138,9 @@ def ao2mo_full(p):
     return (eri - 0.5 * HF_EXCHANGE * eri.transpose(0, 2, 1, 3)).reshape(n * n, n * n)
 
 
+@pytest.mark.slow  # ~12 s (2026-11-29): make test-all; make test pads with ghost AOs and zero-weight grid points in
+# test_host_float64_energies_equal_the_scfs_own (the padded SCF's energies and Fock matrix equal the unpadded problem's)
+# and test_different_molecules_in_one_batch_equal_their_own_runs (padded to a common size, against PySCF)
 def test_padding_grid_points_and_ghost_aos_changes_nothing():
     p = build_problem(conformer("CCO")[0])
     padded = replace(p, ao=np.pad(p.ao, ((0, 0), (0, 100), (0, 0))), weights=np.pad(p.weights, (0, 100)))
@@ -155,7 +158,7 @@ def test_padding_grid_points_and_ghost_aos_changes_nothing():
 
 # ~13 s (2026-11-28): make test-all. make test checks batching by a mixed batch against PySCF
 # (test_different_molecules_in_one_batch_equal_their_own_runs) and by padding that changes nothing
-# (test_padding_grid_points_and_ghost_aos_changes_nothing)
+# (test_host_float64_energies_equal_the_scfs_own; test_padding_grid_points_and_ghost_aos_changes_nothing: test-all)
 @pytest.mark.slow
 def test_batch_equals_one_by_one():
     atoms = conformer("CCO", seed=3, count=3)
