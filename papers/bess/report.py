@@ -181,33 +181,22 @@ def _table_ensembles(results: Results, decided: Decided) -> Table:
     )
 
 
-def _composition_name(key: str) -> str:
-    kind, _, model = key.partition(":")
-    return {
-        "diverse": "every scorer",
-        "one": f"{NAMES.get(model, model)} only",
-        "without": f"without {NAMES.get(model, model)}",
-    }[kind]
-
-
 def _table_compositions(results: Results, decided: Decided) -> Table:
     """Each graph's ensembles of fixed composition (papers.bess.run.compose): the diverse one against one scorer's
     of the same size (the claims `ensemble-diverse-<graph>`) and the diverse one less each scorer, as the authors'
     technical report compares compositions (P3 Figure 3a, 3c, 3d)."""
-    decided_claims = {c.id: c for c in decided.claims}
+    claims = {c.id: c for c in decided.claims}
+    label = {"diverse": "every scorer", "one": "{} only", "without": "without {}"}
     rows = []
     for name, comps in results.compositions.items():
         for key, comp in comps.items():
-            rows.append(
-                [name, _composition_name(key), len(comp.members), f"{comp.valid_mrr:.4f}", f"{comp.test['mrr']:.4f}"]
-            )
-        claim = decided_claims.get(f"ensemble-diverse-{name}")
-        if claim is not None and isinstance(claim.ours, Interval):
-            gain = claim.ours
-            rows.append(
-                [name, "every scorer - best one-scorer (test)", "-", "-",
-                 f"{gain.estimate:+.4f} [{gain.low:+.4f}, {gain.high:+.4f}]"]
-            )  # fmt: skip
+            kind, _, model = key.partition(":")
+            ensemble = label[kind].format(NAMES.get(model, model))
+            rows.append([name, ensemble, len(comp.members), f"{comp.valid_mrr:.4f}", f"{comp.test['mrr']:.4f}"])
+        gain = getattr(claims.get(f"ensemble-diverse-{name}"), "ours", None)
+        if isinstance(gain, Interval):
+            cell = f"{gain.estimate:+.4f} [{gain.low:+.4f}, {gain.high:+.4f}]"
+            rows.append([name, "every scorer - best one-scorer (test)", "-", "-", cell])
     return Table(
         "compositions",
         "Ensembles of fixed composition: every scorer against one scorer's seeds, and leaving a scorer out",
