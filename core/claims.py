@@ -554,7 +554,7 @@ def sample_to_decide(claim: Claim) -> str:
     spread per unit the interval shows now, clears the margin if the estimate stays where it is. The half-width
     scales as t(confidence, n - 1) / sqrt(n) (a t interval; for a bootstrap over many units t is the normal
     quantile already), so n' is the smallest n' with t(n' - 1) / sqrt(n') <= t(n - 1) / sqrt(n) x |distance| /
-    half-width; or why no sample can."""
+    half-width, t at the confidence of the interval shown (`ours`); or why no sample can."""
     if claim.undecidable:
         return f"not decidable by any sample of this design: {claim.undecidable}"
     if undefined_interval(claim.ours):
@@ -568,8 +568,12 @@ def sample_to_decide(claim: Claim) -> str:
         return f"the estimate sits on the margin ({format_value(d.boundary)}): no sample decides it at this estimate"
     from scipy import stats
 
+    # the confidence of the interval shown: a claim decided at two confidences (a fails branch at a Bonferroni
+    # confidence beside a 95% holds branch) shows the interval of the branch its estimate points to
+    confidence = claim.ours.confidence if isinstance(claim.ours, Interval) else claim.confidence
+
     def width(n: int) -> float:  # the half-width per unit spread at n units
-        return stats.t.ppf(0.5 + claim.confidence / 2, max(n - 1, 1)) / math.sqrt(n)
+        return stats.t.ppf(0.5 + confidence / 2, max(n - 1, 1)) / math.sqrt(n)
 
     target = width(claim.n) * abs(d.halfwidths)
     need = claim.n

@@ -38,7 +38,6 @@ from core.claims import (
     Verdict,
     inside,
     interval_above,
-    sample_to_decide,
     within_abs,
 )
 from core.report import fixed
@@ -225,20 +224,6 @@ _STATIC_AHEAD = Rule(
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class _CellsClaim(Claim):
-    """A claim decided per cell at two confidences (ipu-static-beats-dynamic: 95% for holds, Bonferroni for fails),
-    whose `ours` is the deciding cell's interval at the confidence of the branch its estimate points to. What would
-    decide it is `core.claims.sample_to_decide` at that interval's confidence: the claim's declared `confidence` (95%,
-    the holds branch) would scale a Bonferroni interval's half-width as a 95% one's."""
-
-    @property
-    def to_decide(self) -> str:
-        if self.rule_verdict is not Verdict.UNDECIDED or not isinstance(self.ours, Interval):
-            return super().to_decide
-        return sample_to_decide(dataclasses.replace(self, confidence=self.ours.confidence))
-
-
 # where each IPU claim's margin comes from (issue 62)
 _TARGETS_MARGIN = (
     f"ours: issue 26's targets, every cell within {TABLE_CELL_FACTOR}x and the median within {TABLE_MEDIAN_FACTOR}x "
@@ -301,7 +286,7 @@ CLAIMS = {
         n=3,
         n_of="pattern seeds",
     ),
-    "ipu-static-beats-dynamic": _CellsClaim(
+    "ipu-static-beats-dynamic": Claim(
         "ipu-static-beats-dynamic",
         "On the simulated IPU the static-pattern matmul is faster than the dynamic one in every cell of the grid: in "
         "each (dtype, block, density) cell the mean over pattern seeds of ln(static speed-up / dynamic speed-up) has "

@@ -563,3 +563,22 @@ LEDGER += code_changes(
     },
     run=_REFERENCE,
 )
+
+# core.claims.sample_to_decide at the confidence of the interval shown (2026-11-29): results/popsparse re-decided
+# identically
+LEDGER += code_changes(
+    "2026-11-29",
+    "core.claims.sample_to_decide scales an undecided claim's sample at the confidence of the interval shown "
+    "(ours), not the claim's declared one (PopSparse's ipu-static-beats-dynamic shows a Bonferroni interval when it "
+    "leans to fail; its private Claim subclass that did this is gone). "
+    "Only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/popsparse with it gave identical claims, facts, estimates and verdicts",
+    {
+        "ipu-paper-table": "1f034e69bb1a",
+        "ipu-paper-figures": "ed3b4e292329",
+        "ipu-static-beats-dynamic": "b288f104b551",
+        "ipu-headline-crossover": "68b46d0349fd",
+        "ipu-crossover-falls-with-block": "2e365cad9c6d",
+    },
+    run="results/popsparse",
+)

@@ -524,3 +524,24 @@ LEDGER += code_changes(
         "fp8-regular-fails": "e12a5d6cc610",
     },
 )
+
+# core.claims.sample_to_decide at the confidence of the interval shown (2026-11-29): results/unit_scaling re-decided
+# identically
+LEDGER += code_changes(
+    "2026-11-29",
+    "core.claims.sample_to_decide scales an undecided claim's sample at the confidence of the interval shown "
+    "(ours), not the claim's declared one (PopSparse's ipu-static-beats-dynamic shows a Bonferroni interval when it "
+    "leans to fail; its private Claim subclass that did this is gone). "
+    "Only the code that decides these claims changed (declarations, statistics and rules did not), and "
+    "re-deciding results/unit_scaling with it gave identical claims, facts, estimates and verdicts",
+    {
+        "init-unit-scales": "b5bb120fec55",
+        "init-unit-scales-iid": "7841451b3494",
+        "fp16-unit-matches-fp32-unit": "09ab2915ff76",
+        "fp16-regular-ls-matches-fp32": "f54d1b76440a",
+        "fp8-unit-matches-fp32-unit": "59747ad38761",
+        "fp16-regular-worse": "2019a95a0fbf",
+        "fp8-regular-fails": "88b6b9dff592",
+    },
+    run="results/unit_scaling",
+)

@@ -239,6 +239,15 @@ def test_an_undecided_claim_says_what_sample_would_decide_it():
     stuck = dataclasses.replace(c, undecidable="the statistic is a minimum over seeds")
     assert "not decidable" in stuck.measured(Interval(0.2, -0.1, 0.5)).to_decide
     assert "no sample size declared" in dataclasses.replace(c, n=0).measured(Interval(0.2, -0.1, 0.5)).to_decide
+    # an interval shown at another confidence than the claim's (a Bonferroni fails branch) scales at its own: 0.02
+    # [-0.38, 0.42] at 99% over 3 seeds sits 0.05 half-widths from 0; brute force says 85 seeds at 99% (t(0.995, n - 1)
+    # / sqrt(n)); reading the claim's 95% instead would say ~252 (its t(0.975, 2) / sqrt(3) as the start)
+    near = Interval(0.02, -0.38, 0.42, confidence=0.99)
+    target = stats.t.ppf(0.995, 2) / math.sqrt(3) * 0.02 / 0.4
+    exact = next(n for n in range(3, 10**5) if stats.t.ppf(0.995, n - 1) / math.sqrt(n) <= target)
+    at95 = next(n for n in range(3, 10**5) if stats.t.ppf(0.975, n - 1) / math.sqrt(n) <= target)
+    said = int(c.measured(near).to_decide.split()[1])
+    assert exact <= said <= 1.05 * exact and said > 1.05 * at95, (exact, at95, said)
 
 
 def test_a_secondary_or_missing_source_makes_the_claim_unverified_and_labels_are_checked():
