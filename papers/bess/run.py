@@ -108,7 +108,6 @@ def run(cfg, ctx: RunContext) -> Results:
             unfiltered_floor=random_floor(kg.num_entities),
             untrained=evaluate(kg, *init_tables(base, kg.num_entities, kg.num_relations), base, "test", known),
         )
-        member_scores = {}  # the first seed's models: the ensemble's candidates
         kept: dict[tuple[str, int], dict[str, np.ndarray]] = {}  # (model, seed) -> its valid and test scores
         for model in c.models:
             runs[(name, model)] = []
@@ -125,8 +124,6 @@ def run(cfg, ctx: RunContext) -> Results:
                     )
                 kcfg, E, R, info = max(trials.values(), key=lambda t: t[3]["best_valid_mrr"])
                 scores = {split: candidate_scores(E, R, kcfg, getattr(kg, split)) for split in ("valid", "test")}
-                if s == seeds[0]:
-                    member_scores[model] = scores
                 if s in seeds:
                     kept[(model, s)] = scores
                 test_ranks = rank_scores(scores["test"], kg.test, known)
@@ -145,9 +142,10 @@ def run(cfg, ctx: RunContext) -> Results:
                         test_ranks=test_ranks,
                     )
                 )
-        if len(member_scores) > 1:
-            weights = select_ensemble({m: sc["valid"] for m, sc in member_scores.items()}, kg.valid, known)
-            test = ensemble_scores([member_scores[m]["test"] for m in weights], list(weights.values()))
+        if len(c.models) > 1:  # the ensemble's candidates: every model's first seed
+            firsts = {m: kept[(m, seeds[0])] for m in c.models}
+            weights = select_ensemble({m: sc["valid"] for m, sc in firsts.items()}, kg.valid, known)
+            test = ensemble_scores([firsts[m]["test"] for m in weights], list(weights.values()))
             ranks = rank_scores(test, kg.test, known)
             ensembles[name] = Ensemble(
                 weights={m: int(k) for m, k in weights.items()}, test=ranking_metrics(ranks), test_ranks=ranks
