@@ -19,7 +19,8 @@ that executes them with a BSP cost model and reports a profile. Depends on `core
     Profile             cycles per step and compute set, exchange, tile balance and memory, as text and figures
     ops                 a small poplibs: elementwise maps, reductions and a planned dense matmul
     ipu_model.cost      the cost model itself: vertex cycles, worker scheduling, exchange and sync
-    python -m ipu_model profiles library ops from the command line
+    ipu_model.lowering  a jitted JAX function lowered onto the graph (`lower(fn, *args)`), run and costed
+    python -m ipu_model profiles library ops, and a user's JAX function (`jax MODULE:FUNCTION`), from the command line
 """
 
 from ipu_model import ops

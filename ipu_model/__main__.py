@@ -2,10 +2,14 @@
 
     python -m ipu_model matmul 2048 2048 2048 --dtype float16 --device mk2 --out outputs/ipu_model/mm
     python -m ipu_model ops --device mk2             # the ops table: simulated time and fraction of peak
+    python -m ipu_model jax mypkg.mod:step --shapes f16[32,1,128] f16[32,16384,128] --device bow
+                                                     # a jitted function of yours, lowered and costed
 
 `matmul` prints the plan and the profile, checks the result against numpy, and with --out writes profile.txt,
 profile.json and profile.png (tile memory and cycle heat-maps); `ops` prints the table, and with --out writes
-ops.md and ops.json. The options --device, --tiles and --out go before or after the command's name.
+ops.md and ops.json; `jax` lowers MODULE:FUNCTION at the given argument shapes (ipu_model.lowering), runs it cost-only
+(or on random inputs with --evaluate, checked against JAX), prints the cost and the profile and writes the same
+three files. The options --device, --tiles and --out go before or after the command's name.
 """
 
 from __future__ import annotations
@@ -124,6 +128,69 @@ def format_table(rows: list[dict], device) -> str:
     return "\n".join(lines)
 
 
+SHAPE_DTYPES = {"f16": "float16", "f32": "float32", "i32": "int32", "u32": "uint32", "i8": "int8", "u8": "uint8",
+                "bool": "bool", "i16": "int16", "u16": "uint16"}  # fmt: skip
+
+
+def parse_shape(text: str):
+    """'f16[32,1,128]' (or 'float16[32,1,128]', 'f32[]' for a scalar) -> jax.ShapeDtypeStruct."""
+    import re
+
+    import jax
+
+    m = re.fullmatch(r"\s*([a-z0-9]+)\[([0-9,\s]*)\]\s*", text)
+    names = {**SHAPE_DTYPES, **{v: v for v in SHAPE_DTYPES.values()}}
+    if not m or m.group(1) not in names:
+        raise ValueError(
+            f"shape {text!r}: write DTYPE[d0,d1,...] with DTYPE one of {', '.join(sorted(names))}, e.g. f16[32,128]"
+        )
+    dims = tuple(int(d) for d in m.group(2).replace(" ", "").split(",") if d)
+    return jax.ShapeDtypeStruct(dims, names[m.group(1)])
+
+
+def load_function(target: str):
+    """'package.module:function' -> the function (the current directory is importable)."""
+    import importlib
+
+    module, sep, name = target.partition(":")
+    if not sep or not module or not name:
+        raise ValueError(f"{target!r}: name the function as MODULE:FUNCTION, e.g. mypkg.steps:decode")
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    fn = importlib.import_module(module)
+    for part in name.split("."):
+        if not hasattr(fn, part):
+            raise ValueError(f"{target!r}: {module} has no attribute {name!r}")
+        fn = getattr(fn, part)
+    if not callable(fn):
+        raise ValueError(f"{target!r} is not callable")
+    return fn
+
+
+def profile_jax(device, fn, shapes, evaluate: bool, seed: int = 0) -> dict:
+    """Lower fn at `shapes`; cost it (cost-only), or run it on random inputs and compare with JAX."""
+    import jax
+
+    from ipu_model.lowering import lower
+
+    low = lower(fn, *shapes, device=device)
+    out = {"lowered": low, "max_abs_error": None}
+    if evaluate:
+        rng = np.random.default_rng(seed)
+        args = [
+            rng.standard_normal(s.shape).astype(s.dtype) if np.dtype(s.dtype).kind == "f"
+            else rng.integers(0, 2 if s.dtype == np.bool_ else 8, s.shape).astype(s.dtype)
+            for s in shapes
+        ]  # fmt: skip
+        got = jax.tree_util.tree_leaves(low.run(*args))
+        want = jax.tree_util.tree_leaves(fn(*map(jax.numpy.asarray, args)))
+        out["max_abs_error"] = max(
+            (float(np.max(np.abs(np.asarray(g, np.float64) - np.asarray(w, np.float64)), initial=0))
+             for g, w in zip(got, want, strict=True)), default=0.0)  # fmt: skip
+    out["cost"] = low.cost()
+    return out
+
+
 def _add_global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     """The options every command takes, before or after the command's name. `defaults=False` (on each command's
     parser) leaves an option not given there unset, so a value given before the command's name stands."""
@@ -150,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_global_options(mm, defaults=False)
     table = sub.add_parser("ops", help="the library ops table: simulated time and fraction of peak")
     _add_global_options(table, defaults=False)
+    jx = sub.add_parser("jax", help="lower a jitted JAX function and cost it on the simulated IPU")
+    jx.add_argument("function", help="MODULE:FUNCTION, importable from the current directory")
+    jx.add_argument("--shapes", nargs="+", required=True, help="the arguments' DTYPE[d0,d1,...], e.g. f16[32,128]")
+    jx.add_argument("--evaluate", action="store_true", help="also run it on random inputs and compare with JAX")
+    _add_global_options(jx, defaults=False)
     return parser
 
 
@@ -177,6 +249,30 @@ def main(argv: list[str] | None = None) -> int:
             atomic_write_json(args.out / "profile.json", json.loads(json.dumps(e.profile.to_dict(), default=float)))
             e.profile.figure(head.split(";")[0]).savefig(args.out / "profile.png", dpi=120)
             print(f"wrote {args.out}/profile.txt, profile.json, profile.png")
+    elif args.command == "jax":
+        try:
+            fn = load_function(args.function)
+            shapes = [parse_shape(t) for t in args.shapes]
+        except (ValueError, ImportError) as e:
+            parser.error(str(e))
+        r = profile_jax(device, fn, shapes, args.evaluate)
+        low, cost = r["lowered"], r["cost"]
+        head = f"{args.function} at {' '.join(args.shapes)} on {device.name}: {cost.report()}"
+        if r["max_abs_error"] is not None:
+            head += f"; on random inputs the largest difference from JAX {r['max_abs_error']:.3g}"
+        prims = ", ".join(f"{k} x{v}" for k, v in cost.primitives.items())
+        wall = ", ".join(f"{k} {v:.1f} s" for k, v in cost.wall.items())
+        text = f"{head}\nprimitives: {prims}\nhost time: {wall}"
+        if cost.fits:
+            text += "\n\n" + low.engine().profile.report()
+        print(text)
+        if args.out:
+            atomic_write_text(args.out / "profile.txt", text + "\n")
+            data = {"cost": cost.to_dict(), **({"profile": low.engine().profile.to_dict()} if cost.fits else {})}
+            atomic_write_json(args.out / "profile.json", json.loads(json.dumps(data, default=float)))
+            if cost.fits:
+                low.engine().profile.figure(args.function).savefig(args.out / "profile.png", dpi=120)
+            print(f"wrote {args.out}/profile.txt, profile.json" + (", profile.png" if cost.fits else ""))
     else:
         rows = ops_table(device)
         text = format_table(rows, device)

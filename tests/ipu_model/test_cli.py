@@ -72,3 +72,35 @@ def test_parsed_options(argv, device, tiles, out):
 def test_bad_tiles_are_rejected():
     r = _cli("matmul", "8", "8", "8", "--tiles", "0")
     assert r.returncode == 2 and "--tiles must be a positive tile count, got 0" in r.stderr
+
+
+def test_jax_command_costs_a_users_function_and_checks_it_against_jax(tmp_path):
+    (tmp_path / "userfn.py").write_text(
+        "import jax, jax.numpy as jnp\n"
+        "def attend(q, k):\n"
+        "    return jax.nn.softmax(jnp.einsum('hd,hsd->hs', q, k), axis=-1)\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "ipu_model", "jax", "userfn:attend", "--shapes", "f32[2,16]", "f32[2,40,16]",
+         "--evaluate", "--tiles", "16", "--out", str(tmp_path / "out")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**__import__("os").environ, "PYTHONPATH": str(REPO_ROOT)},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    head = r.stdout.splitlines()[0]
+    assert head.startswith("userfn:attend at f32[2,16] f32[2,40,16] on mk2: ") and " cycles = " in head
+    assert float(head.split("largest difference from JAX ")[1]) < 1e-6
+    data = json.loads((tmp_path / "out" / "profile.json").read_text())
+    assert data["cost"]["fits"] and data["cost"]["primitives"]["dot_general"] == 1
+    assert (tmp_path / "out" / "profile.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [(["nocolon", "--shapes", "f32[2]"], "name the function as MODULE:FUNCTION"),
+     (["json:nothere", "--shapes", "f32[2]"], "json has no attribute 'nothere'"),
+     (["json:dumps", "--shapes", "f64[2]"], "write DTYPE[d0,d1,...] with DTYPE one of")],
+)  # fmt: skip
+def test_jax_command_rejects_bad_targets_and_shapes(args, message):
+    r = _cli("jax", *args)
+    assert r.returncode == 2 and message in r.stderr

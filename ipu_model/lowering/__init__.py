@@ -1,0 +1,221 @@
+"""A jitted JAX function on the simulated IPU: its jaxpr lowered to an ipu_model graph and program.
+
+    low = lower(fn, *args)                        # args: arrays, or jax.ShapeDtypeStruct for cost-only use
+    outs = low.run(*arrays)                       # values, computed by the vertices (exact against JAX: tests)
+    c = low.cost()                                # cycles, seconds, phases, memory: a cost-only run
+    print(c.report())
+
+Lowering reads `jax.make_jaxpr(fn)(*args)` and turns each equation into ipu_model ops (`rules.RULES`): inputs and
+new tensors are mapped over the tiles as Poplar's defaults would (linearly, in grains of the 64-bit vector width),
+elementwise ops run where their output lives with six worker vertices per tile, reductions and matmuls use
+`ipu_model.ops`, views (reshape, transpose, slices, broadcasts) cost nothing, and nested jaxprs (jit, checkpoint,
+custom derivatives) are inlined. Every primitive of the function is checked before any graph is built: one without
+a rule, or a dtype the IPU does not have, raises `UnsupportedError` naming it and what is supported.
+
+By default the inputs are already in tile memory (a decode step's cache and weights live there) and the outputs
+stay there; `host_io=True` adds the host transfers. A function whose tensors do not fit in tile memory lowers, and
+its cost says so (`Cost.fits`, with the compiler's message naming the tile and its largest tensors).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ipu_model.device import DeviceSpec, get_device
+from ipu_model.engine import Engine
+from ipu_model.graph import DTYPES, Graph, GraphError, Tensor
+from ipu_model.lowering import rules as _rules  # noqa: F401  (registers the rules)
+from ipu_model.lowering.builder import RULES, Builder, UnsupportedError, check_jaxpr
+from ipu_model.programs import DeviceToHost, HostToDevice, Sequence
+
+__all__ = ["RULES", "Cost", "Lowered", "UnsupportedError", "lower", "supported_primitives"]
+
+
+def supported_primitives() -> list[str]:
+    """The JAX primitives the lowering has a rule for."""
+    return sorted(RULES)
+
+
+@dataclass
+class Cost:
+    """A cost-only run of a lowered function: the cycles and their phases, or why it does not fit."""
+
+    device: str
+    cycles: float
+    seconds: float
+    fits: bool
+    phases: dict[str, float] = field(default_factory=dict)  # sync, exchange, compute, host cycles
+    memory_peak_bytes: float = 0.0  # the fullest tile's bytes (all categories)
+    memory_per_tile: int = 0
+    message: str = ""  # the compiler's out-of-memory message when it does not fit
+    primitives: dict[str, int] = field(default_factory=dict)
+    wall: dict[str, float] = field(default_factory=dict)  # host seconds: lower, compile, simulate
+
+    def shares(self) -> dict[str, float]:
+        total = sum(self.phases.values())
+        return {k: (v / total if total else 0.0) for k, v in self.phases.items()}
+
+    def report(self) -> str:
+        if not self.fits:
+            return f"does not fit in tile memory on {self.device}: {self.message}"
+        parts = ", ".join(f"{k} {v:.0%}" for k, v in self.shares().items() if v)
+        return (
+            f"{self.cycles:,.0f} cycles = {self.seconds * 1e6:,.1f} us on {self.device} ({parts}); fullest tile "
+            f"{self.memory_peak_bytes / 1024:,.0f} of {self.memory_per_tile / 1024:,.0f} KiB"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "cycles": self.cycles,
+            "seconds": self.seconds,
+            "fits": self.fits,
+            "phases": self.phases,
+            "memory_peak_bytes": self.memory_peak_bytes,
+            "memory_per_tile": self.memory_per_tile,
+            "message": self.message,
+            "primitives": self.primitives,
+            "wall": self.wall,
+        }
+
+
+@dataclass
+class Lowered:
+    """A function lowered onto one simulated IPU: its graph, program, input and output tensors (flat, in the
+    order of jax.tree_util's leaves) and how many equations of each primitive it has."""
+
+    graph: Graph
+    program: Sequence
+    inputs: list[Tensor]
+    outputs: list[Tensor]
+    in_tree: Any
+    out_tree: Any
+    primitives: Counter
+    host_io: bool
+    seconds: float  # host time to lower
+    _engine: Engine | None = None
+    _compile_seconds: float = 0.0
+
+    def engine(self) -> Engine:
+        """The compiled engine (compiled once; raises OutOfMemoryError and the compiler's other checks)."""
+        if self._engine is None:
+            t0 = time.perf_counter()
+            self._engine = Engine(self.graph, self.program)
+            self._compile_seconds = time.perf_counter() - t0
+        return self._engine
+
+    def run(self, *args: Any) -> Any:
+        """Run the function's program on these arguments (the pytree `lower` saw); returns its outputs, as numpy
+        arrays in the function's output structure."""
+        import jax
+
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        if tree != self.in_tree:
+            raise ValueError(f"arguments of structure {tree} do not match the lowered function's {self.in_tree}")
+        engine = self.engine()
+        feeds = {}
+        for i, (t, x) in enumerate(zip(self.inputs, leaves, strict=True)):
+            x = np.asarray(x)
+            if x.shape != t.shape or x.dtype != t.dtype:
+                raise ValueError(
+                    f"argument {i}: {x.dtype}{list(x.shape)}, the lowered function takes {t.dtype}{list(t.shape)}"
+                )
+            if self.host_io:
+                feeds[f"in{i}"] = x
+            else:
+                engine.write(t, x)
+        result = engine.run(feeds)
+        if self.host_io:
+            outs = [result.outputs[f"out{i}"][-1] for i in range(len(self.outputs))]
+        else:
+            outs = [engine.read(t) for t in self.outputs]
+        return jax.tree_util.tree_unflatten(self.out_tree, outs)
+
+    def cost(self) -> Cost:
+        """A cost-only run (`Engine.run(evaluate=False)`): the same cycles as a full run, no values computed. A
+        program that does not fit in tile memory gives `fits=False` and the compiler's message instead."""
+        from ipu_model.compiler import OutOfMemoryError
+
+        device = self.graph.device
+        prims = dict(sorted(self.primitives.items()))
+        try:
+            engine = self.engine()
+        except OutOfMemoryError as e:
+            return Cost(device.name, 0.0, 0.0, False, message=str(e), memory_per_tile=device.memory_per_tile,
+                        primitives=prims, wall={"lower": self.seconds})  # fmt: skip
+        t0 = time.perf_counter()
+        feeds = {f"in{i}": np.zeros(t.shape, t.dtype) for i, t in enumerate(self.inputs)} if self.host_io else {}
+        before = engine.profile.totals()
+        result = engine.run(feeds, evaluate=False)
+        after = engine.profile.totals()
+        phases = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in ("sync", "exchange", "compute", "host")}
+        peak = after["memory_max_tile_bytes"]
+        return Cost(
+            device.name,
+            float(result.cycles),
+            float(result.seconds),
+            True,
+            phases=phases,
+            memory_peak_bytes=peak,
+            memory_per_tile=device.memory_per_tile,
+            primitives=prims,
+            wall={"lower": self.seconds, "compile": self._compile_seconds, "simulate": time.perf_counter() - t0},
+        )
+
+
+def _spec(x: Any) -> tuple[tuple[int, ...], np.dtype]:
+    shape, dtype = tuple(int(s) for s in np.shape(x)), np.dtype(getattr(x, "dtype", np.asarray(x).dtype))
+    return shape, dtype
+
+
+def lower(
+    fn: Any, *args: Any, device: DeviceSpec | str | int = "mk2", host_io: bool = False, name: str = ""
+) -> Lowered:
+    """Lower `fn(*args)` onto a simulated IPU. `args` are arrays or jax.ShapeDtypeStruct (only shapes and dtypes
+    are read); `device` a DeviceSpec, a preset name or a tile count (an Mk2 with that many tiles). Raises
+    UnsupportedError, before building anything, for a primitive without a rule or a dtype the IPU lacks."""
+    import jax
+
+    t0 = time.perf_counter()
+    leaves, in_tree = jax.tree_util.tree_flatten(args)
+    structs = [jax.ShapeDtypeStruct(*_spec(x)) for x in leaves]
+    for i, s in enumerate(structs):
+        if s.dtype.name not in DTYPES:
+            raise UnsupportedError(
+                f"argument {i} of {name or getattr(fn, '__name__', 'the function')} is {s.dtype.name}: the "
+                f"simulated IPU holds {', '.join(DTYPES)}"
+            )
+    closed, out_shape = jax.make_jaxpr(lambda *xs: fn(*jax.tree_util.tree_unflatten(in_tree, xs)), return_shape=True)(
+        *structs
+    )
+    out_tree = jax.tree_util.tree_structure(out_shape)
+    primitives = check_jaxpr(closed.jaxpr)  # raises before any graph is built
+    if isinstance(device, str):
+        device = get_device(device)
+    elif not isinstance(device, DeviceSpec):
+        device = get_device("mk2", tiles=int(device))
+    graph = Graph(device)
+    b = Builder(graph)
+    inputs = []
+    for i, s in enumerate(structs):
+        t = graph.add_variable(s.shape, s.dtype.name, f"in{i}")
+        b.map_default(t)
+        inputs.append(t)
+    consts = [b.constant(np.asarray(c), "const") for c in closed.consts]
+    outputs = b.lower_jaxpr(closed.jaxpr, consts, inputs)
+    # an output that is a view of another tensor (an input, a broadcast) becomes its own variable, as JAX returns
+    # fresh arrays; host_io streams it back
+    outputs = [b.materialise(t, f"out{i}") for i, t in enumerate(outputs)]
+    steps = list(b.steps)
+    if host_io:
+        steps = [HostToDevice(f"in{i}", t) for i, t in enumerate(inputs)] + steps
+        steps += [DeviceToHost(t, f"out{i}") for i, t in enumerate(outputs)]
+    program = Sequence(*steps, name=name or getattr(fn, "__name__", "function"))
+    if not graph.variables:
+        raise GraphError("the lowered function has no tensors")
+    return Lowered(graph, program, inputs, outputs, in_tree, out_tree, primitives, host_io, time.perf_counter() - t0)

@@ -1,0 +1,177 @@
+"""The lowering's machinery: the rule registry, the check of a jaxpr before anything is built, and the Builder
+that walks a jaxpr, holds each variable's tensor and collects the program steps the rules add (rules.py).
+
+A rule gets the Builder, the equation and the tensors of its operands, and returns the tensors of its results; a
+primitive may also register a check (`CHECKS`) that says, from the equation alone, why the IPU cannot run it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ipu_model.graph import DTYPES, Codelet, Graph, GraphError, Tensor
+from ipu_model.programs import Copy
+
+
+class UnsupportedError(GraphError):
+    """A JAX function the lowering cannot build: a primitive without a rule, or a dtype the IPU does not have."""
+
+
+CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
+         "checkpoint", "remat", "remat2")  # fmt: skip
+
+
+def _subjaxpr(eqn) -> tuple[Any, list]:
+    """The jaxpr a call-like equation runs, and its constants."""
+    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
+        sub = eqn.params.get(key)
+        if sub is None:
+            continue
+        if hasattr(sub, "jaxpr"):  # a ClosedJaxpr
+            return sub.jaxpr, list(sub.consts)
+        return sub, []
+    raise UnsupportedError(f"{eqn.primitive.name}: no inner jaxpr among its parameters {sorted(eqn.params)}")
+
+
+def _dtype_problem(eqn) -> str | None:
+    """Why the equation cannot run on the IPU, beyond its primitive's rule existing; None if it can."""
+    name = eqn.primitive.name
+    for v in [*eqn.invars, *eqn.outvars]:
+        dtype = getattr(getattr(v, "aval", None), "dtype", None)
+        if dtype is not None and np.dtype(dtype).name not in DTYPES:
+            return f"{name} on {np.dtype(dtype).name} (the simulated IPU holds {', '.join(DTYPES)})"
+    return CHECKS[name](eqn) if name in CHECKS else None
+
+
+def check_jaxpr(jaxpr, counts: Counter | None = None) -> Counter:
+    """Every primitive of `jaxpr` (nested calls included) has a rule and dtypes the IPU has: raise
+    UnsupportedError naming all that do not; return the count of each primitive's equations."""
+    counts = Counter() if counts is None else counts
+    missing: Counter = Counter()
+    problems: list[str] = []
+
+    def visit(jx) -> None:
+        for eqn in jx.eqns:
+            name = eqn.primitive.name
+            if name in CALLS:
+                visit(_subjaxpr(eqn)[0])
+                continue
+            counts[name] += 1
+            if name not in RULES:
+                missing[name] += 1
+                continue
+            problem = _dtype_problem(eqn)
+            if problem:
+                problems.append(problem)
+
+    visit(jaxpr)
+    if missing or problems:
+        parts = []
+        if missing:
+            parts.append("no rule for " + ", ".join(f"{p} (x{n})" for p, n in sorted(missing.items())))
+        if problems:
+            parts.append("unsupported: " + "; ".join(sorted(set(problems))))
+        raise UnsupportedError(
+            f"cannot lower this function to the simulated IPU: {'; '.join(parts)}. Supported primitives: "
+            f"{', '.join(sorted(RULES))} (and calls {', '.join(CALLS)}, inlined)"
+        )
+    return counts
+
+
+Rule = Callable[["Builder", Any, list[Tensor]], list[Tensor]]
+RULES: dict[str, Rule] = {}
+CHECKS: dict[str, Callable[[Any], str | None]] = {}  # primitive -> why an equation cannot run (None: it can)
+
+
+def rule(*names: str, check: Callable[[Any], str | None] | None = None) -> Callable[[Rule], Rule]:
+    """Register the decorated function as the rule of primitives `names` (and `check` as their check)."""
+
+    def register(fn: Rule) -> Rule:
+        for n in names:
+            RULES[n] = fn
+            if check is not None:
+                CHECKS[n] = check
+        return fn
+
+    return register
+
+
+class Builder:
+    """Lowers equations into `graph`, appending program steps to `steps`."""
+
+    def __init__(self, graph: Graph):
+        self.graph, self.steps = graph, []
+        self.codelets: dict[tuple, Codelet] = {}  # the rules' codelets, by what makes them differ
+        self._literals: dict[tuple, Tensor] = {}
+
+    # -------------------------------------------------------------------------------------------- tensors
+    def map_default(self, t: Tensor) -> None:
+        """Poplar's default for a new tensor: linearly over the tiles in grains of one 64-bit vector."""
+        self.graph.map_linearly(t, grain=max(1, 8 // t.dtype.itemsize))
+
+    def constant(self, value: np.ndarray, name: str) -> Tensor:
+        """A constant tensor: a scalar on tile 0 (read by others over the exchange), else mapped linearly."""
+        t = self.graph.add_constant(value, name=name)
+        if t.size <= 1:
+            self.graph.set_tile_mapping(t, 0)
+        else:
+            self.map_default(t)
+        return t
+
+    def literal(self, value: Any, dtype: Any) -> Tensor:
+        arr = np.asarray(value, dtype=dtype)
+        key = (arr.dtype.name, arr.shape, arr.tobytes())
+        if key not in self._literals:
+            self._literals[key] = self.constant(arr, "literal")
+        return self._literals[key]
+
+    def new(self, shape, dtype, name: str, like_t: Tensor | None = None) -> Tensor:
+        """A new variable, mapped like view `like_t` (same shape) or by default."""
+        t = self.graph.add_variable(tuple(shape), np.dtype(dtype).name, name)
+        if like_t is not None and like_t.shape == t.shape:
+            t.var.tile[:] = like_t.tiles().reshape(-1)
+        else:
+            self.map_default(t)
+        return t
+
+    def materialise(self, t: Tensor, name: str) -> Tensor:
+        """`t` as a whole variable of its own (an on-tile copy unless it already is one that no one else owns)."""
+        whole = t.shape == t.var.shape and np.array_equal(t.idx.reshape(-1), np.arange(t.var.size))
+        if whole and not t.var.constant and not t.var.name.startswith("in"):
+            return t
+        out = self.new(t.shape, t.dtype, name, like_t=t)
+        self.steps.append(Copy(t, out, name=f"{name}/copy"))
+        return out
+
+    # -------------------------------------------------------------------------------------------- jaxprs
+    def lower_jaxpr(self, jaxpr, consts: list[Tensor], args: list[Tensor]) -> list[Tensor]:
+        from jax.extend.core import Literal
+
+        env: dict[Any, Tensor] = {}
+        for v, t in zip(jaxpr.constvars, consts, strict=True):
+            env[v] = t
+        for v, t in zip(jaxpr.invars, args, strict=True):
+            env[v] = t
+
+        def read(a) -> Tensor:
+            return self.literal(a.val, a.aval.dtype) if isinstance(a, Literal) else env[a]
+
+        for eqn in jaxpr.eqns:
+            ins = [read(a) for a in eqn.invars]
+            name = eqn.primitive.name
+            if name in CALLS:
+                sub, sub_consts = _subjaxpr(eqn)
+                outs = self.lower_jaxpr(sub, [self.constant(np.asarray(c), "const") for c in sub_consts], ins)
+            else:
+                outs = RULES[name](self, eqn, ins)
+            for v, t in zip(eqn.outvars, outs, strict=True):
+                if type(v).__name__ != "DropVar":
+                    want = tuple(v.aval.shape)
+                    if t.shape != want:
+                        raise GraphError(f"lowering {name}: result of shape {t.shape}, JAX's is {want}")
+                    env[v] = t
+        return [read(v) for v in jaxpr.outvars]

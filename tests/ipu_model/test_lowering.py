@@ -1,0 +1,194 @@
+"""The JAX lowering (ipu_model.lowering): every rule's values against JAX's own on random inputs (bit for bit
+where the IPU computes in JAX's order: elementwise maps, views, copies, max/min and arg reductions; within a few
+float32 rounding steps of a float64 numpy reference where the summation order differs: sums and matmuls), the
+unsupported primitives and dtypes named before anything is built, and the cost-only run's cycles equal to a full
+run's."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ipu_model import GraphError, get_device
+from ipu_model.lowering import UnsupportedError, lower, supported_primitives
+
+DEVICE = get_device("mk2", tiles=16)  # small: most tensors span several tiles, and vertices share workers
+RNG = np.random.default_rng(0)
+
+
+def _normal(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def _same(fn, *args, device=DEVICE):
+    """The lowered function's outputs equal JAX's bit for bit."""
+    got = lower(fn, *args, device=device).run(*args)
+    want = jax.tree_util.tree_map(np.asarray, fn(*map(jnp.asarray, args)))  # JAX's arrays: never numpy's operators
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
+ELEMENTWISE_CASES = {
+    "arithmetic": lambda x, y: (x + y, x - y, x * y, x / y, jnp.maximum(x, y), jnp.minimum(x, -y), -x, jnp.abs(y)),
+    "transcendental": lambda x, y: (jnp.exp(x), jnp.log(jnp.abs(y)), jnp.tanh(x), jax.nn.sigmoid(y),
+                                    jnp.sqrt(jnp.abs(x)), jax.lax.rsqrt(jnp.abs(y) + 1), jnp.sin(x), jnp.cos(y),
+                                    jax.lax.erf(x)),
+    "powers and rounding": lambda x, y: (x**2, x**3, jnp.floor(y), jnp.ceil(x), jnp.round(y), jnp.sign(x), x % 0.7),
+    "comparisons and select": lambda x, y: (x < y, x >= y, x == x, jnp.where(x > y, x, y), jnp.clip(x, -0.5, 0.5),
+                                            jnp.logical_and(x > 0, y > 0), ~(x > 0)),
+    "casts": lambda x, y: (x.astype(jnp.float16), (10 * x).astype(jnp.int32), (x > 0).astype(jnp.float32),
+                           x.astype(jnp.float32)),
+    "scalars and size-1 broadcasts": lambda x, y: (x * 2.0, x + y[:1, :], 1.0 - y[:, :1], jnp.float32(3) / (1 + x * x)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ELEMENTWISE_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_elementwise_maps_equal_jax_bit_for_bit(case, dtype):
+    _same(ELEMENTWISE_CASES[case], _normal(7, 45, dtype=dtype), _normal(7, 45, dtype=dtype) + 2)
+
+
+def test_integer_maps_equal_jax():
+    x, y = RNG.integers(-50, 50, (9, 13)).astype(np.int32), RNG.integers(1, 9, (9, 13)).astype(np.int32)
+    _same(lambda a, b: (a + b, a * b, a // b, a % b, jnp.maximum(a, b), a > b, a & b, -a), x, y)
+
+
+def test_views_and_new_tensors_equal_jax():
+    x = _normal(4, 6, 10)
+
+    def fn(a):
+        return (
+            a.reshape(24, 10), a.transpose(2, 0, 1), a[:, 1:5:2, ::3], jnp.flip(a, axis=(0, 2)), a[None, :, :, 2],
+            jnp.broadcast_to(a[:, :1], (4, 6, 10)) + 0, jnp.squeeze(a[:, :1]), jnp.concatenate([a, a[:, :2] * 2], 1),
+            jnp.pad(a, ((1, 0), (0, 2), (3, 1)), constant_values=-1.5), jnp.arange(10.0) * a,
+            jax.lax.broadcasted_iota(jnp.int32, (3, 5), 1), a,
+        )  # fmt: skip
+
+    _same(fn, x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_max_min_and_arg_reductions_equal_jax(dtype):
+    x = _normal(5, 37, 3, dtype=dtype)
+    x[1, 4, :] = x[1, 9, :]  # ties: the first index wins, as in JAX
+    _same(lambda a: (a.max(axis=1), a.min(axis=(0, 2)), a.max(), jnp.argmax(a, axis=1), jnp.argmin(a, axis=0)), x)
+
+
+def _close_to_float64(got, x64, dtype, terms):
+    """Within the rounding of a sum of `terms` products in float32 (and one final rounding to `dtype`)."""
+    eps32, eps = np.finfo(np.float32).eps, np.finfo(dtype).eps
+    bound = terms * eps32 * np.abs(x64).max() + eps * np.abs(x64)
+    assert np.all(np.abs(got.astype(np.float64) - x64) <= bound + np.finfo(dtype).tiny)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_sums_equal_float64_within_float32_rounding(dtype):
+    x = _normal(6, 300, 5, dtype=dtype)
+    got = lower(lambda a: (a.sum(axis=1), a.sum(axis=(0, 2)), a.sum()), x, device=DEVICE).run(x)
+    x64 = x.astype(np.float64)
+    for g, w, n in zip(got, (x64.sum(1), x64.sum((0, 2)), x64.sum()), (300, 30, x.size), strict=True):
+        assert g.dtype == dtype
+        _close_to_float64(g, w, dtype, n)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_matmuls_equal_float64_within_float32_rounding(dtype):
+    a, b = _normal(33, 70, dtype=dtype), _normal(70, 19, dtype=dtype)
+    q, k = _normal(3, 2, 16, dtype=dtype), _normal(3, 50, 16, dtype=dtype)
+
+    def fn(a, b, q, k):
+        return a @ b, jnp.einsum("hqd,hkd->hqk", q, k), a[0] @ b, jnp.einsum("hqd,hkd->qhk", q, k)  # batched: heads
+
+    got = lower(fn, a, b, q, k, device=DEVICE).run(a, b, q, k)
+    a64, b64, q64, k64 = (t.astype(np.float64) for t in (a, b, q, k))
+    want = (a64 @ b64, np.einsum("hqd,hkd->hqk", q64, k64), a64[0] @ b64, np.einsum("hqd,hkd->qhk", q64, k64))
+    for g, w, n in zip(got, want, (70, 16, 70, 16), strict=True):
+        assert g.dtype == dtype and g.shape == w.shape
+        _close_to_float64(g, w, dtype, n)
+
+
+def test_nested_calls_are_inlined():
+    @jax.jit
+    def inner(x):
+        return jax.nn.relu(x) * 3  # relu: a custom_jvp
+
+    def fn(x):
+        return jax.checkpoint(lambda z: jnp.sin(inner(z)))(x), jax.nn.gelu(x)
+
+    x = _normal(8, 30)
+    _same(fn, x)
+    # softmax (a custom_jvp) sums its exponentials: within float32 rounding of float64's
+    got = lower(lambda a: jax.nn.softmax(a, axis=-1), x, device=DEVICE).run(x)
+    e = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
+    _close_to_float64(got, e / e.sum(axis=-1, keepdims=True), np.float32, 30)
+
+
+def test_unsupported_primitives_and_dtypes_are_named_before_anything_is_built():
+    x = _normal(5, 8)
+    with pytest.raises(UnsupportedError, match=r"no rule for .*top_k \(x1\).*Supported primitives: .*dot_general"):
+        lower(lambda a: jax.lax.top_k(a, 2)[0].sum() + jnp.cumsum(a, 0), x)
+    with pytest.raises(UnsupportedError, match=r"cumsum \(x1\)"):
+        lower(lambda a: jnp.cumsum(a, 0), x)
+    with pytest.raises(UnsupportedError, match=r"argument 0 .* is bfloat16"):
+        lower(lambda a: a * 2, x.astype(jnp.bfloat16))
+    with pytest.raises(UnsupportedError, match="dot_general of int32 and int32"):
+        lower(lambda a: a @ a.T, x.astype(np.int32))
+    assert {"add", "dot_general", "reduce_max", "argmax", "concatenate"} <= set(supported_primitives())
+
+
+def test_a_cost_only_run_charges_the_full_runs_cycles_and_host_io_adds_the_transfers():
+    x, w = _normal(16, 64), _normal(64, 32)
+    fn = lambda a, b: jax.nn.softmax(a @ b, axis=-1).sum(axis=0)
+    low = lower(fn, x, w, device=DEVICE)
+    low.run(x, w)
+    full = low.engine().profile.total_cycles
+    costed = lower(fn, jax.ShapeDtypeStruct(x.shape, x.dtype), jax.ShapeDtypeStruct(w.shape, w.dtype), device=DEVICE)
+    cost = costed.cost()
+    assert cost.fits and cost.cycles == full > 0
+    assert math.isclose(sum(cost.phases.values()), cost.cycles)
+    assert cost.phases["host"] == 0
+    with_io = lower(fn, x, w, device=DEVICE, host_io=True)
+    np.testing.assert_array_equal(with_io.run(x, w), low.run(x, w))
+    assert with_io.cost().phases["host"] > 0
+
+
+def test_a_function_too_large_for_tile_memory_lowers_and_its_cost_says_so():
+    big = jax.ShapeDtypeStruct((2048, 2048), np.float32)  # 16 MiB on 2 tiles of 624 KiB
+    cost = lower(lambda a: a * 2, big, device=get_device("mk2", tiles=2)).cost()
+    assert not cost.fits and cost.cycles == 0
+    assert "tile" in cost.message and "does not fit" in cost.report()
+
+
+def test_arguments_that_do_not_match_the_lowered_shapes_are_refused():
+    low = lower(lambda a: a + 1, _normal(3, 4), device=DEVICE)
+    with pytest.raises(ValueError, match=r"argument 0: float32\[4, 3\], the lowered function takes float32\[3, 4\]"):
+        low.run(_normal(4, 3))
+    with pytest.raises(GraphError):
+        lower(lambda a: a.reshape(12)[jnp.array([0, 2])] * 0 + a.sum(), _normal(3, 4), device=DEVICE)
+
+
+def _poplibs_binary_half_add(n):  # BinaryOp2D, one region: 5 + ceil(n / 4) x (1 + 2) thread cycles
+    return 5 + math.ceil(n / 4) * 3
+
+
+def _poplibs_unary_float_exp(n):  # UnaryOp2D, one region: 20 + ceil(n / 2) x 6 (exp's float entry: 6 per 2)
+    return 20 + math.ceil(n / 2) * 6
+
+
+@pytest.mark.parametrize(
+    "fn, dtype, thread",
+    [(lambda a: a + a, np.float16, _poplibs_binary_half_add), (jnp.exp, np.float32, _poplibs_unary_float_exp),
+     (lambda a: jnp.where(a > 0, a, a * a), np.float32, lambda n: 5 + 6 + 5 * n)],  # Select: 5 + 6 + 5 n
+    ids=["half add", "float exp", "select"],
+)  # fmt: skip
+def test_an_elementwise_vertex_costs_poplibs_estimate_on_its_worker(fn, dtype, thread):
+    """4096 elements on one tile: six worker vertices of 683 (the last 681); the compute set's time is the busiest
+    worker's, six tile cycles per thread cycle (poplibs' formulas written out here from its estimators)."""
+    low = lower(fn, jax.ShapeDtypeStruct((4096,), dtype), device=get_device("mk2", tiles=1))
+    low.cost()
+    steps = low.engine().profile.steps.values()
+    last = [s for s in steps if s.compute and s.kind == "Execute"][-1]  # the select (or the only map)
+    assert last.compute == 6 * thread(683)
