@@ -22,7 +22,7 @@ from ipu_model import ops
 from ipu_model.graph import Codelet, Tensor
 from ipu_model.lowering.builder import Builder, UnsupportedError, rule
 from ipu_model.lowering.costs import vertex_cycles
-from ipu_model.ops import _worker_chunks, like, tile_ranges
+from ipu_model.ops import _worker_chunks, tile_ranges
 from ipu_model.programs import Copy, Execute, Program
 
 # elementwise primitives, with the operations per element the profile counts as FLOPs (cycles are poplibs'
@@ -86,6 +86,18 @@ def _broadcast(t: Tensor, shape: tuple[int, ...]) -> Tensor:
     return t.reshape((1,) * (len(shape) - len(t.shape)) + t.shape).broadcast_to(shape)
 
 
+def _bring(b: Builder, v: Tensor, tiles: np.ndarray, name: str) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    """Flat view `v`'s elements on the tiles `tiles` names, one per element: each tile receives the distinct elements
+    it needs once, into a buffer on that tile (a scalar reaches each tile once, as poplibs' broadcast ops have it,
+    not once per element). Returns a view of the buffers in v's order and the (source, buffer) pair to copy."""
+    src = v.idx.reshape(-1)
+    key = tiles.astype(np.int64) * v.var.size + src
+    unique, inverse = np.unique(key, return_inverse=True)
+    buf = b.graph.add_variable((unique.size,), v.dtype.name, f"{name}/in")
+    buf.var.tile[:] = unique // v.var.size
+    return Tensor(buf.var, inverse.reshape(-1)), (Tensor(v.var, unique % v.var.size), buf)
+
+
 @rule(*ELEMENTWISE)
 def elementwise(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     name = eqn.primitive.name
@@ -94,29 +106,29 @@ def elementwise(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     if name == "convert_element_type" and ins[0].dtype == np.dtype(aval.dtype):
         return [ins[0]]  # the same dtype: a view
     g = b.graph
-    ref = next((t for t in ins if t.shape == shape), None)
+    # the result is mapped like the first operand of its shape that is not a broadcast (repeats have 0 strides)
+    ref = next((t for t in ins if t.shape == shape and 0 not in t.idx.strides), None)
     out = b.new(shape, aval.dtype, name, like_t=ref)
     if out.size == 0:
         return [out]
+    out_flat = out.flatten()
+    out_tiles = out_flat.tiles()
     local, copies = [], []
-    out_tiles = out.tiles()
-    for t in ins:  # operands mapped elsewhere (or broadcast) come over the exchange first
-        v = _broadcast(t, shape)
+    for t in ins:  # operands mapped elsewhere, or broadcast from elsewhere, come over the exchange first
+        v = _broadcast(t, shape).flatten()
         if np.array_equal(v.tiles(), out_tiles):
             local.append(v)
         else:
-            tmp = like(g, out, v.dtype.name, name=f"{name}/in")
-            copies.append((v, tmp))
-            local.append(tmp)
+            view, pair = _bring(b, v, out_tiles, name)
+            copies.append(pair)
+            local.append(view)
     if copies:
         b.steps.append(Copy([s for s, _ in copies], [d for _, d in copies], name=f"{name}/exchange"))
     cs = g.add_compute_set(name)
     code = _elementwise_codelet(b, eqn, len(ins))
-    flat = [t.flatten() for t in local]
-    out_flat = out.flatten()
     for tile, positions in tile_ranges(out_flat).items():
         for chunk in _worker_chunks(positions, g.device.workers):
-            g.add_vertex(cs, code, tile, out=out_flat[chunk], **{f"x{i}": f[chunk] for i, f in enumerate(flat)})
+            g.add_vertex(cs, code, tile, out=out_flat[chunk], **{f"x{i}": f[chunk] for i, f in enumerate(local)})
     b.steps.append(Execute(cs))
     return [out]
 
