@@ -30,6 +30,7 @@ from ipu_model.device import DeviceSpec, get_device
 from ipu_model.engine import Engine
 from ipu_model.graph import DTYPES, Graph, GraphError, Tensor
 from ipu_model.lowering import rules as _rules  # noqa: F401  (registers the rules)
+from ipu_model.lowering import topk as _topk  # noqa: F401  (registers top_k)
 from ipu_model.lowering.builder import RULES, Builder, UnsupportedError, check_jaxpr
 from ipu_model.programs import DeviceToHost, HostToDevice, Sequence
 
