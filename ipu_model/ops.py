@@ -436,8 +436,10 @@ def matmul(
     plan: MatmulPlan | None = None,
     name: str = "matmul",
     partials: str = "float32",
+    tiles: range | None = None,
 ) -> tuple[Program, Tensor, MatmulPlan]:
-    """C = A @ B for A [m, k], B [k, n] mapped anyhow. Returns (program, C, plan).
+    """C = A @ B for A [m, k], B [k, n] mapped anyhow. Returns (program, C, plan). `tiles` (a range of the graph's
+    tiles, default all) is where the product runs: the plan is made for that many tiles and C lives there.
 
     The plan (`plan_matmul` unless given) splits m, k and n over a tile grid, and k and n into serial steps. Each
     step is one exchange bringing each tile its A and B blocks of the step's chunks and one compute set where each
@@ -456,9 +458,13 @@ def matmul(
     in_dtype = a.dtype.name
     out_dtype = out_dtype or in_dtype
     _check_partials(in_dtype, partials)  # also when the plan is given
-    plan = plan or plan_matmul(graph.device, m, k, n, in_dtype, out_dtype, partials)
-    if plan.tiles > graph.num_tiles:
-        raise GraphError(f"matmul plan {plan} needs {plan.tiles} tiles, the graph has {graph.num_tiles}")
+    tiles = range(graph.num_tiles) if tiles is None else tiles
+    if tiles.step != 1 or not 0 <= tiles.start < tiles.stop <= graph.num_tiles:
+        raise GraphError(f"matmul tiles {tiles}: need a contiguous range within the graph's 0..{graph.num_tiles - 1}")
+    device = graph.device if len(tiles) == graph.num_tiles else graph.device.replace(tiles=len(tiles))
+    plan = plan or plan_matmul(device, m, k, n, in_dtype, out_dtype, partials)
+    if plan.tiles > len(tiles):
+        raise GraphError(f"matmul plan {plan} needs {plan.tiles} tiles, it has {len(tiles)}")
     pm, pk, pn, sk, sn = plan.pm, plan.pk, plan.pn, plan.sk, plan.sn
     if sk < 1 or sn < 1 or k % sk or n % sn:
         raise GraphError(f"matmul plan: {sk} x {sn} serial steps must cut k={k} and n={n} into equal chunks")
@@ -469,7 +475,7 @@ def matmul(
             f"matmul plan {pm}x{pk}x{pn} does not fit {m}x{kc}x{nc}{step}: need 1 <= pm <= m, pk <= k, pn <= n"
         )
     ms, ks, ns = _splits(m, pm), _splits(kc, pk), _splits(nc, pn)
-    tile = lambda i, j, q: (i * pk + j) * pn + q
+    tile = lambda i, j, q: tiles.start + (i * pk + j) * pn + q
     a_rep = graph.add_variable((pn, m, kc), in_dtype, f"{name}/A_tiles")
     b_rep = graph.add_variable((pm, kc, nc), in_dtype, f"{name}/B_tiles")
     graph.map_blocks(a_rep, [range(pn + 1), ms, ks], lambda q, i, j: tile(i, j, q))
@@ -499,7 +505,7 @@ def matmul(
         chunk_name = f"{name}/C" if sn == 1 else f"{name}/C_chunk"
         if pk > 1:
             chunk = graph.add_variable((m, nc), out_dtype, chunk_name)
-            graph.map_linearly(chunk)
+            graph.map_linearly(chunk, tiles=tiles)
             red, chunk = reduce(graph, target, axis=0, op="add", out_dtype=out_dtype, name=f"{name}/reduce", out=chunk)
             finish.append(red)
         elif target_dtype != out_dtype:

@@ -153,3 +153,36 @@ def walk(program: Program):
         seen.add(p.id)
         yield p
         stack.extend(reversed(p.children()))
+
+
+def side_by_side(graph, programs: Seq[Program], name: str = "") -> Program:
+    """Programs of one structure that work on disjoint tiles, merged into one program: each step's compute sets into
+    one compute set and its copies into one exchange, as Poplar runs independent operations of a step together
+    (e.g. poplin's grouped matmul, each group on its own tiles). Raises GraphError where the structures differ."""
+    programs = list(programs)
+    first = programs[0]
+    if len({type(p) for p in programs}) != 1:
+        raise GraphError(f"side_by_side: steps of different kinds {sorted({type(p).__name__ for p in programs})}")
+    label = name or first.name
+    if isinstance(first, Sequence):
+        if len({len(p.steps) for p in programs}) != 1:
+            raise GraphError(f"side_by_side: sequences {label!r} of different lengths")
+        return Sequence(*(side_by_side(graph, list(s)) for s in zip(*(p.steps for p in programs), strict=True)),
+                        name=label)  # fmt: skip
+    if isinstance(first, Execute):
+        cs = graph.add_compute_set(first.compute_set.name)
+        for p in programs:
+            cs.vertices.extend(p.compute_set.vertices)
+        return Execute(cs)
+    if isinstance(first, Copy):
+        return Copy([s for p in programs for s, _ in p.pairs], [d for p in programs for _, d in p.pairs], name=label)
+    if isinstance(first, DynamicCopy):
+        if len({len(p.variants) for p in programs}) != 1:
+            raise GraphError(f"side_by_side: dynamic copies {label!r} with different numbers of variants")
+        return DynamicCopy([side_by_side(graph, list(v)) for v in zip(*(p.variants for p in programs), strict=True)],
+                           name=label)  # fmt: skip
+    if isinstance(first, Repeat):
+        if len({p.count for p in programs}) != 1:
+            raise GraphError(f"side_by_side: loops {label!r} with different counts")
+        return Repeat(first.count, side_by_side(graph, [p.body for p in programs]), name=label)
+    raise GraphError(f"side_by_side: cannot merge {type(first).__name__} steps")

@@ -8,8 +8,8 @@ jaxprs (jit, checkpoint, custom derivatives) are inlined.
 
 Cost (ipu_model/README.md, "Lowering JAX"): an elementwise vertex costs poplibs' estimate for the popops vertex
 (costs.py); a concatenation's result is mapped like its operands, so its copy stays on tile (Poplar's concat is a
-view and copies nothing: the on-tile copy is ours); a batched matmul runs its products one after another, each over
-every tile (poplin's grouped matmul would run them side by side).
+view and copies nothing: the on-tile copy is ours); a batched matmul runs each product on its own share of the
+tiles, side by side (poplin's grouped matmul).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import math
 import numpy as np
 
 from ipu_model import ops
-from ipu_model.graph import Codelet, Tensor
+from ipu_model.graph import Codelet, GraphError, Tensor
 from ipu_model.lowering.builder import Builder, UnsupportedError, rule
 from ipu_model.lowering.costs import vertex_cycles
 from ipu_model.ops import _worker_chunks, tile_ranges
-from ipu_model.programs import Copy, Execute, Program
+from ipu_model.programs import Copy, Execute, Program, side_by_side
 
 # elementwise primitives, with the operations per element the profile counts as FLOPs (cycles are poplibs'
 # estimates: costs.py)
@@ -280,8 +280,8 @@ def arg_reduction(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
 @rule("dot_general", check=_dot_dtypes)
 def dot_general(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     """[batch, m, k] x [batch, k, n] views of the operands; each batch element's product through ops.matmul
-    (poplin's default float32 partials), one after another; the products' results gathered into one tensor by
-    on-tile copies."""
+    (poplin's default float32 partials) on its own share of the tiles, all side by side in one program (as poplin's
+    grouped matmul); the products' results gathered into one tensor by on-tile copies."""
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = ins
     lfree = [d for d in range(len(lhs.shape)) if d not in lc and d not in lb]
@@ -294,13 +294,22 @@ def dot_general(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     c_ = rhs.transpose(*rb, *rc, *rfree).reshape(nb, k, n)
     aval = eqn.outvars[0].aval
     out_dtype = np.dtype(aval.dtype).name
+    # side by side on disjoint tiles, as poplin's grouped matmul: as many products a round as there are tiles
     results: list[Tensor] = []
-    programs: list[Program] = []
-    for i in range(nb):
-        prog, c, _ = ops.matmul(b.graph, a[i], c_[i], out_dtype=out_dtype, name="dot_general")
-        programs.append(prog)
-        results.append(c)
-    b.steps.extend(programs)
+    tiles = b.graph.num_tiles
+    for start in range(0, nb, tiles):
+        group = range(start, min(start + tiles, nb))
+        per = tiles // len(group)
+        programs: list[Program] = []
+        for j, i in enumerate(group):
+            prog, c, _ = ops.matmul(b.graph, a[i], c_[i], out_dtype=out_dtype, name="dot_general",
+                                    tiles=range(j * per, (j + 1) * per))  # fmt: skip
+            programs.append(prog)
+            results.append(c)
+        try:
+            b.steps.append(side_by_side(b.graph, programs, name="dot_general"))
+        except GraphError:  # plans of different structure (e.g. a reduction mapped otherwise): one after another
+            b.steps.extend(programs)
     if nb == 1:
         return [results[0].reshape(tuple(aval.shape))]
     out = b.graph.add_variable((nb, m, n), out_dtype, "dot_general/out")

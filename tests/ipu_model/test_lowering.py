@@ -223,3 +223,18 @@ def test_top_k_runs_poplibs_number_of_passes(n, k):
 def test_top_k_of_integers_is_named_as_unsupported():
     with pytest.raises(UnsupportedError, match="top_k of int32"):
         lower(lambda a: jax.lax.top_k(a, 2), np.arange(8, dtype=np.int32))
+
+
+def test_a_batched_matmul_runs_its_products_side_by_side_on_disjoint_tiles():
+    """Four heads' products on 16 tiles take the time of one product on 4 tiles (the same plan, one sync and one
+    exchange a step for all four), plus the on-tile copies that gather the results, not four times it."""
+    q, k = jax.ShapeDtypeStruct((4, 8, 64), np.float32), jax.ShapeDtypeStruct((4, 64, 96), np.float32)
+    batched = lower(lambda a, b: jnp.einsum("hmk,hkn->hmn", a, b), q, k, device=DEVICE)
+    a1, b1 = jax.ShapeDtypeStruct((8, 64), np.float32), jax.ShapeDtypeStruct((64, 96), np.float32)
+    one = lower(lambda a, b: a @ b, a1, b1, device=get_device("mk2", tiles=4))
+    gather = [s for s in batched.program.steps if s.name == "dot_general/gather"]
+    assert len(gather) == 1
+    cost_b, cost_1 = batched.cost(), one.cost()
+    copy_cycles = batched.engine().profile.steps[gather[0].id].cycles
+    assert cost_b.cycles == pytest.approx(cost_1.cycles + copy_cycles)
+    assert cost_b.phases["sync"] == cost_1.phases["sync"]
