@@ -33,6 +33,7 @@ from ipu_model.programs import (
     HostToDevice,
     If,
     Program,
+    RemoteRead,
     Repeat,
     RepeatWhileTrue,
     Sequence,
@@ -181,8 +182,8 @@ class CompiledProgram:
                 self.memory.exchange_code += code
             elif isinstance(p, DynamicCopy):
                 self.copies[p.id] = self._plan_dynamic_copy(p)
-            elif isinstance(p, HostToDevice | DeviceToHost):
-                t = p.tensor
+            elif isinstance(p, HostToDevice | DeviceToHost | RemoteRead):
+                t = p.dst if isinstance(p, RemoteRead) else p.tensor
                 self.host_bytes[p.id] = np.bincount(t.tiles().reshape(-1), minlength=n) * t.dtype.itemsize
         for tile, names in self.memory.codelets.items():
             self.memory.code[tile] += len(names) * self.device.codelet_code_bytes
@@ -216,6 +217,8 @@ class CompiledProgram:
             return set(), {id(p.tensor.var)}
         if isinstance(p, DeviceToHost):
             return {id(p.tensor.var)}, set()
+        if isinstance(p, RemoteRead):
+            return ({id(p.offsets.var)} if p.offsets is not None else set()), {id(p.dst.var)}
         return set(), set()
 
     def _lifetimes(self) -> dict[int, tuple[int, int]]:
@@ -301,7 +304,7 @@ class CompiledProgram:
                 control.add(id(p.predicate.var))
             elif isinstance(p, Execute):
                 steps.append((id(p.compute_set), *self._accesses(p)))
-            elif isinstance(p, Copy | DynamicCopy):
+            elif isinstance(p, Copy | DynamicCopy | RemoteRead):
                 steps.append((p.id, *self._accesses(p)))
         changed = bool(control)
         while changed:

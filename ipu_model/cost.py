@@ -77,6 +77,14 @@ def host_transfer_cycles(nbytes: int, tile_bytes: np.ndarray, device: DeviceSpec
     return math.ceil(max(link, tile))
 
 
+def streaming_transfer_cycles(nbytes: int, tile_bytes: np.ndarray, device: DeviceSpec) -> float:
+    """Cycles of a copy from streaming memory (without its sync): the streaming link or the busiest receiving tile,
+    whichever is slower."""
+    link = nbytes / device.streaming_bytes_per_cycle
+    tile = float(np.max(tile_bytes, initial=0)) / device.exchange_bytes_per_cycle
+    return math.ceil(max(link, tile))
+
+
 # The AMP unit (Graphcore's "accumulating matrix product"), as poplibs' cost estimators describe it:
 WEIGHTS_PER_CONV_UNIT = 16  # inputs a conv unit takes per output: a chain of 4 x 4 half (8 x 2 float) loads
 # Bytes per cycle the supervisor loads coefficients into the conv units. Poplar's target value is closed source;

@@ -62,6 +62,11 @@ class DeviceSpec:
     exchange_bytes_per_cycle: int = 4  # bytes a tile can send (and, at once, receive) per cycle
     sync_cycles: int = 600  # one global sync, paid before every exchange phase
     host_bytes_per_second: float = 64e9  # PCIe, both directions together; one direction gets half
+    # streaming memory (off-chip DRAM behind the IPU-Machine's gateway) read by one IPU: PCIe Gen4 x8 between the
+    # gateway and each IPU, 16 GT/s x 8 lanes x 128/130 / 8 bits = 15.75 GB/s a direction (Graphcore's IPU-M2000 BMC
+    # user guide block diagram, as a secondary source reproduces it); an assumption: no Graphcore document gives a
+    # streaming bandwidth (ipu_model/README.md, [STREAM])
+    streaming_bytes_per_second: float = 16e9 * 8 * (128 / 130) / 8
     vertex_overhead_cycles: int = 30  # assumption: launching a vertex on a worker (see README)
     vertex_state_bytes: int = 8  # assumption: per vertex, plus `field_state_bytes` per connected field
     field_state_bytes: int = 8  # assumption: a pointer and a length per field
@@ -77,7 +82,8 @@ class DeviceSpec:
             check_range(f"device.flops_per_cycle.{dtype}", rate, gt=0)
         for types, units in self.conv_units.items():
             check_range(f"device.conv_units.{types}", units, gt=0)
-        for name in ("memory_bytes_per_cycle", "exchange_bytes_per_cycle", "host_bytes_per_second"):
+        for name in ("memory_bytes_per_cycle", "exchange_bytes_per_cycle", "host_bytes_per_second",
+                     "streaming_bytes_per_second"):  # fmt: skip
             check_range(f"device.{name}", getattr(self, name), gt=0)
         for name in ("sync_cycles", "vertex_overhead_cycles", "vertex_state_bytes", "field_state_bytes"):
             check_range(f"device.{name}", getattr(self, name), ge=0)
@@ -113,6 +119,11 @@ class DeviceSpec:
     def host_bytes_per_cycle(self) -> float:
         """One direction of the host link, in bytes per IPU cycle."""
         return self.host_bytes_per_second / 2 / self.clock_hz
+
+    @property
+    def streaming_bytes_per_cycle(self) -> float:
+        """Streaming memory read by this IPU, in bytes per IPU cycle."""
+        return self.streaming_bytes_per_second / self.clock_hz
 
     def seconds(self, cycles: float) -> float:
         return cycles / self.clock_hz

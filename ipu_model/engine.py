@@ -17,7 +17,7 @@ import numpy as np
 from core.random.ipu import ipu_seed_state
 from core.random.xoroshiro import draw
 from ipu_model.compiler import CompiledProgram, VertexGroup
-from ipu_model.cost import exchange_cycles, host_transfer_cycles
+from ipu_model.cost import exchange_cycles, host_transfer_cycles, streaming_transfer_cycles
 from ipu_model.graph import Graph, GraphError, Tensor
 from ipu_model.profile import Profile, StepStats
 from ipu_model.programs import (
@@ -28,6 +28,7 @@ from ipu_model.programs import (
     HostToDevice,
     If,
     Program,
+    RemoteRead,
     Repeat,
     RepeatWhileTrue,
     Sequence,
@@ -120,6 +121,8 @@ class Engine:
         elif isinstance(p, DeviceToHost):
             self._outputs[p.stream].append(p.tensor.read())
             self._charge_host(p, stats)
+        elif isinstance(p, RemoteRead):
+            self._remote_read(p, stats)
         else:
             raise GraphError(f"unknown program type {type(p).__name__}")
 
@@ -206,6 +209,22 @@ class Engine:
             raise ValueError(f"host stream {p.stream!r}: array of shape {src.shape}, tensor {p.tensor.shape}")
         p.tensor.var.data[p.tensor.idx] = src.astype(p.tensor.dtype)
         self._charge_host(p, stats)
+
+    def _remote_read(self, p: RemoteRead, stats: StepStats) -> None:
+        if self._evaluating or p.id in self._compiled.control:
+            buf = p.buffer
+            rows = np.arange(buf.rows) if p.offsets is None else p.offsets.read().reshape(-1).astype(np.int64)
+            bad = (rows < 0) | (rows >= buf.rows)
+            if bad.any():
+                raise IndexError(
+                    f"RemoteRead {p.name!r}: offset {int(rows[bad][0])} is outside {buf.name!r}'s rows "
+                    f"0..{buf.rows - 1}"
+                )
+            p.dst.var.data[p.dst.idx] = buf.data[rows].reshape(p.dst.shape)
+        per_tile = self._compiled.host_bytes[p.id]
+        cycles = streaming_transfer_cycles(int(per_tile.sum()), per_tile, self.device)
+        stats.add(sync=self.device.sync_cycles, stream=cycles, exchanged=float(per_tile.sum()), tile_bytes=per_tile)
+        self._phase = "exchange"
 
     def _charge_host(self, p: HostToDevice | DeviceToHost, stats: StepStats) -> None:
         per_tile = self._compiled.host_bytes[p.id]

@@ -29,6 +29,7 @@ class StepStats:
     exchange: float = 0.0
     compute: float = 0.0
     host: float = 0.0
+    stream: float = 0.0  # copies from streaming memory
     exchanged: float = 0.0  # bytes received by tiles, summed over tiles
     flops: float = 0.0
     tile_cycles: np.ndarray = field(default=None)  # type: ignore[assignment]
@@ -40,8 +41,18 @@ class StepStats:
         self.tile_bytes = np.zeros(self.num_tiles)
 
     def add(
-        self, sync=0.0, exchange=0.0, compute=0.0, host=0.0, exchanged=0.0, flops=0.0, tile_cycles=None, tile_bytes=None
+        self,
+        sync=0.0,
+        exchange=0.0,
+        compute=0.0,
+        host=0.0,
+        exchanged=0.0,
+        flops=0.0,
+        tile_cycles=None,
+        tile_bytes=None,
+        stream=0.0,
     ) -> None:
+        self.stream += stream
         self.sync += sync
         self.exchange += exchange
         self.compute += compute
@@ -55,7 +66,7 @@ class StepStats:
 
     @property
     def cycles(self) -> float:
-        return self.sync + self.exchange + self.compute + self.host
+        return self.sync + self.exchange + self.compute + self.host + self.stream
 
     @property
     def tiles_used(self) -> int:
@@ -115,6 +126,7 @@ class Profile:
             "exchange": sum(s.exchange for s in steps),
             "compute": sum(s.compute for s in steps),
             "host": sum(s.host for s in steps),
+            "stream": sum(s.stream for s in steps),
             "bytes_exchanged": sum(s.exchanged for s in steps),
             "flops": flops,
             "memory_bytes": float(self.memory.total.sum()),
@@ -143,6 +155,7 @@ class Profile:
                     "exchange": s.exchange,
                     "compute": s.compute,
                     "host": s.host,
+                    "stream": s.stream,
                     "bytes_exchanged": s.exchanged,
                     "tiles_used": s.tiles_used,
                     "balance": s.balance if s.tile_cycles.any() else None,
@@ -161,10 +174,11 @@ class Profile:
             f"{self.runs} run(s)",
             f"per run: {tot['cycles_per_run']:,.0f} cycles = {tot['seconds_per_run'] * 1e6:,.1f} us; "
             f"sync {tot['sync'] / cyc:.0%}, exchange {tot['exchange'] / cyc:.0%}, compute {tot['compute'] / cyc:.0%}, "
-            f"host {tot['host'] / cyc:.0%}; {tot['bytes_exchanged'] / max(self.runs, 1) / 1e6:,.2f} MB exchanged",
+            f"host {tot['host'] / cyc:.0%}, streaming {tot['stream'] / cyc:.0%}; "
+            f"{tot['bytes_exchanged'] / max(self.runs, 1) / 1e6:,.2f} MB exchanged",
             "",
             f"{'program step':<36}{'runs':>6}{'cycles':>14}{'share':>8}{'sync':>10}{'exchange':>11}{'compute':>11}"
-            f"{'host':>9}{'exch. MB':>10}{'tiles':>7}{'balance':>9}",
+            f"{'host':>9}{'stream':>11}{'exch. MB':>10}{'tiles':>7}{'balance':>9}",
         ]
         for s in self.steps.values():
             name = ("  " * s.depth + s.name)[:35]
@@ -173,7 +187,8 @@ class Profile:
             tiles = f"{s.tiles_used}" if leaf and s.tiles_used else ""
             lines.append(
                 f"{name:<36}{s.runs:>6}{s.inclusive:>14,.0f}{s.inclusive / cyc:>8.1%}{s.sync:>10,.0f}"
-                f"{s.exchange:>11,.0f}{s.compute:>11,.0f}{s.host:>9,.0f}{s.exchanged / 1e6:>10,.2f}{tiles:>7}{bal:>9}"
+                f"{s.exchange:>11,.0f}{s.compute:>11,.0f}{s.host:>9,.0f}{s.stream:>11,.0f}{s.exchanged / 1e6:>10,.2f}"
+                f"{tiles:>7}{bal:>9}"
             )
         lines += ["", *self.memory_report()]
         return "\n".join(lines)

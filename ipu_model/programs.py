@@ -142,6 +142,45 @@ class DeviceToHost(Program):
         super().__init__(name or f"{stream}->host")
 
 
+class RemoteBuffer:
+    """Rows in streaming memory, the off-chip DRAM an IPU reads over its link (Poplar's RemoteBuffer): `rows` rows
+    of `row` elements of `dtype`. Not in tile memory; filled from the host with `data[...] = ...` (free)."""
+
+    def __init__(self, name: str, rows: int, row: int, dtype: str):
+        import numpy as np
+
+        if rows < 1 or row < 1:
+            raise GraphError(f"remote buffer {name!r}: {rows} rows of {row} elements; both must be positive")
+        self.name, self.rows, self.row, self.dtype = name, int(rows), int(row), np.dtype(dtype)
+        self.data = np.zeros((self.rows, self.row), self.dtype)
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.row * self.dtype.itemsize
+
+    def __repr__(self) -> str:
+        return f"RemoteBuffer({self.name!r}, {self.rows} x {self.row} {self.dtype.name})"
+
+
+class RemoteRead(Program):
+    """Copy rows of a remote buffer into `dst` (Poplar: Copy(RemoteBuffer, tensor, offsets)): every row when `offsets`
+    is None (dst holds rows x row elements), else the rows the int32 tensor `offsets` names when the step runs (dst
+    holds len(offsets) x row elements; an offset outside the buffer is an error). One sync, then the bytes at the
+    streaming rate or the busiest receiving tile's exchange rate, whichever is slower."""
+
+    def __init__(self, buffer: RemoteBuffer, dst: Tensor, offsets: Tensor | None = None, name: str = ""):
+        rows = buffer.rows if offsets is None else offsets.size
+        if dst.size != rows * buffer.row or dst.dtype != buffer.dtype:
+            raise GraphError(
+                f"RemoteRead {buffer.name!r} -> {dst.name!r}: {rows} rows of {buffer.row} {buffer.dtype.name} need a "
+                f"destination of {rows * buffer.row} {buffer.dtype.name} elements, got {dst.size} {dst.dtype.name}"
+            )
+        if offsets is not None and offsets.dtype.kind not in "iu":
+            raise GraphError(f"RemoteRead {buffer.name!r}: offsets must be integers, got {offsets.dtype.name}")
+        self.buffer, self.dst, self.offsets = buffer, dst, offsets
+        super().__init__(name or f"{buffer.name}->chip")
+
+
 def walk(program: Program):
     """Every node of the program tree, depth first, each once."""
     seen: set[int] = set()
