@@ -29,10 +29,11 @@ import numpy as np
 from ipu_model.device import DeviceSpec, get_device
 from ipu_model.engine import Engine
 from ipu_model.graph import DTYPES, Graph, GraphError, Tensor
+from ipu_model.lowering import gather as _gather  # noqa: F401  (registers gather)
 from ipu_model.lowering import rules as _rules  # noqa: F401  (registers the rules)
 from ipu_model.lowering import topk as _topk  # noqa: F401  (registers top_k)
-from ipu_model.lowering.builder import RULES, Builder, UnsupportedError, check_jaxpr
-from ipu_model.programs import DeviceToHost, HostToDevice, Sequence
+from ipu_model.lowering.builder import RULES, Builder, Remote, UnsupportedError, check_jaxpr
+from ipu_model.programs import DeviceToHost, HostToDevice, RemoteBuffer, Sequence
 
 __all__ = ["RULES", "Cost", "Lowered", "UnsupportedError", "lower", "supported_primitives"]
 
@@ -92,7 +93,8 @@ class Lowered:
 
     graph: Graph
     program: Sequence
-    inputs: list[Tensor]
+    inputs: list[Any]  # a Tensor, or a RemoteBuffer for an argument in streaming memory
+    shapes: list[tuple[int, ...]]
     outputs: list[Tensor]
     in_tree: Any
     out_tree: Any
@@ -122,11 +124,14 @@ class Lowered:
         feeds = {}
         for i, (t, x) in enumerate(zip(self.inputs, leaves, strict=True)):
             x = np.asarray(x)
-            if x.shape != t.shape or x.dtype != t.dtype:
+            shape = self.shapes[i]
+            if x.shape != shape or x.dtype != t.dtype:
                 raise ValueError(
-                    f"argument {i}: {x.dtype}{list(x.shape)}, the lowered function takes {t.dtype}{list(t.shape)}"
+                    f"argument {i}: {x.dtype}{list(x.shape)}, the lowered function takes {t.dtype}{list(shape)}"
                 )
-            if self.host_io:
+            if isinstance(t, RemoteBuffer):
+                t.data[:] = x.reshape(t.data.shape)
+            elif self.host_io:
                 feeds[f"in{i}"] = x
             else:
                 engine.write(t, x)
@@ -154,7 +159,7 @@ class Lowered:
         before = engine.profile.totals()
         result = engine.run(feeds, evaluate=False)
         after = engine.profile.totals()
-        phases = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in ("sync", "exchange", "compute", "host")}
+        phases = {k: after[k] - before[k] for k in ("sync", "exchange", "compute", "host", "stream")}
         peak = after["memory_max_tile_bytes"]
         return Cost(
             device.name,
@@ -175,11 +180,18 @@ def _spec(x: Any) -> tuple[tuple[int, ...], np.dtype]:
 
 
 def lower(
-    fn: Any, *args: Any, device: DeviceSpec | str | int = "mk2", host_io: bool = False, name: str = ""
+    fn: Any,
+    *args: Any,
+    device: DeviceSpec | str | int = "mk2",
+    host_io: bool = False,
+    name: str = "",
+    remote: tuple[int, ...] | list[int] = (),
 ) -> Lowered:
     """Lower `fn(*args)` onto a simulated IPU. `args` are arrays or jax.ShapeDtypeStruct (only shapes and dtypes
-    are read); `device` a DeviceSpec, a preset name or a tile count (an Mk2 with that many tiles). Raises
-    UnsupportedError, before building anything, for a primitive without a rule or a dtype the IPU lacks."""
+    are read); `device` a DeviceSpec, a preset name or a tile count (an Mk2 with that many tiles); `remote` the
+    positions (among the flattened arguments) of those kept in streaming memory, as rows of their last axis: a row
+    gather reads the rows it needs, any other use streams the whole argument in first. Raises UnsupportedError,
+    before building anything, for a primitive without a rule or a dtype the IPU lacks."""
     import jax
 
     t0 = time.perf_counter()
@@ -200,15 +212,28 @@ def lower(
         device = get_device(device)
     elif not isinstance(device, DeviceSpec):
         device = get_device("mk2", tiles=int(device))
+    bad = [i for i in remote if not 0 <= i < len(structs)]
+    if bad:
+        raise ValueError(f"remote={list(remote)}: positions {bad} are not among the {len(structs)} arguments")
+    if remote and host_io:
+        raise ValueError("remote arguments are filled in streaming memory, not streamed from the host: drop host_io")
     graph = Graph(device)
     b = Builder(graph)
-    inputs = []
+    inputs: list[Any] = []
+    env_inputs: list[Any] = []
     for i, s in enumerate(structs):
+        if i in remote:
+            row = s.shape[-1] if s.shape else 1
+            buf = RemoteBuffer(f"in{i}", max(int(np.prod(s.shape)) // max(row, 1), 1), row, s.dtype.name)
+            inputs.append(buf)
+            env_inputs.append(Remote(buf, tuple(s.shape)))
+            continue
         t = graph.add_variable(s.shape, s.dtype.name, f"in{i}")
         b.map_default(t)
         inputs.append(t)
+        env_inputs.append(t)
     consts = [b.constant(np.asarray(c), "const") for c in closed.consts]
-    outputs = b.lower_jaxpr(closed.jaxpr, consts, inputs)
+    outputs = [b.stream_in(t) if isinstance(t, Remote) else t for t in b.lower_jaxpr(closed.jaxpr, consts, env_inputs)]
     # an output that is a view of another tensor (an input, a broadcast) becomes its own variable, as JAX returns
     # fresh arrays; host_io streams it back
     outputs = [b.materialise(t, f"out{i}") for i, t in enumerate(outputs)]
@@ -219,4 +244,7 @@ def lower(
     program = Sequence(*steps, name=name or getattr(fn, "__name__", "function"))
     if not graph.variables:
         raise GraphError("the lowered function has no tensors")
-    return Lowered(graph, program, inputs, outputs, in_tree, out_tree, primitives, host_io, time.perf_counter() - t0)
+    shapes = [tuple(s.shape) for s in structs]
+    return Lowered(
+        graph, program, inputs, shapes, outputs, in_tree, out_tree, primitives, host_io, time.perf_counter() - t0
+    )

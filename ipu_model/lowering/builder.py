@@ -9,16 +9,30 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ipu_model.graph import DTYPES, Codelet, Graph, GraphError, Tensor
-from ipu_model.programs import Copy
+from ipu_model.programs import Copy, RemoteBuffer, RemoteRead
 
 
 class UnsupportedError(GraphError):
     """A JAX function the lowering cannot build: a primitive without a rule, or a dtype the IPU does not have."""
+
+
+@dataclass(frozen=True)
+class Remote:
+    """An argument kept in streaming memory: a remote buffer of its rows (the last axis) and its shape. Rules that
+    can read rows of it directly take it as it is (`REMOTE_RULES`: a row gather); any other use streams it onto the
+    tiles whole first (`Builder.stream_in`)."""
+
+    buffer: RemoteBuffer
+    shape: tuple[int, ...]
+
+
+REMOTE_RULES = {"gather"}  # primitives whose rule reads a Remote operand itself (its first)
 
 
 CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
@@ -107,6 +121,7 @@ class Builder:
         self.graph, self.steps = graph, []
         self.codelets: dict[tuple, Codelet] = {}  # the rules' codelets, by what makes them differ
         self._literals: dict[tuple, Tensor] = {}
+        self._streamed: dict[int, Tensor] = {}  # remote buffer id -> its copy on the tiles
 
     # -------------------------------------------------------------------------------------------- tensors
     def map_default(self, t: Tensor) -> None:
@@ -138,6 +153,15 @@ class Builder:
             self.map_default(t)
         return t
 
+    def stream_in(self, r: Remote) -> Tensor:
+        """The whole of a streaming-memory argument copied onto the tiles (once), mapped linearly."""
+        key = id(r.buffer)
+        if key not in self._streamed:
+            t = self.new((r.buffer.rows, r.buffer.row), r.buffer.dtype, f"{r.buffer.name}/on_chip")
+            self.steps.append(RemoteRead(r.buffer, t, name=f"{r.buffer.name}/stream_in"))
+            self._streamed[key] = t.reshape(r.shape)
+        return self._streamed[key]
+
     def materialise(self, t: Tensor, name: str) -> Tensor:
         """`t` as a whole variable of its own (an on-tile copy unless it already is one that no one else owns)."""
         whole = t.shape == t.var.shape and np.array_equal(t.idx.reshape(-1), np.arange(t.var.size))
@@ -157,7 +181,7 @@ class Builder:
         for v, t in zip(jaxpr.invars, args, strict=True):
             env[v] = t
 
-        def read(a) -> Tensor:
+        def read(a) -> Tensor | Remote:
             return self.literal(a.val, a.aval.dtype) if isinstance(a, Literal) else env[a]
 
         for eqn in jaxpr.eqns:
@@ -167,11 +191,13 @@ class Builder:
                 sub, sub_consts = _subjaxpr(eqn)
                 outs = self.lower_jaxpr(sub, [self.constant(np.asarray(c), "const") for c in sub_consts], ins)
             else:
+                keep = 1 if name in REMOTE_RULES else 0  # a rule reading a Remote first operand itself
+                ins = [t if i < keep or not isinstance(t, Remote) else self.stream_in(t) for i, t in enumerate(ins)]
                 outs = RULES[name](self, eqn, ins)
             for v, t in zip(eqn.outvars, outs, strict=True):
                 if type(v).__name__ != "DropVar":
                     want = tuple(v.aval.shape)
-                    if t.shape != want:
+                    if tuple(t.shape) != want:
                         raise GraphError(f"lowering {name}: result of shape {t.shape}, JAX's is {want}")
                     env[v] = t
         return [read(v) for v in jaxpr.outvars]

@@ -1,0 +1,159 @@
+"""Row gathers (`jnp.take`, `take_along_axis` along a row axis): rows of a table picked by runtime indices, in
+batches. The pattern lowered: operand [B..., N, R...], indices [B..., L..., 1] selecting along N, the whole trailing
+row R... taken (what `take_along_axis(x, i[..., None], axis=-2)` and `x[i]` give); any other gather is refused by
+name before anything is built.
+
+- A table in tile memory goes the way poplibs' `popops::multiSlice` goes without a plan (`lib/popops/DynamicSlice.cpp`,
+  `multiSliceInternal`, more than six offsets): the table is laid out so that each tile holds every row of a range
+  of columns (an exchange, unless it already is), every such tile receives all of its batch's offsets, and one
+  MultiSlice vertex per tile copies the selected rows of its columns into the result, which stays there. Batches
+  run side by side, each on its own share of the tiles. The vertex costs poplibs' estimate
+  (`PerformanceEstimation.cpp`, `getMultiSliceCycleEstimate`): per worker 30 + m (19 + ceil(E / 2) x 2) cycles for
+  m offsets of E elements each (half and 32-bit rows copy 2 elements every 2 cycles), the offsets split over the six
+  workers, every offset in range (the tile holds every row), times the six workers.
+- A table in streaming memory (`lower(..., remote=...)`) is read by one `RemoteRead` with the rows' flat offsets
+  (batch x N + index, computed on chip by an integer-add vertex: poplibs' 5 + 7 n thread cycles), as the SparQ
+  authors' `gatherGrouped` reads its rows.
+An index outside the table: JAX fills (FILL_OR_DROP) or clips; on chip the rule does the same, from streaming memory
+it is an error.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ipu_model.graph import Codelet, Tensor
+from ipu_model.lowering.builder import Builder, Remote, UnsupportedError, rule
+from ipu_model.ops import _worker_chunks, tile_ranges
+from ipu_model.programs import Copy, Execute, RemoteRead
+
+
+def _pattern(eqn) -> tuple[int, int, int, int] | str:
+    """(batch elements, rows N, row elements R, lookups L per batch) of a row gather, or why it is not one."""
+    dn = eqn.params["dimension_numbers"]
+    shape = tuple(eqn.invars[0].aval.shape)
+    ishape = tuple(eqn.invars[1].aval.shape)
+    nb = len(dn.operand_batching_dims)
+    trailing = shape[nb + 1 :]
+    row_gather = (
+        len(shape) > nb
+        and tuple(dn.operand_batching_dims) == tuple(range(nb))
+        and tuple(dn.start_indices_batching_dims) == tuple(range(nb))
+        and tuple(dn.collapsed_slice_dims) == (nb,)
+        and tuple(dn.start_index_map) == (nb,)
+        and tuple(eqn.params["slice_sizes"]) == (1,) * (nb + 1) + trailing
+        and len(ishape) >= nb + 1
+        and ishape[-1] == 1
+        and ishape[:nb] == shape[:nb]
+        and tuple(dn.offset_dims) == tuple(range(len(ishape) - 1, len(ishape) - 1 + len(trailing)))
+    )
+    if not row_gather:
+        return f"gather {dn} with slice sizes {eqn.params['slice_sizes']} (only whole rows along one axis)"
+    return math.prod(shape[:nb]), shape[nb], math.prod(trailing), math.prod(ishape[nb:-1])
+
+
+def _check(eqn) -> str | None:
+    got = _pattern(eqn)
+    if isinstance(got, str):
+        return got
+    if np.dtype(eqn.invars[1].aval.dtype).kind not in "iu":
+        return f"gather with {np.dtype(eqn.invars[1].aval.dtype).name} indices"
+    return None
+
+
+def _multislice_cycles(device, rows: int, elements: int) -> float:
+    """One MultiSlice vertex over `rows` in-range offsets of `elements` each, its offsets split over the workers."""
+    per_worker = math.ceil(rows / device.workers)
+    return device.workers * (30 + per_worker * (19 + math.ceil(elements / 2) * 2))
+
+
+def _slice_fn(mode: str, fill):
+    def fn(table, offsets):  # table [V, N, c], offsets [V, L] -> [V, L, c]
+        n = table.shape[1]
+        idx = offsets.astype(np.int64)
+        inside = (idx >= 0) & (idx < n)
+        got = np.take_along_axis(table, np.clip(idx, 0, n - 1)[:, :, None], axis=1)
+        if mode != "clip":
+            got = np.where(inside[:, :, None], got, np.asarray(fill, table.dtype))
+        return {"out": got}
+
+    return fn
+
+
+def _fill(eqn):
+    fill = eqn.params.get("fill_value")
+    if fill is not None:
+        return fill
+    dtype = np.dtype(eqn.outvars[0].aval.dtype)
+    return np.nan if dtype.kind == "f" else (True if dtype == np.bool_ else np.iinfo(dtype).min)
+
+
+@rule("gather", check=_check)
+def gather(b: Builder, eqn, ins) -> list[Tensor]:
+    table, indices = ins
+    batches, n, row, lookups = _pattern(eqn)
+    shape = tuple(eqn.outvars[0].aval.shape)
+    idx = indices.reshape(batches, lookups)
+    if isinstance(table, Remote):
+        return [_from_streaming_memory(b, table, idx, n, row).reshape(shape)]
+    mode = "clip" if "CLIP" in str(eqn.params.get("mode", "")).upper() else "fill"
+    g = b.graph
+    tab = table.reshape(batches, n, row)
+    out = g.add_variable((batches, lookups, row), tab.dtype.name, "gather")
+    per = max(g.num_tiles // batches, 1)
+    parts = min(per, row)  # tiles of one batch: each holds every row of a range of columns
+    cols = [round(i * row / parts) for i in range(parts + 1)]
+    staged = g.add_variable((batches, n, row), tab.dtype.name, "gather/table")
+    offsets = g.add_variable((batches, parts, lookups), idx.dtype.name, "gather/offsets")
+    cycles = lambda device, table, offsets, out: _multislice_cycles(device, offsets[0], out[1])
+    code = Codelet("multi_slice", _slice_fn(mode, _fill(eqn)), ("table", "offsets"), ("out",), cycles=cycles)
+    cs = g.add_compute_set("gather")
+    for bi in range(batches):
+        base = (bi * per) % g.num_tiles
+        for j in range(parts):
+            tile = base + j
+            c0, c1 = cols[j], cols[j + 1]
+            g.set_tile_mapping(staged[bi, :, c0:c1], tile)
+            g.set_tile_mapping(offsets[bi, j], tile)
+            g.set_tile_mapping(out[bi, :, c0:c1], tile)
+            g.add_vertex(cs, code, tile, table=staged[bi, :, c0:c1], offsets=offsets[bi, j], out=out[bi, :, c0:c1])
+    b.steps.append(
+        Copy(
+            [tab, idx.reshape(batches, 1, lookups).broadcast_to(offsets.shape)],
+            [staged, offsets],
+            name="gather/regroup",
+        )
+    )
+    b.steps.append(Execute(cs))
+    return [out.reshape(shape)]
+
+
+def _from_streaming_memory(b: Builder, table: Remote, idx: Tensor, n: int, row: int) -> Tensor:
+    if table.buffer.row != row or table.buffer.rows != idx.shape[0] * n:
+        raise UnsupportedError(
+            f"gather from streaming memory {table.buffer.name!r} ({table.buffer.rows} rows of {table.buffer.row}): "
+            f"rows of {row} elements, {n} a batch, are not its rows"
+        )
+    g = b.graph
+    batches, lookups = idx.shape
+    flat = b.new((batches, lookups), np.int32, "gather/row_offsets", like_t=idx)
+    base = b.graph.add_constant(np.repeat(np.arange(batches, dtype=np.int32) * n, lookups).reshape(batches, lookups),
+                                name="gather/batch_rows")  # fmt: skip
+    base.var.tile[:] = flat.tiles().reshape(-1)
+    local = idx if np.array_equal(idx.tiles(), flat.tiles()) else None
+    if local is None:
+        local = b.new(idx.shape, idx.dtype, "gather/indices", like_t=flat)
+        b.steps.append(Copy(idx, local, name="gather/indices"))
+    add = Codelet("row_offsets", lambda i, base: {"out": (i.astype(np.int64) + base).astype(np.int32)}, ("i", "base"),
+                  ("out",), cycles=lambda device, i, base, out: device.workers * (5 + 7 * math.prod(i)))  # fmt: skip
+    cs = g.add_compute_set("gather/row_offsets")
+    flat1, local1, base1 = flat.flatten(), local.flatten(), base.flatten()
+    for tile, positions in tile_ranges(flat1).items():
+        for chunk in _worker_chunks(positions, g.device.workers):
+            g.add_vertex(cs, add, tile, i=local1[chunk], base=base1[chunk], out=flat1[chunk])
+    b.steps.append(Execute(cs))
+    dst = b.new((batches * lookups, row), table.buffer.dtype, f"{table.buffer.name}/rows")
+    b.steps.append(RemoteRead(table.buffer, dst, flat.flatten(), name=f"{table.buffer.name}/gather"))
+    return dst
