@@ -26,7 +26,6 @@ import numpy as np
 
 from ipu_model.graph import Codelet, Tensor
 from ipu_model.lowering.builder import Builder, Remote, UnsupportedError, rule
-from ipu_model.ops import _worker_chunks, tile_ranges
 from ipu_model.programs import Copy, Execute, RemoteRead
 
 
@@ -136,7 +135,6 @@ def _from_streaming_memory(b: Builder, table: Remote, idx: Tensor, n: int, row: 
             f"gather from streaming memory {table.buffer.name!r} ({table.buffer.rows} rows of {table.buffer.row}): "
             f"rows of {row} elements, {n} a batch, are not its rows"
         )
-    g = b.graph
     batches, lookups = idx.shape
     flat = b.new((batches, lookups), np.int32, "gather/row_offsets", like_t=idx)
     base = b.graph.add_constant(np.repeat(np.arange(batches, dtype=np.int32) * n, lookups).reshape(batches, lookups),
@@ -148,12 +146,7 @@ def _from_streaming_memory(b: Builder, table: Remote, idx: Tensor, n: int, row: 
         b.steps.append(Copy(idx, local, name="gather/indices"))
     add = Codelet("row_offsets", lambda i, base: {"out": (i.astype(np.int64) + base).astype(np.int32)}, ("i", "base"),
                   ("out",), cycles=lambda device, i, base, out: device.workers * (5 + 7 * math.prod(i)))  # fmt: skip
-    cs = g.add_compute_set("gather/row_offsets")
-    flat1, local1, base1 = flat.flatten(), local.flatten(), base.flatten()
-    for tile, positions in tile_ranges(flat1).items():
-        for chunk in _worker_chunks(positions, g.device.workers):
-            g.add_vertex(cs, add, tile, i=local1[chunk], base=base1[chunk], out=flat1[chunk])
-    b.steps.append(Execute(cs))
+    b.per_worker("gather/row_offsets", add, flat.flatten(), i=local.flatten(), base=base.flatten())
     dst = b.new((batches * lookups, row), table.buffer.dtype, f"{table.buffer.name}/rows")
     b.steps.append(RemoteRead(table.buffer, dst, flat.flatten(), name=f"{table.buffer.name}/gather"))
     return dst

@@ -22,8 +22,7 @@ from ipu_model import ops
 from ipu_model.graph import Codelet, GraphError, Tensor
 from ipu_model.lowering.builder import Builder, UnsupportedError, rule
 from ipu_model.lowering.costs import vertex_cycles
-from ipu_model.ops import _worker_chunks, tile_ranges
-from ipu_model.programs import Copy, Execute, Program, side_by_side
+from ipu_model.programs import Copy, Program, side_by_side
 
 # elementwise primitives, with the operations per element the profile counts as FLOPs (cycles are poplibs'
 # estimates: costs.py)
@@ -105,7 +104,6 @@ def elementwise(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     shape = tuple(aval.shape)
     if name == "convert_element_type" and ins[0].dtype == np.dtype(aval.dtype):
         return [ins[0]]  # the same dtype: a view
-    g = b.graph
     # the result is mapped like the first operand of its shape that is not a broadcast (repeats have 0 strides)
     ref = next((t for t in ins if t.shape == shape and 0 not in t.idx.strides), None)
     out = b.new(shape, aval.dtype, name, like_t=ref)
@@ -124,12 +122,7 @@ def elementwise(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
             local.append(view)
     if copies:
         b.steps.append(Copy([s for s, _ in copies], [d for _, d in copies], name=f"{name}/exchange"))
-    cs = g.add_compute_set(name)
-    code = _elementwise_codelet(b, eqn, len(ins))
-    for tile, positions in tile_ranges(out_flat).items():
-        for chunk in _worker_chunks(positions, g.device.workers):
-            g.add_vertex(cs, code, tile, out=out_flat[chunk], **{f"x{i}": f[chunk] for i, f in enumerate(local)})
-    b.steps.append(Execute(cs))
+    b.per_worker(name, _elementwise_codelet(b, eqn, len(ins)), out_flat, **{f"x{i}": f for i, f in enumerate(local)})
     return [out]
 
 
@@ -267,12 +260,7 @@ def arg_reduction(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     staged = b.graph.add_variable((length, rows), view.dtype.name, f"{name}/staged")
     staged.var.tile[:] = np.tile(out.tiles(), length)
     b.steps.append(Copy(view.T, staged, name=f"{name}/exchange"))
-    cs = b.graph.add_compute_set(name)
-    code = _arg_codelet(name, index_dtype)
-    for tile, positions in tile_ranges(out).items():
-        for chunk in _worker_chunks(positions, b.graph.device.workers):
-            b.graph.add_vertex(cs, code, tile, a=staged[:, chunk], out=out[chunk])
-    b.steps.append(Execute(cs))
+    b.per_worker(name, _arg_codelet(name, index_dtype), out, a=staged)
     return [out.reshape(kept)]
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ipu_model.graph import Codelet, Tensor
 from ipu_model.lowering.builder import Builder, rule
-from ipu_model.ops import _worker_chunks, tile_ranges
+from ipu_model.ops import _worker_chunks
 from ipu_model.programs import Copy, Execute
 
 _THREAD = {"overhead": 45, "item": 30, "inner": 25, "first_outer": 6, "outer": 24}  # keys + index as secondary key
@@ -154,17 +154,11 @@ class _Network:
 def _cast(b: Builder, src: Tensor, dtype, name: str) -> Tensor:
     """`src` cast to `dtype` where it lives: one vertex per worker's share of each tile (poplibs' cast estimate,
     19 + 0.5 thread cycles per element between half and float)."""
-    g = b.graph
     out = b.new(src.shape, dtype, name, like_t=src)
     target = np.dtype(dtype)
     code = Codelet(f"cast_{target.name}", lambda a: {"out": a.astype(target)}, ("a",), ("out",),
                    cycles=lambda device, a, out: device.workers * (19 + 0.5 * math.prod(a)))  # fmt: skip
-    cs = g.add_compute_set(name)
-    flat_src, flat_out = src.flatten(), out.flatten()
-    for tile, positions in tile_ranges(flat_out).items():
-        for chunk in _worker_chunks(positions, g.device.workers):
-            g.add_vertex(cs, code, tile, a=flat_src[chunk], out=flat_out[chunk])
-    b.steps.append(Execute(cs))
+    b.per_worker(name, code, out.flatten(), a=src.flatten())
     return out
 
 
