@@ -35,7 +35,6 @@ from core.claims import (
     Fact,
     Interval,
     Rule,
-    Verdict,
     inside,
     interval_above,
     within_abs,
