@@ -174,9 +174,19 @@ class Lowered:
         )
 
 
-def _spec(x: Any) -> tuple[tuple[int, ...], np.dtype]:
-    shape, dtype = tuple(int(s) for s in np.shape(x)), np.dtype(getattr(x, "dtype", np.asarray(x).dtype))
-    return shape, dtype
+def _spec(x: Any) -> tuple[tuple[int, ...], Any]:
+    """(shape, dtype) of an argument: an array, a jax.ShapeDtypeStruct, a scalar (a typed PRNG key keeps its dtype)."""
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return tuple(int(s) for s in x.shape), x.dtype
+    a = np.asarray(x)
+    return a.shape, a.dtype
+
+
+def _dtype_name(dtype: Any) -> str | None:
+    try:
+        return np.dtype(dtype).name
+    except TypeError:  # a typed PRNG key
+        return None
 
 
 def lower(
@@ -198,10 +208,10 @@ def lower(
     leaves, in_tree = jax.tree_util.tree_flatten(args)
     structs = [jax.ShapeDtypeStruct(*_spec(x)) for x in leaves]
     for i, s in enumerate(structs):
-        if s.dtype.name not in DTYPES:
+        if _dtype_name(s.dtype) not in DTYPES:
             raise UnsupportedError(
-                f"argument {i} of {name or getattr(fn, '__name__', 'the function')} is {s.dtype.name}: the "
-                f"simulated IPU holds {', '.join(DTYPES)}"
+                f"argument {i} of {name or getattr(fn, '__name__', 'the function')} is {s.dtype}: the "
+                f"simulated IPU holds {', '.join(DTYPES)} (pass a PRNG key's data, jax.random.key_data)"
             )
     closed, out_shape = jax.make_jaxpr(lambda *xs: fn(*jax.tree_util.tree_unflatten(in_tree, xs)), return_shape=True)(
         *structs

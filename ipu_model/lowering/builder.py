@@ -56,14 +56,33 @@ def _dtype_problem(eqn) -> str | None:
     name = eqn.primitive.name
     for v in [*eqn.invars, *eqn.outvars]:
         dtype = getattr(getattr(v, "aval", None), "dtype", None)
-        if dtype is not None and np.dtype(dtype).name not in DTYPES:
-            return f"{name} on {np.dtype(dtype).name} (the simulated IPU holds {', '.join(DTYPES)})"
+        if dtype is None:
+            continue
+        try:
+            known = np.dtype(dtype).name in DTYPES
+        except TypeError:  # not a numpy dtype at all: a typed PRNG key, a token
+            known = False
+        if not known:
+            return f"{name} on {dtype} (the simulated IPU holds {', '.join(DTYPES)})"
     return CHECKS[name](eqn) if name in CHECKS else None
+
+
+def _inner_jaxprs(eqn) -> list:
+    """The jaxprs inside a control-flow or mapping equation (scan, while, cond, shard_map), to name what they hold."""
+    out = []
+    for value in eqn.params.values():
+        for item in value if isinstance(value, tuple | list) else (value,):
+            if hasattr(item, "eqns"):
+                out.append(item)
+            elif hasattr(item, "jaxpr") and hasattr(item.jaxpr, "eqns"):
+                out.append(item.jaxpr)
+    return out
 
 
 def check_jaxpr(jaxpr, counts: Counter | None = None) -> Counter:
     """Every primitive of `jaxpr` (nested calls included) has a rule and dtypes the IPU has: raise
-    UnsupportedError naming all that do not; return the count of each primitive's equations."""
+    UnsupportedError naming all that do not (inside an unsupported loop or map too, so one message lists what a
+    function needs); return the count of each primitive's equations."""
     counts = Counter() if counts is None else counts
     missing: Counter = Counter()
     problems: list[str] = []
@@ -77,6 +96,8 @@ def check_jaxpr(jaxpr, counts: Counter | None = None) -> Counter:
             counts[name] += 1
             if name not in RULES:
                 missing[name] += 1
+                for inner in _inner_jaxprs(eqn):  # a loop's body: what it would need besides the loop
+                    visit(inner)
                 continue
             problem = _dtype_problem(eqn)
             if problem:

@@ -79,9 +79,12 @@ _INT: dict[str, _ENTRY] = {  # integer entries where poplibs gives its own
     "sqrt": (110, False, 1),
     **dict.fromkeys(("lt", "le", "gt", "ge", "eq", "ne"), (24, False, 4)),
 }
+# primitives charged as another's entry: add_any is add; the shifts as an integer add (poplibs' SHIFT_LEFT,
+# SHIFT_RIGHT and SHIFT_RIGHT_SIGN_EXTEND entries were not transcribed: an assumption)
+ALIASES = {"add_any": "add", "shift_left": "add", "shift_right_logical": "add", "shift_right_arithmetic": "add"}
 UNTABLED = ("erfc", "erf_inv", "cbrt", "atan", "asin", "acos", "sinh", "cosh")  # charged as pow
-BINARY = {"add", "sub", "mul", "div", "max", "min", "pow", "rem", "atan2", "lt", "le", "gt", "ge", "eq", "ne", "and",
-          "or", "xor"}  # fmt: skip
+BINARY = {"add", "add_any", "shift_left", "shift_right_logical", "shift_right_arithmetic", "sub", "mul", "div", "max",
+          "min", "pow", "rem", "atan2", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "xor"}  # fmt: skip
 
 
 def _loop(entry: _ENTRY, n: int, width: int, overhead: int) -> int:
@@ -107,8 +110,10 @@ def thread_cycles(name: str, params: dict, in_dtype: str, out_dtype: str, n: int
         y = abs(int(params.get("y", 2)))
         squares = max(y.bit_length() - 1, 0) + max(bin(y).count("1") - 1, 0)  # multiplies by squaring
         return max(squares, 1) * thread_cycles("mul", {}, in_dtype, out_dtype, n, 2)
+    if name == "bitcast_convert_type":  # a reinterpretation poplibs does as a copy: 2 elements every 2 cycles
+        return 5 + math.ceil(n / 2) * 2
     half = dt == np.float16
-    key = "pow" if name in UNTABLED else name
+    key = "pow" if name in UNTABLED else ALIASES.get(name, name)
     entry = _INT.get(key) if dt.kind in "iub" and key in _INT else _TABLE[key][1 if half else 0]
     width = 8 // max(dt.itemsize, 2) if dt.kind == "f" else 2  # 64-bit vectors: 4 halves, 2 floats or ints
     binary = key in BINARY

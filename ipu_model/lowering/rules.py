@@ -27,7 +27,8 @@ from ipu_model.programs import Copy, Program, side_by_side
 # elementwise primitives, with the operations per element the profile counts as FLOPs (cycles are poplibs'
 # estimates: costs.py)
 ELEMENTWISE: dict[str, int] = {
-    **dict.fromkeys(("add", "sub", "mul", "max", "min", "neg", "abs", "sign", "floor", "ceil", "round"), 1),
+    **dict.fromkeys(("add", "add_any", "sub", "mul", "max", "min", "neg", "abs", "sign", "floor", "ceil", "round"), 1),
+    **dict.fromkeys(("shift_left", "shift_right_logical", "shift_right_arithmetic", "bitcast_convert_type"), 1),
     **dict.fromkeys(("lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not", "xor", "select_n", "clamp"), 1),
     **dict.fromkeys(("convert_element_type", "reduce_precision", "is_finite", "square", "integer_pow"), 1),
     **dict.fromkeys(("div", "rem", "sqrt", "rsqrt", "cbrt"), 4),

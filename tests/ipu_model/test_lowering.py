@@ -296,3 +296,20 @@ def test_other_gathers_are_named_as_unsupported():
         lower(lambda k, j: jnp.take_along_axis(k, j[:, None, :], axis=-1), _normal(4, 6, 8), np.zeros((4, 3), np.int32))
     with pytest.raises(ValueError, match=r"remote=\[5\]: positions \[5\] are not among the 2 arguments"):
         lower(lambda a, b: a + b, _normal(3), _normal(3), remote=(5,))
+
+
+def test_integer_bit_operations_and_gradients_equal_jax():
+    x = (np.arange(40, dtype=np.uint32).reshape(5, 8) * 977) ^ np.uint32(0x9E3779B9)
+    _same(lambda a: (a << 3, a >> 2, jax.lax.shift_right_arithmetic(a.astype(jnp.int32), 1),
+                     jax.lax.bitcast_convert_type(a, jnp.float32)), x)  # fmt: skip
+    w, inp = _normal(4, 3), _normal(2, 4)
+    grad = lambda w, x: jax.grad(lambda w: (jnp.tanh(x @ w) ** 2).sum())(w)
+    got = lower(grad, w, inp, device=DEVICE).run(w, inp)
+    np.testing.assert_allclose(got, np.asarray(grad(jnp.asarray(w), jnp.asarray(inp))), rtol=1e-5, atol=1e-6)
+
+
+def test_unsupported_loops_name_what_their_bodies_need_and_typed_keys_are_refused():
+    with pytest.raises(UnsupportedError, match=r"no rule for cumsum \(x1\), scan \(x1\)"):
+        lower(lambda a: jax.lax.fori_loop(0, 3, lambda i, c: c + jnp.cumsum(a), a), _normal(4))
+    with pytest.raises(UnsupportedError, match=r"argument 0 of <lambda> is key<fry>: .*jax.random.key_data"):
+        lower(lambda k: jax.random.normal(k, (3,)), jax.random.key(0))
