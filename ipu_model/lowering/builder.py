@@ -32,7 +32,8 @@ class Remote:
     shape: tuple[int, ...]
 
 
-REMOTE_RULES = {"gather"}  # primitives whose rule reads a Remote operand itself (its first)
+# primitives whose rule reads a Remote operand itself (its first); a scatter-add's operand is streamed in first
+REMOTE_RULES = {"gather"}
 
 
 CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",

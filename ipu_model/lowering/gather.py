@@ -150,3 +150,98 @@ def _from_streaming_memory(b: Builder, table: Remote, idx: Tensor, n: int, row: 
     dst = b.new((batches * lookups, row), table.buffer.dtype, f"{table.buffer.name}/rows")
     b.steps.append(RemoteRead(table.buffer, dst, flat.flatten(), name=f"{table.buffer.name}/gather"))
     return dst
+
+
+# ----------------------------------------------------------------------------------------------------- scatter-add
+def _scatter_pattern(eqn) -> tuple[int, int, int, int] | str:
+    """(batch elements, rows N, row elements R, updates L per batch) of a row scatter-add (the transpose of a row
+    gather: an embedding's gradient), or why it is not one."""
+    dn = eqn.params["dimension_numbers"]
+    shape, ishape, ushape = (tuple(v.aval.shape) for v in eqn.invars[:3])
+    nb = len(dn.operand_batching_dims)
+    trailing = shape[nb + 1 :]
+    rows = (
+        len(shape) > nb
+        and tuple(dn.operand_batching_dims) == tuple(range(nb))
+        and tuple(dn.scatter_indices_batching_dims) == tuple(range(nb))
+        and tuple(dn.inserted_window_dims) == (nb,)
+        and tuple(dn.scatter_dims_to_operand_dims) == (nb,)
+        and len(ishape) >= nb + 1
+        and ishape[-1] == 1
+        and ishape[:nb] == shape[:nb]
+        and ushape == ishape[:-1] + trailing
+        and tuple(dn.update_window_dims) == tuple(range(len(ishape) - 1, len(ishape) - 1 + len(trailing)))
+    )
+    if not rows:
+        return f"scatter-add {dn} (only whole rows along one axis)"
+    return math.prod(shape[:nb]), shape[nb], math.prod(trailing), math.prod(ishape[nb:-1])
+
+
+def _scatter_check(eqn) -> str | None:
+    got = _scatter_pattern(eqn)
+    return got if isinstance(got, str) else None
+
+
+def _update_add_cycles(device, offsets: int, elements: int, itemsize: int) -> float:
+    """poplibs' MultiUpdateOp (add) estimate, every offset in range, the offsets split over the workers: per worker
+    3 + (29 for 4-byte elements, else 30) + m x ((11 or 12) + (E / elements per 4-byte atom - 1) x 3)."""
+    m = math.ceil(offsets / device.workers)
+    atoms = max(elements * itemsize // 4, 1)
+    per = (11 if itemsize == 4 else 12) + (atoms - 1) * 3
+    return device.workers * (3 + (29 if itemsize == 4 else 30) + m * per)
+
+
+def _update_fn(mode: str):
+    def fn(table, offsets, updates):  # table [V, N, c] (in-out), offsets [V, L], updates [V, L, c]
+        out = table.copy()
+        n = table.shape[1]
+        idx = offsets.astype(np.int64)
+        if mode == "clip":
+            idx = np.clip(idx, 0, n - 1)
+        for v in range(out.shape[0]):  # in order of the updates, as a worker adds them
+            keep = (idx[v] >= 0) & (idx[v] < n)
+            np.add.at(out[v], idx[v][keep], updates[v][keep])
+        return {"table": out}
+
+    return fn
+
+
+@rule("scatter-add", check=_scatter_check)
+def scatter_add(b: Builder, eqn, ins) -> list[Tensor]:
+    """operand with the updates' rows added at the indices: poplibs' multiUpdateAdd without a plan, laid out as the
+    row gather is (each tile every row of a range of columns, all the batch's offsets and those columns of every
+    update), one MultiUpdateOp vertex a tile adding in place."""
+    operand, indices, updates = ins
+    batches, n, row, lookups = _scatter_pattern(eqn)
+    g = b.graph
+    mode = "clip" if "CLIP" in str(eqn.params.get("mode", "")).upper() else "drop"
+    tab = operand.reshape(batches, n, row)
+    upd = updates.reshape(batches, lookups, row)
+    idx = indices.reshape(batches, lookups)
+    per = max(g.num_tiles // batches, 1)
+    parts = min(per, row)
+    cols = [round(i * row / parts) for i in range(parts + 1)]
+    out = g.add_variable((batches, n, row), tab.dtype.name, "scatter_add")
+    staged_upd = g.add_variable((batches, lookups, row), upd.dtype.name, "scatter_add/updates")
+    offsets = g.add_variable((batches, parts, lookups), idx.dtype.name, "scatter_add/offsets")
+    itemsize = tab.dtype.itemsize
+    cycles = lambda device, table, offsets, updates: _update_add_cycles(device, offsets[0], table[1], itemsize)
+    code = Codelet("multi_update_add", _update_fn(mode), ("offsets", "updates"), (), ("table",), cycles=cycles)
+    cs = g.add_compute_set("scatter_add")
+    for bi in range(batches):
+        base = (bi * per) % g.num_tiles
+        for j in range(parts):
+            tile, c0, c1 = base + j, cols[j], cols[j + 1]
+            for t in (out[bi, :, c0:c1], staged_upd[bi, :, c0:c1], offsets[bi, j]):
+                g.set_tile_mapping(t, tile)
+            g.add_vertex(cs, code, tile, table=out[bi, :, c0:c1], offsets=offsets[bi, j],
+                         updates=staged_upd[bi, :, c0:c1])  # fmt: skip
+    b.steps.append(
+        Copy(
+            [tab, upd, idx.reshape(batches, 1, lookups).broadcast_to(offsets.shape)],
+            [out, staged_upd, offsets],
+            name="scatter_add/regroup",
+        )
+    )
+    b.steps.append(Execute(cs))
+    return [out.reshape(tuple(eqn.outvars[0].aval.shape))]

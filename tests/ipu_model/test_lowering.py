@@ -313,3 +313,20 @@ def test_unsupported_loops_name_what_their_bodies_need_and_typed_keys_are_refuse
         lower(lambda a: jax.lax.fori_loop(0, 3, lambda i, c: c + jnp.cumsum(a), a), _normal(4))
     with pytest.raises(UnsupportedError, match=r"argument 0 of <lambda> is key<fry>: .*jax.random.key_data"):
         lower(lambda k: jax.random.normal(k, (3,)), jax.random.key(0))
+
+
+def test_row_scatter_adds_equal_jax():
+    """The gradients of the row gathers (scatter-add), repeated rows included: poplibs' multiUpdateAdd laid out as
+    the gather is; cost per tile poplibs' MultiUpdateOp estimate."""
+    K, i = _rows_case()
+    i[0, 1] = i[0, 0]  # a row gathered twice: its gradient is the sum of both
+    _same(lambda k, j: jax.grad(lambda k: (jnp.take_along_axis(k, j[..., None], axis=-2) ** 2).sum())(k), K, i)
+    table, j = _normal(50, 7), RNG.integers(0, 50, (9,)).astype(np.int32)
+    _same(lambda t, j: jax.grad(lambda t: (t[j] ** 2).sum())(t), table, j)
+    low = lower(lambda t, j, u: t.at[j].add(u), jax.ShapeDtypeStruct((40, 8), np.float32),
+                jax.ShapeDtypeStruct((12,), np.int32), jax.ShapeDtypeStruct((12, 8), np.float32),
+                device=get_device("mk2", tiles=4))  # fmt: skip
+    low.cost()
+    steps = [s for s in low.engine().profile.steps.values() if s.kind == "Execute" and s.name.startswith("scatter")]
+    # 4 tiles x 2 columns: per worker 3 + 29 + ceil(12 / 6) x (11 + (2 - 1) x 3), times 6 workers
+    assert len(steps) == 1 and steps[0].compute == 6 * (3 + 29 + 2 * (11 + 3))
