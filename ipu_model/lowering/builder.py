@@ -147,8 +147,11 @@ class Builder:
 
     # -------------------------------------------------------------------------------------------- tensors
     def map_default(self, t: Tensor) -> None:
-        """Poplar's default for a new tensor: linearly over the tiles in grains of one 64-bit vector."""
-        self.graph.map_linearly(t, grain=max(1, 8 // t.dtype.itemsize))
+        """Poplar's default for a new tensor (poputil::mapTensorLinearly, lib/poputil/TileMapping.cpp,
+        calcLinearTileMapping): linearly over the tiles in grains of one 64-bit vector, at least 128 bytes a tile,
+        so a small tensor sits on few tiles."""
+        size = t.dtype.itemsize
+        self.graph.map_linearly(t, grain=max(1, 8 // size), min_per_tile=-(-128 // size))
 
     def constant(self, value: np.ndarray, name: str) -> Tensor:
         """A constant tensor: a scalar on tile 0 (read by others over the exchange), else mapped linearly."""
