@@ -74,6 +74,11 @@ def _worker_chunks(positions: np.ndarray, workers: int, grain: int = 1) -> list[
     return out
 
 
+# the public name the JAX lowering (ipu_model.lowering) uses; the private one stays for the ops above and below
+# until PopSparse's reference is next re-made (renaming them would stale it: core.provenance fingerprints units)
+worker_chunks = _worker_chunks
+
+
 def like(graph: Graph, t: Tensor, dtype: str | None = None, name: str = "like") -> Tensor:
     """A new variable shaped and mapped like view `t`."""
     out = graph.add_variable(t.shape, dtype or t.dtype.name, name)

@@ -327,6 +327,15 @@ RULES: tuple[Rule, ...] = (
     Rule(
         SLOW, "the packing benchmarks at the quick size (8 s)", text='make bench ARGS="--section packing --size quick"'
     ),
+    Rule(
+        RUN,
+        "a template: run with core.nn.attention's dense decode step at small shapes on 64 tiles, checked against JAX "
+        "(9 s)",
+        text="python -m ipu_model jax MODULE:FUNCTION --shapes f16[32,128] f16[32,2048,128] ... [--evaluate] "
+        "[--out DIR]",
+        run="python -m ipu_model jax core.nn.attention:dense_attention --shapes f16[4,64] f16[4,256,64] f16[4,256,64] "
+        "--tiles 64 --evaluate --out outputs/readme-commands",
+    ),
     Rule(SLOW, "bess's benchmarks at the full size, the default (18 s)", text='make bench ARGS="--section bess"'),
     # --- SKIP, each with its reason ---
     Rule(SKIP, "default scale", regex=DEFAULT_RUNS),

@@ -7,10 +7,11 @@
 
 Lowering reads `jax.make_jaxpr(fn)(*args)` and turns each equation into ipu_model ops (`rules.RULES`): inputs and
 new tensors are mapped over the tiles as Poplar's defaults would (linearly, in grains of the 64-bit vector width and
-at least 128 bytes a tile), elementwise ops run where their output lives with six worker vertices per tile, reductions and matmuls use
-`ipu_model.ops`, views (reshape, transpose, slices, broadcasts) cost nothing, and nested jaxprs (jit, checkpoint,
-custom derivatives) are inlined. Every primitive of the function is checked before any graph is built: one without
-a rule, or a dtype the IPU does not have, raises `UnsupportedError` naming it and what is supported.
+at least 128 bytes a tile), elementwise ops run where their output lives with six worker vertices per tile,
+reductions and matmuls use `ipu_model.ops`, views (reshape, transpose, slices, broadcasts) cost nothing, and nested
+jaxprs (jit, checkpoint, custom derivatives) are inlined. Every primitive of the function is checked before any
+graph is built: one without a rule, or a dtype the IPU does not have, raises `UnsupportedError` naming it and what
+is supported.
 
 By default the inputs are already in tile memory (a decode step's cache and weights live there) and the outputs
 stay there; `host_io=True` adds the host transfers. A function whose tensors do not fit in tile memory lowers, and

@@ -181,13 +181,13 @@ class Builder:
     def per_worker(self, name: str, code: Codelet, out: Tensor, **fields: Tensor) -> None:
         """One compute set where each tile's share of the flat result `out` is split over its workers, one vertex of
         `code` per share; each field is a view whose last axis runs along `out` (taken at the same positions)."""
-        from ipu_model.ops import _worker_chunks, tile_ranges
+        from ipu_model.ops import tile_ranges, worker_chunks
         from ipu_model.programs import Execute
 
         g = self.graph
         cs = g.add_compute_set(name)
         for tile, positions in tile_ranges(out).items():
-            for chunk in _worker_chunks(positions, g.device.workers):
+            for chunk in worker_chunks(positions, g.device.workers):
                 g.add_vertex(cs, code, tile, out=out[chunk], **{k: f[..., chunk] for k, f in fields.items()})
         self.steps.append(Execute(cs))
 

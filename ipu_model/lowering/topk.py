@@ -24,7 +24,7 @@ import numpy as np
 
 from ipu_model.graph import Codelet, Tensor
 from ipu_model.lowering.builder import Builder, rule
-from ipu_model.ops import _worker_chunks
+from ipu_model.ops import worker_chunks
 from ipu_model.programs import Copy, Execute
 
 _THREAD = {"overhead": 45, "item": 30, "inner": 25, "first_outer": 6, "outer": 24}  # keys + index as secondary key
@@ -116,7 +116,7 @@ class _Network:
         starts = np.flatnonzero(np.r_[True, tiles[1:] != tiles[:-1]])
         ends = np.r_[starts[1:], pairs]
         for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-            for chunk in _worker_chunks(np.arange(s, e), g.device.workers):
+            for chunk in worker_chunks(np.arange(s, e), g.device.workers):
                 fields = {"a_key": staged["key"][0, chunk], "a_idx": staged["idx"][0, chunk], "down": orient[chunk],
                           "b_key": staged["key"][1, chunk], "b_idx": staged["idx"][1, chunk]}  # fmt: skip
                 if kind == "swap":
