@@ -89,6 +89,18 @@ def _fill(eqn):
     return np.nan if dtype.kind == "f" else (True if dtype == np.bool_ else np.iinfo(dtype).min)
 
 
+def _column_layout(num_tiles: int, batches: int, row: int) -> tuple[int, list[tuple[int, int, int, int, int]]]:
+    """poplibs' no-plan layout of a batched table: each batch on its own share of the tiles, each of those tiles
+    holding every row of a range of the row's columns. Returns (tiles a batch uses, [(batch, part, tile, first
+    column, end column)])."""
+    per = max(num_tiles // batches, 1)
+    parts = min(per, row)
+    cols = [round(i * row / parts) for i in range(parts + 1)]
+    return parts, [
+        (bi, j, (bi * per) % num_tiles + j, cols[j], cols[j + 1]) for bi in range(batches) for j in range(parts)
+    ]
+
+
 @rule("gather", check=_check)
 def gather(b: Builder, eqn, ins) -> list[Tensor]:
     table, indices = ins
@@ -101,23 +113,16 @@ def gather(b: Builder, eqn, ins) -> list[Tensor]:
     g = b.graph
     tab = table.reshape(batches, n, row)
     out = g.add_variable((batches, lookups, row), tab.dtype.name, "gather")
-    per = max(g.num_tiles // batches, 1)
-    parts = min(per, row)  # tiles of one batch: each holds every row of a range of columns
-    cols = [round(i * row / parts) for i in range(parts + 1)]
+    parts, layout = _column_layout(g.num_tiles, batches, row)  # each tile: every row of a range of columns
     staged = g.add_variable((batches, n, row), tab.dtype.name, "gather/table")
     offsets = g.add_variable((batches, parts, lookups), idx.dtype.name, "gather/offsets")
     cycles = lambda device, table, offsets, out: _multislice_cycles(device, offsets[0], out[1])
     code = Codelet("multi_slice", _slice_fn(mode, _fill(eqn)), ("table", "offsets"), ("out",), cycles=cycles)
     cs = g.add_compute_set("gather")
-    for bi in range(batches):
-        base = (bi * per) % g.num_tiles
-        for j in range(parts):
-            tile = base + j
-            c0, c1 = cols[j], cols[j + 1]
-            g.set_tile_mapping(staged[bi, :, c0:c1], tile)
-            g.set_tile_mapping(offsets[bi, j], tile)
-            g.set_tile_mapping(out[bi, :, c0:c1], tile)
-            g.add_vertex(cs, code, tile, table=staged[bi, :, c0:c1], offsets=offsets[bi, j], out=out[bi, :, c0:c1])
+    for bi, j, tile, c0, c1 in layout:
+        for t in (staged[bi, :, c0:c1], offsets[bi, j], out[bi, :, c0:c1]):
+            g.set_tile_mapping(t, tile)
+        g.add_vertex(cs, code, tile, table=staged[bi, :, c0:c1], offsets=offsets[bi, j], out=out[bi, :, c0:c1])
     b.steps.append(
         Copy(
             [tab, idx.reshape(batches, 1, lookups).broadcast_to(offsets.shape)],
@@ -218,9 +223,7 @@ def scatter_add(b: Builder, eqn, ins) -> list[Tensor]:
     tab = operand.reshape(batches, n, row)
     upd = updates.reshape(batches, lookups, row)
     idx = indices.reshape(batches, lookups)
-    per = max(g.num_tiles // batches, 1)
-    parts = min(per, row)
-    cols = [round(i * row / parts) for i in range(parts + 1)]
+    parts, layout = _column_layout(g.num_tiles, batches, row)
     out = g.add_variable((batches, n, row), tab.dtype.name, "scatter_add")
     staged_upd = g.add_variable((batches, lookups, row), upd.dtype.name, "scatter_add/updates")
     offsets = g.add_variable((batches, parts, lookups), idx.dtype.name, "scatter_add/offsets")
@@ -228,14 +231,10 @@ def scatter_add(b: Builder, eqn, ins) -> list[Tensor]:
     cycles = lambda device, table, offsets, updates: _update_add_cycles(device, offsets[0], table[1], itemsize)
     code = Codelet("multi_update_add", _update_fn(mode), ("offsets", "updates"), (), ("table",), cycles=cycles)
     cs = g.add_compute_set("scatter_add")
-    for bi in range(batches):
-        base = (bi * per) % g.num_tiles
-        for j in range(parts):
-            tile, c0, c1 = base + j, cols[j], cols[j + 1]
-            for t in (out[bi, :, c0:c1], staged_upd[bi, :, c0:c1], offsets[bi, j]):
-                g.set_tile_mapping(t, tile)
-            g.add_vertex(cs, code, tile, table=out[bi, :, c0:c1], offsets=offsets[bi, j],
-                         updates=staged_upd[bi, :, c0:c1])  # fmt: skip
+    for bi, j, tile, c0, c1 in layout:
+        for t in (out[bi, :, c0:c1], staged_upd[bi, :, c0:c1], offsets[bi, j]):
+            g.set_tile_mapping(t, tile)
+        g.add_vertex(cs, code, tile, table=out[bi, :, c0:c1], offsets=offsets[bi, j], updates=staged_upd[bi, :, c0:c1])
     b.steps.append(
         Copy(
             [tab, upd, idx.reshape(batches, 1, lookups).broadcast_to(offsets.shape)],
