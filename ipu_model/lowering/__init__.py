@@ -33,7 +33,7 @@ from ipu_model.graph import DTYPES, Graph, GraphError, Tensor
 from ipu_model.lowering import gather as _gather  # noqa: F401  (registers gather)
 from ipu_model.lowering import rules as _rules  # noqa: F401  (registers the rules)
 from ipu_model.lowering import topk as _topk  # noqa: F401  (registers top_k)
-from ipu_model.lowering.builder import RULES, Builder, Remote, UnsupportedError, check_jaxpr
+from ipu_model.lowering.builder import RULES, Builder, Remote, UnsupportedError, check_jaxpr, dtype_name
 from ipu_model.programs import DeviceToHost, HostToDevice, RemoteBuffer, Sequence
 
 __all__ = ["RULES", "Cost", "Lowered", "UnsupportedError", "lower", "supported_primitives"]
@@ -183,13 +183,6 @@ def _spec(x: Any) -> tuple[tuple[int, ...], Any]:
     return a.shape, a.dtype
 
 
-def _dtype_name(dtype: Any) -> str | None:
-    try:
-        return np.dtype(dtype).name
-    except TypeError:  # a typed PRNG key
-        return None
-
-
 def lower(
     fn: Any,
     *args: Any,
@@ -209,7 +202,7 @@ def lower(
     leaves, in_tree = jax.tree_util.tree_flatten(args)
     structs = [jax.ShapeDtypeStruct(*_spec(x)) for x in leaves]
     for i, s in enumerate(structs):
-        if _dtype_name(s.dtype) not in DTYPES:
+        if dtype_name(s.dtype) not in DTYPES:
             raise UnsupportedError(
                 f"argument {i} of {name or getattr(fn, '__name__', 'the function')} is {s.dtype}: the "
                 f"simulated IPU holds {', '.join(DTYPES)} (pass a PRNG key's data, jax.random.key_data)"
@@ -241,6 +234,7 @@ def lower(
             continue
         t = graph.add_variable(s.shape, s.dtype.name, f"in{i}")
         b.map_default(t)
+        b.arguments.add(id(t.var))
         inputs.append(t)
         env_inputs.append(t)
     consts = [b.constant(np.asarray(c), "const") for c in closed.consts]

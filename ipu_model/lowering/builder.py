@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from ipu_model.graph import DTYPES, Codelet, Graph, GraphError, Tensor
-from ipu_model.programs import Copy, RemoteBuffer, RemoteRead
+from ipu_model.ops import tile_ranges, worker_chunks
+from ipu_model.programs import Copy, Execute, RemoteBuffer, RemoteRead
 
 
 class UnsupportedError(GraphError):
@@ -52,18 +53,20 @@ def _subjaxpr(eqn) -> tuple[Any, list]:
     raise UnsupportedError(f"{eqn.primitive.name}: no inner jaxpr among its parameters {sorted(eqn.params)}")
 
 
+def dtype_name(dtype: Any) -> str | None:
+    """numpy's name of a dtype; None for what is not a numpy dtype at all (a typed PRNG key, a token)."""
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return None
+
+
 def _dtype_problem(eqn) -> str | None:
     """Why the equation cannot run on the IPU, beyond its primitive's rule existing; None if it can."""
     name = eqn.primitive.name
     for v in [*eqn.invars, *eqn.outvars]:
         dtype = getattr(getattr(v, "aval", None), "dtype", None)
-        if dtype is None:
-            continue
-        try:
-            known = np.dtype(dtype).name in DTYPES
-        except TypeError:  # not a numpy dtype at all: a typed PRNG key, a token
-            known = False
-        if not known:
+        if dtype is not None and dtype_name(dtype) not in DTYPES:
             return f"{name} on {dtype} (the simulated IPU holds {', '.join(DTYPES)})"
     return CHECKS[name](eqn) if name in CHECKS else None
 
@@ -141,6 +144,7 @@ class Builder:
 
     def __init__(self, graph: Graph):
         self.graph, self.steps = graph, []
+        self.arguments: set[int] = set()  # ids of the arguments' variables (`lower` fills it)
         self.codelets: dict[tuple, Codelet] = {}  # the rules' codelets, by what makes them differ
         self._literals: dict[tuple, Tensor] = {}
         self._streamed: dict[int, Tensor] = {}  # remote buffer id -> its copy on the tiles
@@ -178,17 +182,14 @@ class Builder:
             self.map_default(t)
         return t
 
-    def per_worker(self, name: str, code: Codelet, out: Tensor, **fields: Tensor) -> None:
-        """One compute set where each tile's share of the flat result `out` is split over its workers, one vertex of
-        `code` per share; each field is a view whose last axis runs along `out` (taken at the same positions)."""
-        from ipu_model.ops import tile_ranges, worker_chunks
-        from ipu_model.programs import Execute
-
+    def per_worker(self, name: str, code: Codelet, along: Tensor, **fields: Tensor) -> None:
+        """One compute set where each tile's share of the flat view `along` is split over its workers, one vertex of
+        `code` per share; each field is a view whose last axis runs along `along` (taken at the same positions)."""
         g = self.graph
         cs = g.add_compute_set(name)
-        for tile, positions in tile_ranges(out).items():
+        for tile, positions in tile_ranges(along).items():
             for chunk in worker_chunks(positions, g.device.workers):
-                g.add_vertex(cs, code, tile, out=out[chunk], **{k: f[..., chunk] for k, f in fields.items()})
+                g.add_vertex(cs, code, tile, **{k: f[..., chunk] for k, f in fields.items()})
         self.steps.append(Execute(cs))
 
     def stream_in(self, r: Remote) -> Tensor:
@@ -203,7 +204,7 @@ class Builder:
     def materialise(self, t: Tensor, name: str) -> Tensor:
         """`t` as a whole variable of its own (an on-tile copy unless it already is one that no one else owns)."""
         whole = t.shape == t.var.shape and np.array_equal(t.idx.reshape(-1), np.arange(t.var.size))
-        if whole and not t.var.constant and not t.var.name.startswith("in"):
+        if whole and not t.var.constant and id(t.var) not in self.arguments:
             return t
         out = self.new(t.shape, t.dtype, name, like_t=t)
         self.steps.append(Copy(t, out, name=f"{name}/copy"))

@@ -26,40 +26,51 @@ import numpy as np
 
 from ipu_model.graph import Codelet, Tensor
 from ipu_model.lowering.builder import Builder, Remote, UnsupportedError, rule
+from ipu_model.lowering.costs import vertex_cycles
 from ipu_model.programs import Copy, Execute, RemoteRead
+
+
+def _rows(shape, ishape, batching, index_batching, collapsed, to_operand, window) -> tuple[int, int, int, int] | None:
+    """(batch elements, rows N, row elements R, indices L per batch) where an operand [B..., N, R...] and indices
+    [B..., L..., 1] address whole rows along N: the batching dims leading on both, N the one collapsed dim the
+    indices map to, the window dims (a gather's offset dims, a scatter's update window dims) the rows' elements
+    after the indices' dims; None otherwise."""
+    nb = len(batching)
+    trailing = shape[nb + 1 :]
+    rows = (
+        len(shape) > nb
+        and tuple(batching) == tuple(range(nb))
+        and tuple(index_batching) == tuple(range(nb))
+        and tuple(collapsed) == (nb,)
+        and tuple(to_operand) == (nb,)
+        and len(ishape) >= nb + 1
+        and ishape[-1] == 1
+        and ishape[:nb] == shape[:nb]
+        and tuple(window) == tuple(range(len(ishape) - 1, len(ishape) - 1 + len(trailing)))
+    )
+    return (math.prod(shape[:nb]), shape[nb], math.prod(trailing), math.prod(ishape[nb:-1])) if rows else None
 
 
 def _pattern(eqn) -> tuple[int, int, int, int] | str:
     """(batch elements, rows N, row elements R, lookups L per batch) of a row gather, or why it is not one."""
     dn = eqn.params["dimension_numbers"]
-    shape = tuple(eqn.invars[0].aval.shape)
-    ishape = tuple(eqn.invars[1].aval.shape)
+    shape, ishape = (tuple(v.aval.shape) for v in eqn.invars[:2])
+    got = _rows(shape, ishape, dn.operand_batching_dims, dn.start_indices_batching_dims, dn.collapsed_slice_dims,
+                dn.start_index_map, dn.offset_dims)  # fmt: skip
     nb = len(dn.operand_batching_dims)
-    trailing = shape[nb + 1 :]
-    row_gather = (
-        len(shape) > nb
-        and tuple(dn.operand_batching_dims) == tuple(range(nb))
-        and tuple(dn.start_indices_batching_dims) == tuple(range(nb))
-        and tuple(dn.collapsed_slice_dims) == (nb,)
-        and tuple(dn.start_index_map) == (nb,)
-        and tuple(eqn.params["slice_sizes"]) == (1,) * (nb + 1) + trailing
-        and len(ishape) >= nb + 1
-        and ishape[-1] == 1
-        and ishape[:nb] == shape[:nb]
-        and tuple(dn.offset_dims) == tuple(range(len(ishape) - 1, len(ishape) - 1 + len(trailing)))
-    )
-    if not row_gather:
+    if got is None or tuple(eqn.params["slice_sizes"]) != (1,) * (nb + 1) + shape[nb + 1 :]:  # whole rows
         return f"gather {dn} with slice sizes {eqn.params['slice_sizes']} (only whole rows along one axis)"
-    return math.prod(shape[:nb]), shape[nb], math.prod(trailing), math.prod(ishape[nb:-1])
+    return got
+
+
+def _integer_indices(eqn) -> str | None:
+    dtype = np.dtype(eqn.invars[1].aval.dtype)
+    return None if dtype.kind in "iu" else f"{eqn.primitive.name} with {dtype.name} indices"
 
 
 def _check(eqn) -> str | None:
     got = _pattern(eqn)
-    if isinstance(got, str):
-        return got
-    if np.dtype(eqn.invars[1].aval.dtype).kind not in "iu":
-        return f"gather with {np.dtype(eqn.invars[1].aval.dtype).name} indices"
-    return None
+    return got if isinstance(got, str) else _integer_indices(eqn)
 
 
 def _multislice_cycles(device, rows: int, elements: int) -> float:
@@ -145,13 +156,11 @@ def _from_streaming_memory(b: Builder, table: Remote, idx: Tensor, n: int, row: 
     base = b.graph.add_constant(np.repeat(np.arange(batches, dtype=np.int32) * n, lookups).reshape(batches, lookups),
                                 name="gather/batch_rows")  # fmt: skip
     base.var.tile[:] = flat.tiles().reshape(-1)
-    local = idx if np.array_equal(idx.tiles(), flat.tiles()) else None
-    if local is None:
-        local = b.new(idx.shape, idx.dtype, "gather/indices", like_t=flat)
-        b.steps.append(Copy(idx, local, name="gather/indices"))
+    cycles = lambda device, i, base, out: vertex_cycles(device, "add", {}, "int32", "int32", math.prod(i), 2)
     add = Codelet("row_offsets", lambda i, base: {"out": (i.astype(np.int64) + base).astype(np.int32)}, ("i", "base"),
-                  ("out",), cycles=lambda device, i, base, out: device.workers * (5 + 7 * math.prod(i)))  # fmt: skip
-    b.per_worker("gather/row_offsets", add, flat.flatten(), i=local.flatten(), base=base.flatten())
+                  ("out",), cycles=cycles)  # fmt: skip
+    # the offsets are mapped like the indices, so each tile adds its own
+    b.per_worker("gather/row_offsets", add, flat.flatten(), out=flat.flatten(), i=idx.flatten(), base=base.flatten())
     dst = b.new((batches * lookups, row), table.buffer.dtype, f"{table.buffer.name}/rows")
     b.steps.append(RemoteRead(table.buffer, dst, flat.flatten(), name=f"{table.buffer.name}/gather"))
     return dst
@@ -163,28 +172,16 @@ def _scatter_pattern(eqn) -> tuple[int, int, int, int] | str:
     gather: an embedding's gradient), or why it is not one."""
     dn = eqn.params["dimension_numbers"]
     shape, ishape, ushape = (tuple(v.aval.shape) for v in eqn.invars[:3])
-    nb = len(dn.operand_batching_dims)
-    trailing = shape[nb + 1 :]
-    rows = (
-        len(shape) > nb
-        and tuple(dn.operand_batching_dims) == tuple(range(nb))
-        and tuple(dn.scatter_indices_batching_dims) == tuple(range(nb))
-        and tuple(dn.inserted_window_dims) == (nb,)
-        and tuple(dn.scatter_dims_to_operand_dims) == (nb,)
-        and len(ishape) >= nb + 1
-        and ishape[-1] == 1
-        and ishape[:nb] == shape[:nb]
-        and ushape == ishape[:-1] + trailing
-        and tuple(dn.update_window_dims) == tuple(range(len(ishape) - 1, len(ishape) - 1 + len(trailing)))
-    )
-    if not rows:
+    got = _rows(shape, ishape, dn.operand_batching_dims, dn.scatter_indices_batching_dims, dn.inserted_window_dims,
+                dn.scatter_dims_to_operand_dims, dn.update_window_dims)  # fmt: skip
+    if got is None or ushape != ishape[:-1] + shape[len(dn.operand_batching_dims) + 1 :]:
         return f"scatter-add {dn} (only whole rows along one axis)"
-    return math.prod(shape[:nb]), shape[nb], math.prod(trailing), math.prod(ishape[nb:-1])
+    return got
 
 
 def _scatter_check(eqn) -> str | None:
     got = _scatter_pattern(eqn)
-    return got if isinstance(got, str) else None
+    return got if isinstance(got, str) else _integer_indices(eqn)
 
 
 def _update_add_cycles(device, offsets: int, elements: int, itemsize: int) -> float:

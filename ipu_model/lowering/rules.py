@@ -20,7 +20,7 @@ import numpy as np
 
 from ipu_model import ops
 from ipu_model.graph import Codelet, GraphError, Tensor
-from ipu_model.lowering.builder import Builder, UnsupportedError, rule
+from ipu_model.lowering.builder import Builder, rule
 from ipu_model.lowering.costs import vertex_cycles
 from ipu_model.programs import Copy, Program, side_by_side
 
@@ -68,14 +68,21 @@ def _elementwise_codelet(b: Builder, eqn, arity: int) -> Codelet:
     return b.codelets[key]
 
 
-def _bool_reduction(eqn) -> str | None:
-    return f"{eqn.primitive.name} over bool" if np.dtype(eqn.invars[0].aval.dtype) == np.bool_ else None
+def _reduction_check(eqn) -> str | None:
+    aval = eqn.invars[0].aval
+    if np.dtype(aval.dtype) == np.bool_:
+        return f"{eqn.primitive.name} over bool"
+    if any(aval.shape[d] == 0 for d in eqn.params["axes"]):
+        return f"{eqn.primitive.name} over an empty axis"
+    return None
 
 
-def _dot_dtypes(eqn) -> str | None:
+def _dot_check(eqn) -> str | None:
     a, b = (np.dtype(v.aval.dtype).name for v in eqn.invars)
     if a != b or a not in ("float16", "float32"):
         return f"dot_general of {a} and {b} (the AMP multiplies float16 or float32 pairs of one dtype)"
+    if 0 in (*eqn.invars[0].aval.shape, *eqn.invars[1].aval.shape):
+        return "dot_general with an empty dimension"
     return None
 
 
@@ -123,7 +130,8 @@ def elementwise(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
             local.append(view)
     if copies:
         b.steps.append(Copy([s for s, _ in copies], [d for _, d in copies], name=f"{name}/exchange"))
-    b.per_worker(name, _elementwise_codelet(b, eqn, len(ins)), out_flat, **{f"x{i}": f for i, f in enumerate(local)})
+    fields = {f"x{i}": f for i, f in enumerate(local)}
+    b.per_worker(name, _elementwise_codelet(b, eqn, len(ins)), out_flat, out=out_flat, **fields)
     return [out]
 
 
@@ -133,10 +141,12 @@ def identity(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     return list(ins)
 
 
-@rule("reshape")
+def _plain_reshape(eqn) -> str | None:
+    return None if eqn.params.get("dimensions") is None else "reshape with `dimensions` (a transpose first)"
+
+
+@rule("reshape", check=_plain_reshape)
 def reshape(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
-    if eqn.params.get("dimensions") is not None:
-        raise UnsupportedError("reshape with `dimensions` (a transpose first) is not supported")
     return [ins[0].reshape(tuple(eqn.params["new_sizes"]))]
 
 
@@ -203,13 +213,18 @@ def concatenate(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     return [out]
 
 
-@rule("pad")
+def _edge_padding(eqn) -> str | None:
+    config = eqn.params["padding_config"]
+    if any(lo < 0 or hi < 0 or interior for lo, hi, interior in config):
+        return f"pad with negative or interior padding {config}"
+    return None
+
+
+@rule("pad", check=_edge_padding)
 def pad(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     """Non-negative edge padding without interior padding: the padding value broadcast, then the operand."""
     t, value = ins
     config = eqn.params["padding_config"]
-    if any(lo < 0 or hi < 0 or interior for lo, hi, interior in config):
-        raise UnsupportedError(f"pad with negative or interior padding {config} is not supported")
     aval = eqn.outvars[0].aval
     out = b.new(tuple(aval.shape), aval.dtype, "pad")
     key = tuple(slice(lo, lo + n) for (lo, _, _), n in zip(config, t.shape, strict=True))
@@ -228,15 +243,13 @@ def _rows(t: Tensor, axes: tuple[int, ...]) -> tuple[Tensor, tuple[int, ...]]:
     return t.transpose(*keep, *axes).reshape(math.prod(kept), length), kept
 
 
-@rule(*REDUCTIONS, check=_bool_reduction)
+@rule(*REDUCTIONS, check=_reduction_check)
 def reduction(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     axes = tuple(eqn.params["axes"])
     aval = eqn.outvars[0].aval
     view, kept = _rows(ins[0], axes)
     if view.shape[1] == 1:
         return [view.reshape(kept)]
-    if view.size == 0:
-        raise UnsupportedError(f"{eqn.primitive.name} over an empty axis")
     prog, out = ops.reduce(b.graph, view, axis=1, op=REDUCTIONS[eqn.primitive.name],
                            out_dtype=np.dtype(aval.dtype).name, name=eqn.primitive.name)  # fmt: skip
     b.steps.append(prog)
@@ -261,12 +274,12 @@ def arg_reduction(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     staged = b.graph.add_variable((length, rows), view.dtype.name, f"{name}/staged")
     staged.var.tile[:] = np.tile(out.tiles(), length)
     b.steps.append(Copy(view.T, staged, name=f"{name}/exchange"))
-    b.per_worker(name, _arg_codelet(name, index_dtype), out, a=staged)
+    b.per_worker(name, _arg_codelet(name, index_dtype), out, out=out, a=staged)
     return [out.reshape(kept)]
 
 
 # ----------------------------------------------------------------------------------------------------- matmul
-@rule("dot_general", check=_dot_dtypes)
+@rule("dot_general", check=_dot_check)
 def dot_general(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     """[batch, m, k] x [batch, k, n] views of the operands; each batch element's product through ops.matmul
     (poplin's default float32 partials) on its own share of the tiles, all side by side in one program (as poplin's
@@ -277,8 +290,6 @@ def dot_general(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     rfree = [d for d in range(len(rhs.shape)) if d not in rc and d not in rb]
     size = lambda t, dims: math.prod(t.shape[d] for d in dims)
     nb, m, k, n = size(lhs, lb), size(lhs, lfree), size(lhs, lc), size(rhs, rfree)
-    if min(m, k, n) == 0:
-        raise UnsupportedError(f"dot_general with an empty dimension ({m}x{k}x{n})")
     a = lhs.transpose(*lb, *lfree, *lc).reshape(nb, m, k)
     c_ = rhs.transpose(*rb, *rc, *rfree).reshape(nb, k, n)
     aval = eqn.outvars[0].aval

@@ -24,8 +24,8 @@ import numpy as np
 
 from ipu_model.graph import Codelet, Tensor
 from ipu_model.lowering.builder import Builder, rule
-from ipu_model.ops import worker_chunks
-from ipu_model.programs import Copy, Execute
+from ipu_model.lowering.costs import vertex_cycles
+from ipu_model.programs import Copy
 
 _THREAD = {"overhead": 45, "item": 30, "inner": 25, "first_outer": 6, "outer": 24}  # keys + index as secondary key
 
@@ -55,20 +55,19 @@ def _swap_fn(a_key, a_idx, b_key, b_idx, down):
     }
 
 
-def _keep_fn(a_key, a_idx, b_key, b_idx, down):
-    """Of each pair keep the greater (`down` is unused: the kept half is sorted afterwards)."""
+def _keep_fn(a_key, a_idx, b_key, b_idx):
+    """Of each pair keep the greater (the kept half is sorted afterwards, so no pair has an order)."""
     first = _greater(a_key, a_idx, b_key, b_idx)
     return {"out_key": np.where(first, a_key, b_key), "out_idx": np.where(first, a_idx, b_idx)}
 
 
 def _codelet(kind: str, distance: int) -> Codelet:
-    inputs = ("a_key", "a_idx", "b_key", "b_idx", "down")
+    pairs = ("a_key", "a_idx", "b_key", "b_idx")
+    cycles = lambda device, **s: _swap_cycles(device, math.prod(s["a_key"]), distance)
     if kind == "swap":
-        return Codelet(f"compare_and_swap_{distance}", _swap_fn, inputs,
-                       ("out_a_key", "out_a_idx", "out_b_key", "out_b_idx"),
-                       cycles=lambda device, **s: _swap_cycles(device, math.prod(s["a_key"]), distance))  # fmt: skip
-    return Codelet(f"merge_keep_{distance}", _keep_fn, inputs, ("out_key", "out_idx"),
-                   cycles=lambda device, **s: _swap_cycles(device, math.prod(s["a_key"]), distance))  # fmt: skip
+        return Codelet(f"compare_and_swap_{distance}", _swap_fn, (*pairs, "down"),
+                       ("out_a_key", "out_a_idx", "out_b_key", "out_b_idx"), cycles=cycles)  # fmt: skip
+    return Codelet(f"merge_keep_{distance}", _keep_fn, pairs, ("out_key", "out_idx"), cycles=cycles)
 
 
 class _Network:
@@ -78,9 +77,10 @@ class _Network:
         self.b, self.key, self.idx = b, key, idx
         self.step = 0
 
-    def _pass(self, kind: str, distance: int, down: np.ndarray, name: str) -> None:
-        """One pass over pairs (i, i + distance) within blocks of 2 x distance of each row; `down[row, pair]` says
-        which order each pair takes ('keep' halves the row: every pair keeps its greater element)."""
+    def _pass(self, kind: str, distance: int, name: str, down: np.ndarray | None = None) -> None:
+        """One pass over pairs (i, i + distance) within blocks of 2 x distance of each row: 'swap' orders each pair
+        as `down[row, pair]` says (the greater first where true); 'keep' halves the row, every pair keeping its
+        greater element."""
         b, g = self.b, self.b.graph
         rows, n = self.key.shape
         blocks = n // (2 * distance)
@@ -92,40 +92,29 @@ class _Network:
         tiles = np.minimum(np.arange(pairs) // -(-pairs // g.num_tiles), g.num_tiles - 1)
         staged = {}
         for what, t in (("key", self.key), ("idx", self.idx)):
-            var = g.add_variable((2, pairs), t.dtype.name, f"top_k/{name}/{what}")
+            var = g.add_variable((2, pairs), t.dtype.name, f"top_k/{name}{self.step}/{what}")
             var.var.tile[:] = np.concatenate([tiles, tiles])
             staged[what] = var
         flat_key, flat_idx = self.key.flatten(), self.idx.flatten()
         b.steps.append(Copy([flat_key[lo], flat_key[hi], flat_idx[lo], flat_idx[hi]],
                             [staged["key"][0], staged["key"][1], staged["idx"][0], staged["idx"][1]],
-                            name=f"top_k/{name}/rearrange"))  # fmt: skip
-        orient = b.constant(down.reshape(-1).astype(np.bool_), f"top_k/{name}/order")
-        orient.var.tile[:] = tiles
-        cs = g.add_compute_set(f"top_k/{name}")
-        code = _codelet(kind, distance)
+                            name=f"top_k/{name}{self.step}/rearrange"))  # fmt: skip
+        fields = {"a_key": staged["key"][0], "a_idx": staged["idx"][0], "b_key": staged["key"][1],
+                  "b_idx": staged["idx"][1]}  # fmt: skip
+        shape = (2, pairs) if kind == "swap" else (pairs,)
+        out_key = g.add_variable(shape, self.key.dtype.name, f"top_k/{name}{self.step}/out_key")
+        out_idx = g.add_variable(shape, self.idx.dtype.name, f"top_k/{name}{self.step}/out_idx")
+        out_key.var.tile[:] = np.tile(tiles, len(shape))
+        out_idx.var.tile[:] = out_key.var.tile
         if kind == "swap":
-            out_key = g.add_variable((2, pairs), self.key.dtype.name, f"top_k/{name}/out_key")
-            out_idx = g.add_variable((2, pairs), self.idx.dtype.name, f"top_k/{name}/out_idx")
-            out_key.var.tile[:] = np.concatenate([tiles, tiles])
-            out_idx.var.tile[:] = out_key.var.tile
+            orient = b.constant(down.reshape(-1).astype(np.bool_), f"top_k/{name}{self.step}/order")
+            orient.var.tile[:] = tiles
+            fields.update(down=orient, out_a_key=out_key[0], out_a_idx=out_idx[0], out_b_key=out_key[1],
+                          out_b_idx=out_idx[1])  # fmt: skip
         else:
-            out_key = g.add_variable((pairs,), self.key.dtype.name, f"top_k/{name}/out_key")
-            out_idx = g.add_variable((pairs,), self.idx.dtype.name, f"top_k/{name}/out_idx")
-            out_key.var.tile[:] = tiles
-            out_idx.var.tile[:] = tiles
-        starts = np.flatnonzero(np.r_[True, tiles[1:] != tiles[:-1]])
-        ends = np.r_[starts[1:], pairs]
-        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-            for chunk in worker_chunks(np.arange(s, e), g.device.workers):
-                fields = {"a_key": staged["key"][0, chunk], "a_idx": staged["idx"][0, chunk], "down": orient[chunk],
-                          "b_key": staged["key"][1, chunk], "b_idx": staged["idx"][1, chunk]}  # fmt: skip
-                if kind == "swap":
-                    fields.update(out_a_key=out_key[0, chunk], out_a_idx=out_idx[0, chunk],
-                                  out_b_key=out_key[1, chunk], out_b_idx=out_idx[1, chunk])  # fmt: skip
-                else:
-                    fields.update(out_key=out_key[chunk], out_idx=out_idx[chunk])
-                g.add_vertex(cs, code, int(tiles[s]), **fields)
-        b.steps.append(Execute(cs))
+            fields.update(out_key=out_key, out_idx=out_idx)
+        b.per_worker(f"top_k/{name}{self.step}", _codelet(kind, distance), staged["key"][0], **fields)
+        self.step += 1
         if kind == "swap":  # the ordered pairs, viewed back in row order
             inverse = np.empty(2 * pairs, np.int64)
             inverse[np.concatenate([lo, hi])] = np.arange(2 * pairs)
@@ -146,19 +135,19 @@ class _Network:
             run_index = block_start // run
             down = (run_index % 2 == 0) if not descending_last else np.ones(blocks, bool)
             down = np.broadcast_to(np.repeat(down, d)[None, :], (rows, blocks * d))
-            self._pass("swap", d, down, f"sort{self.step}_{run}_{d}")
-            self.step += 1
+            self._pass("swap", d, "sort", down)
             d //= 2
 
 
 def _cast(b: Builder, src: Tensor, dtype, name: str) -> Tensor:
     """`src` cast to `dtype` where it lives: one vertex per worker's share of each tile (poplibs' cast estimate,
-    19 + 0.5 thread cycles per element between half and float)."""
+    costs.py)."""
     out = b.new(src.shape, dtype, name, like_t=src)
-    target = np.dtype(dtype)
-    code = Codelet(f"cast_{target.name}", lambda a: {"out": a.astype(target)}, ("a",), ("out",),
-                   cycles=lambda device, a, out: device.workers * (19 + 0.5 * math.prod(a)))  # fmt: skip
-    b.per_worker(name, code, out.flatten(), a=src.flatten())
+    target, source = np.dtype(dtype), src.dtype.name
+    cycles = lambda device, a, out: vertex_cycles(device, "convert_element_type", {}, source, target.name,
+                                                  math.prod(a), 1)  # fmt: skip
+    code = Codelet(f"cast_{target.name}", lambda a: {"out": a.astype(target)}, ("a",), ("out",), cycles=cycles)
+    b.per_worker(name, code, out.flatten(), out=out.flatten(), a=src.flatten())
     return out
 
 
@@ -185,9 +174,8 @@ def top_k(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     x2 = x.reshape(rows, n)
     keys_in = x2 if x.dtype == np.float32 else _cast(b, x2, np.float32, "top_k/keys_f32")
     key = g.add_variable((rows, width), "float32", "top_k/keys")
-    idx = g.add_constant(np.broadcast_to(np.arange(width, dtype=np.int32), (rows, width)).copy(), name="top_k/index")
+    idx = b.constant(np.broadcast_to(np.arange(width, dtype=np.int32), (rows, width)).copy(), "top_k/index")
     b.map_default(key)
-    b.map_default(idx)
     copies = [(keys_in, key[:, :n])]
     if width > n:
         copies.append((b.constant(np.full((rows, width - n), -np.inf, np.float32), "top_k/pad"), key[:, n:]))
@@ -198,9 +186,7 @@ def top_k(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
         net.sort_runs(run, descending_last=(run == net.key.shape[1]))
         run *= 2
     while net.key.shape[1] > kk:  # merge: each pair of runs keeps its larger half, which is sorted again
-        rows_, n_ = net.key.shape
-        net._pass("keep", kk, np.zeros((rows_, n_ // 2), bool), f"merge{net.step}")
-        net.step += 1
+        net._pass("keep", kk, "merge")
         if kk > 1:
             net.sort_runs(kk, descending_last=(net.key.shape[1] == kk))
     out_dtype = np.dtype(eqn.outvars[0].aval.dtype)
