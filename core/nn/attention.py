@@ -185,8 +185,19 @@ def scores_from_rows(K_t: jax.Array, i1: jax.Array, q1: jax.Array) -> jax.Array:
     """SparQ's approximate logits q[i1] . K[:, i1]^T read as rows of K transposed, K_t [..., d, S]:
     sum_j q1[..., j] K_t[..., i1[..., j], :] for i1 and q1 [..., r]; [..., S].
 
-    A loop of row slices accumulated in place: XLA's CPU gather moves [..., r, S] element by element (several times
-    slower than reading the rows), so the r rows of each head are sliced and added one after another."""
+    One gather of the r rows of each head and a batched product (as the authors' IPU kernel: one remote copy of the
+    rows, a grouped matmul), except on CPU (`jax.lax.platform_dependent`), where XLA's gather moves [..., r, S]
+    element by element (about 6x slower than reading the rows at S = 16384, r = 32, 32 heads): there the rows of
+    each head are sliced and added one after another in a loop. Both forms read the same r S elements a head
+    (core.nn.transfer counts them)."""
+    return jax.lax.platform_dependent(K_t, i1, q1, cpu=_scores_row_loop, default=_scores_gathered)
+
+
+def _scores_gathered(K_t: jax.Array, i1: jax.Array, q1: jax.Array) -> jax.Array:
+    return jnp.einsum("...rs,...r->...s", jnp.take_along_axis(K_t, i1[..., None], axis=-2), q1)
+
+
+def _scores_row_loop(K_t: jax.Array, i1: jax.Array, q1: jax.Array) -> jax.Array:
     lead, (d, S), r = K_t.shape[:-2], K_t.shape[-2:], i1.shape[-1]
     heads = math.prod(lead)
     flat = K_t.reshape(heads * d, S)

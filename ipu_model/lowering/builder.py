@@ -41,6 +41,16 @@ CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_v
          "checkpoint", "remat", "remat2")  # fmt: skip
 
 
+def _platform_branch(eqn) -> tuple[Any, list] | None:
+    """The branch a `jax.lax.platform_dependent` choice runs on the IPU, and its constants: the default branch (the
+    IPU is none of the platforms JAX names); None for any other equation, a data-dependent `cond` among them."""
+    platforms = eqn.params.get("branches_platforms") if eqn.primitive.name == "cond" else None
+    if platforms is None or None not in platforms:
+        return None
+    sub = eqn.params["branches"][platforms.index(None)]
+    return sub.jaxpr, list(sub.consts)
+
+
 def _subjaxpr(eqn) -> tuple[Any, list]:
     """The jaxpr a call-like equation runs, and its constants."""
     for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
@@ -97,6 +107,13 @@ def check_jaxpr(jaxpr, counts: Counter | None = None) -> Counter:
             if name in CALLS:
                 visit(_subjaxpr(eqn)[0])
                 continue
+            branch = _platform_branch(eqn)
+            if branch is not None:  # platform_dependent: only the IPU's branch is lowered
+                visit(branch[0])
+                continue
+            if name == "cond" and eqn.params.get("branches_platforms") is not None:
+                problems.append(f"platform_dependent for {list(eqn.params['branches_platforms'])} only (no default)")
+                continue
             counts[name] += 1
             if name not in RULES:
                 missing[name] += 1
@@ -116,7 +133,7 @@ def check_jaxpr(jaxpr, counts: Counter | None = None) -> Counter:
             parts.append("unsupported: " + "; ".join(sorted(set(problems))))
         raise UnsupportedError(
             f"cannot lower this function to the simulated IPU: {'; '.join(parts)}. Supported primitives: "
-            f"{', '.join(sorted(RULES))} (and calls {', '.join(CALLS)}, inlined)"
+            f"{', '.join(sorted(RULES))} (and calls {', '.join(CALLS)}, inlined; platform_dependent's default branch)"
         )
     return counts
 
@@ -226,9 +243,11 @@ class Builder:
         for eqn in jaxpr.eqns:
             ins = [read(a) for a in eqn.invars]
             name = eqn.primitive.name
-            if name in CALLS:
-                sub, sub_consts = _subjaxpr(eqn)
-                outs = self.lower_jaxpr(sub, [self.constant(np.asarray(c), "const") for c in sub_consts], ins)
+            branch = _platform_branch(eqn)
+            if name in CALLS or branch is not None:  # a platform choice: its IPU branch, without the index
+                sub, sub_consts = branch or _subjaxpr(eqn)
+                args = ins[1:] if branch is not None else ins
+                outs = self.lower_jaxpr(sub, [self.constant(np.asarray(c), "const") for c in sub_consts], args)
             else:
                 keep = 1 if name in REMOTE_RULES else 0  # a rule reading a Remote first operand itself
                 ins = [t if i < keep or not isinstance(t, Remote) else self.stream_in(t) for i, t in enumerate(ins)]

@@ -315,6 +315,19 @@ def test_unsupported_loops_name_what_their_bodies_need_and_typed_keys_are_refuse
         lower(lambda k: jax.random.normal(k, (3,)), jax.random.key(0))
 
 
+def test_platform_dependent_lowers_its_default_branch_and_a_data_dependent_cond_is_refused():
+    """A kernel with a CPU-only form (jax.lax.platform_dependent) runs its default branch on the IPU, as JAX would
+    on any platform it does not name; CPU runs its own (the branches differ here so the choice shows)."""
+    fn = lambda a: jax.lax.platform_dependent(a, cpu=lambda x: x * 2, default=lambda x: jnp.sin(x) + 1)
+    x = _normal(6, 20)
+    np.testing.assert_array_equal(lower(fn, x, device=DEVICE).run(x), np.asarray(jnp.sin(jnp.asarray(x)) + 1))
+    np.testing.assert_array_equal(np.asarray(jax.jit(fn)(x)), x * 2)  # this machine is a CPU
+    with pytest.raises(UnsupportedError, match=r"platform_dependent for \[\('cpu',\), \('cuda',\)\] only"):
+        lower(lambda a: jax.lax.platform_dependent(a, cpu=lambda x: x, cuda=lambda x: -x), x)
+    with pytest.raises(UnsupportedError, match=r"no rule for cond \(x1\)"):
+        lower(lambda p, a: jax.lax.cond(p, lambda y: y * 2, lambda y: y + 1, a), np.bool_(True), x)
+
+
 def test_row_scatter_adds_equal_jax():
     """The gradients of the row gathers (scatter-add), repeated rows included: poplibs' multiUpdateAdd laid out as
     the gather is; cost per tile poplibs' MultiUpdateOp estimate."""

@@ -35,3 +35,12 @@ def test_loops_multiply_and_unknown_trip_counts_are_refused():
     assert elements_read(lambda x: x.T.reshape(-1).sum() + x[0, 0], x) == [70]  # a full read covers the gather
     with pytest.raises(ValueError, match="while loop"):
         elements_read(lambda x, n: rows(x, n), x, jnp.int32(3))
+
+
+def test_a_platform_choice_counts_once_and_its_branches_must_agree():
+    x = jnp.zeros((10, 7))
+    same = lambda x: jax.lax.platform_dependent(x, cpu=lambda a: a[1:3].sum(), default=lambda a: (a[4] + a[6]).sum())
+    assert elements_read(same, x) == [2 * 7]
+    differ = lambda x: jax.lax.platform_dependent(x, cpu=lambda a: a[1].sum(), default=lambda a: a.sum())
+    with pytest.raises(ValueError, match="branches of a platform_dependent read differently"):
+        elements_read(differ, x)
