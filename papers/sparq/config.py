@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 from core.config import ConfigError, check_choice, check_range
 from core.nn.decode_methods import whole_pages
+from ipu_model.device import PRESETS
 
+IPU_DEVICES = tuple(PRESETS)
 BASELINES = ("sparq", "h2o", "local", "streaming", "quest")
 LMS = ("smollm2", "charlm")
 POSITIONS = ("learned", "rope")  # core.nn.transformer.POSITIONS (which imports JAX); a test checks they agree
@@ -112,6 +114,10 @@ class Config:
     speed_r: int = 32
     speed_k: int = 128
     speed_repeat: int = 7  # interleaved timing rounds of dense and SparQ
+    # the timed kernels at speed_seq x speed_rows, r, k on a simulated IPU (ipu_model; the paper's Section 6.1 point
+    # by default), declaring the IPU claims; false: neither
+    ipu: bool = True
+    ipu_device: str = "bow"
 
     def __post_init__(self) -> None:
         check_choice("sparq.lm", self.lm, LMS)
@@ -154,3 +160,4 @@ class Config:
         check_range("sparq.speed_k", self.speed_k, ge=1, le=self.speed_seq)
         check_range("sparq.min_dense_needle", self.min_dense_needle, ge=0, le=1)
         check_range("sparq.speed_repeat", self.speed_repeat, ge=2)
+        check_choice("sparq.ipu_device", self.ipu_device, IPU_DEVICES)

@@ -534,3 +534,46 @@ LEDGER += label_changes(
         "sparq-beats-streaming": "a11b5349cf4f",
     },
 )
+
+# ------------------------------------------------------------------ 2026-11-29, issue 63
+_ISSUE_63 = (
+    "issue 63: Section 6.1's IPU timing (Bow IPU, batch 1, 32 heads of 128, S = 16384, r = 32, k = 128: dense 40.4 "
+    "ms, SparQ 5.28 ms, 7.41x) decided on the simulated Bow IPU (ipu_model), the timed kernels lowered from JAX with "
+    "the cache in streaming memory as the authors' benchmark keeps it. Declared before any simulated run at this "
+    "point; exploratory runs seen before: the dense kernel with K and V in tile memory (S = 1024: 12.2 us; S = "
+    "16384: 937.5 us, before batched matmuls ran side by side), SparQ's kernel at S = 1024 and S = 512 (4 heads: "
+    "0.14 and 0.10 ms, sync-bound). The simulator's streaming bandwidth (15.75 GB/s, an assumption) is 2.4x the "
+    "6.6 GB/s the paper's own times imply (REFERENCES.md, IPU benchmark), so the time claims were expected to fail "
+    "if streaming dominates; the margins were not chosen to change that."
+)
+LEDGER += [
+    Change(
+        "2026-11-29",
+        "sparq-ipu-speedup",
+        "added",
+        old="",
+        new="|simulated dense time / SparQ time - 7.41| <= 0.10 x 7.41 (the paper's ratio as printed, [7.405, "
+        "7.415], widened by 10%: [6.66, 8.16]); one deterministic simulated run of each kernel",
+        reason=f"{_ISSUE_63} Margin ours (10%): the paper's measurement and its theory (7.53x) differ by 1.6%.",
+        fingerprint="c113be3734ab",
+    ),
+    Change(
+        "2026-11-29",
+        "sparq-ipu-dense-time",
+        "added",
+        old="",
+        new="|simulated dense ms - 40.4| <= 0.25 x 40.4 (as printed, [40.35, 40.45], widened by 25%: [30.26, 50.56])",
+        reason=f"{_ISSUE_63} Margin ours (25%).",
+        fingerprint="d88cb22d4e62",
+    ),
+    Change(
+        "2026-11-29",
+        "sparq-ipu-sparq-time",
+        "added",
+        old="",
+        new="|simulated SparQ ms - 5.28| <= 0.25 x 5.28 (as printed, [5.275, 5.285], widened by 25%: [3.956, "
+        "6.606]); the authors' notebook's 5.457 ms at k = 128 lies inside",
+        reason=f"{_ISSUE_63} Margin ours (25%).",
+        fingerprint="c87f138785c0",
+    ),
+]

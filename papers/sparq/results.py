@@ -121,6 +121,44 @@ class TimingPoint:
     timing: DecodeTiming
 
 
+@dataclass(frozen=True)
+class IpuKernel:
+    """One decode-step kernel costed on the simulated IPU (ipu_model.lowering, cost-only): its cycles and seconds,
+    the cycles of each phase (sync, exchange, compute, host, stream), the bytes it reads from streaming memory,
+    whether it fits in tile memory (with the compiler's message where not), the fullest tile's bytes, and the host
+    seconds lowering, compiling and simulating took."""
+
+    cycles: float
+    seconds: float
+    fits: bool
+    phases: dict[str, float]
+    streamed_bytes: int
+    memory_peak_bytes: float
+    wall: dict[str, float]
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class IpuTiming:
+    """Dense and SparQ decode steps on a simulated IPU (`device`) at batch x heads = `heads`, S, d, r, k, float16,
+    the KV cache (and SparQ's transposed copy of K and mean of V) in streaming memory read at
+    `streaming_bytes_per_second` (ipu_model's device spec: an assumption, ipu_model/README.md [STREAM])."""
+
+    device: str
+    S: int
+    d: int
+    heads: int
+    r: int
+    k: int
+    streaming_bytes_per_second: float
+    dense: IpuKernel
+    sparq: IpuKernel
+
+    @property
+    def speedup(self) -> float:
+        return self.dense.seconds / self.sparq.seconds
+
+
 @dataclass
 class LMInfo:
     """The LM evaluated: its description and, for SmolLM2, the held-out tokens; for the character LM its training
@@ -136,13 +174,14 @@ class LMInfo:
 @dataclass
 class Results:
     """Every method in the order evaluated (dense first, then each ratio's methods), the (method, ratio) budgets no
-    setting reaches, and the decode step at each timed operating point (the quality claims' first where SparQ runs
-    at the claim ratio, the configured S last)."""
+    setting reaches, the decode step at each timed operating point (the quality claims' first where SparQ runs
+    at the claim ratio, the configured S last), and the configured S's kernels on the simulated IPU."""
 
     lm: LMInfo
     methods: list[MethodResult]
     speed: list[TimingPoint]
     unreachable: list[tuple[str, float]] = field(default_factory=list)
+    ipu: IpuTiming | None = None  # the timed kernels on the simulated IPU at the configured S (sparq.ipu)
 
     def find(self, name: str, ratio: float | None = None) -> MethodResult | None:
         """The result of method `name` (at `ratio`, where given), or None where it was not run."""

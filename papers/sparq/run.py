@@ -20,11 +20,11 @@ import numpy as np
 from core.config import ConfigError
 from core.context import RunContext
 from core.nn.decode_methods import DECODE_METHODS, Dense, SparQ, whole_pages
-from papers.sparq.results import LMInfo, Method, MethodResult, Results, TimingPoint
+from papers.sparq.results import IpuTiming, LMInfo, Method, MethodResult, Results, TimingPoint
 
 
 def run(cfg, ctx: RunContext) -> Results:
-    from papers.sparq.speed import decode_step_times
+    from papers.sparq.speed import decode_step_times, simulate_decode_steps
 
     c = cfg.sparq
     seed = int(cfg.seed)
@@ -46,7 +46,18 @@ def run(cfg, ctx: RunContext) -> Results:
         )
         for key, what, S, d, r, k in points
     ]
-    return Results(info, results, speed, unreachable)
+    ipu = None
+    if c.ipu:  # minutes to lower at the paper's point: kept, keyed by the point and the lowering's code
+        point = {
+            "S": c.speed_seq,
+            "d": 128,
+            "heads": c.speed_rows,
+            "r": c.speed_r,
+            "k": c.speed_k,
+            "device": c.ipu_device,
+        }
+        ipu = ctx.memo("ipu", point, functools.partial(simulate_decode_steps, **point), like=IpuTiming)
+    return Results(info, results, speed, unreachable, ipu)
 
 
 @dataclass

@@ -1,4 +1,6 @@
-"""Decode-step attention time, dense vs SparQ, on whatever JAX runs on (CPU here; a GPU when present), at a given
+"""Decode-step attention time, dense vs SparQ, on whatever JAX runs on (CPU here; a GPU when present) and on a
+simulated IPU (`simulate_decode_steps`: the same kernels lowered by ipu_model.lowering, the cache in streaming
+memory as the authors' Section 6.1 benchmark keeps it), at a given
 fraction of the dense transfer, with the transfer of both kernels counted from their traced programs. The rounds are
 returned as a `DecodeTiming` (papers/sparq/results.py); the speed-up's interval over them is decided from the stored
 rounds (papers/sparq/claims.py, `speedup`).
@@ -16,7 +18,7 @@ from core.bench import time_rounds
 from core.nn.attention import dense_attention, sparq_attention
 from core.nn.decode_methods import SparQ
 from core.nn.transfer import elements_moved
-from papers.sparq.results import DecodeTiming
+from papers.sparq.results import DecodeTiming, IpuKernel, IpuTiming
 
 
 def operating_point(ratio: float, S: int, d: int = 128, k: int = 128) -> tuple[int, int]:
@@ -80,3 +82,35 @@ def decode_step_times(
     return DecodeTiming(
         S, d, rows, r, k, tuple(rounds["dense"]), tuple(rounds["sparq"]), n_dense, n_sparq, tuple(rounds["select"])
     )
+
+
+def simulate_decode_steps(
+    S: int = 16384, d: int = 128, heads: int = 32, r: int = 32, k: int = 128, *, device: str = "bow"
+) -> IpuTiming:
+    """The timed kernels (`timed_kernels`) lowered onto a simulated IPU (ipu_model.lowering) and costed, float16, at
+    batch x heads = `heads`: q in tile memory; K and V (and SparQ's transposed copy of K and mean of V) in
+    streaming memory, as the authors' Section 6.1 benchmark keeps them (papers/sparq/REFERENCES.md, "IPU
+    benchmark"): dense streams K and V in whole, SparQ reads the rows it gathers (K_t's r rows a head, K's and V's k
+    rows) and the mean of V. Cost-only: no values are computed (the lowering's values are tested against JAX)."""
+    from ipu_model import get_device
+    from ipu_model.lowering import lower
+    from ipu_model.programs import RemoteRead, walk
+
+    spec = get_device(device)
+    h = jnp.float16
+    q, K, K_t, v_mean = (
+        jax.ShapeDtypeStruct(shape, h) for shape in ((heads, d), (heads, S, d), (heads, d, S), (heads, d))
+    )
+    dense, sparq = timed_kernels(r, k)
+    kernels = {}
+    for name, fn, args, remote in (
+        ("dense", dense, (q, K, K), (1, 2)),
+        ("sparq", sparq, (q, K, K_t, K, v_mean), (1, 2, 3, 4)),
+    ):
+        low = lower(fn, *args, device=spec, remote=remote, name=f"sparq/{name}")
+        c = low.cost()
+        streamed = sum(p.dst.size * p.dst.dtype.itemsize for p in walk(low.program) if isinstance(p, RemoteRead))
+        kernels[name] = IpuKernel(
+            c.cycles, c.seconds, c.fits, dict(c.phases), int(streamed), c.memory_peak_bytes, dict(c.wall), c.message
+        )
+    return IpuTiming(spec.name, S, d, heads, r, k, spec.streaming_bytes_per_second, kernels["dense"], kernels["sparq"])

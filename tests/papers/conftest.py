@@ -54,7 +54,7 @@ SMOKE = {
     "popsparse": Smoke(seconds=50),
     "prng": Smoke(args=("prng.dieharder=true",), bare_path=True, seconds=10),
     "qm1b": Smoke(seconds=65, slow=QM1B_SLOW),
-    "sparq": Smoke(seconds=35, slow=SPARQ_SLOW),
+    "sparq": Smoke(seconds=70, slow=SPARQ_SLOW),  # half of it lowering the kernels onto the simulated IPU
     "umup": Smoke(seconds=70, slow=UMUP_SLOW),
     "unit_scaling": Smoke(timeout=900, seconds=120, slow=UNIT_SCALING_SLOW),  # ~3.5 minutes of CPU
 }

@@ -17,7 +17,16 @@ from papers.sparq.claims import CLAIMS, decide, ratio_of_means, speedup
 from papers.sparq.config import Config
 from papers.sparq.model import induction_windows
 from papers.sparq.report import render
-from papers.sparq.results import DecodeTiming, LMInfo, Method, MethodResult, Results, TimingPoint
+from papers.sparq.results import (
+    DecodeTiming,
+    IpuKernel,
+    IpuTiming,
+    LMInfo,
+    Method,
+    MethodResult,
+    Results,
+    TimingPoint,
+)
 
 
 @pytest.mark.slow  # the smoke run: make test-all (tests/papers/conftest.py SMOKE says what covers it)
@@ -25,7 +34,14 @@ def test_smoke_run_reports_every_claim_and_its_model_is_reused(smoke_run, tmp_pa
     run = smoke_run("sparq")  # what every run record holds: tests/papers/test_contract.py
     decision = run.decision
     ids = [c["id"] for c in decision["claims"]]
-    assert ids == ["sparq-repetition", "sparq-bpc", "sparq-beats-h2o", "sparq-beats-local", "sparq-beats-streaming"]
+    assert ids == ["sparq-repetition", "sparq-bpc", "sparq-beats-h2o", "sparq-beats-local", "sparq-beats-streaming",
+                   "sparq-ipu-speedup", "sparq-ipu-dense-time", "sparq-ipu-sparq-time"]  # fmt: skip
+    # the timed kernels at S=512 on the simulated Bow IPU: dense streams K and V whole (4 heads x 512 x 128 float16
+    # each), SparQ the 16 rows of K_t, the 32 rows of K and of V per head and the mean of V
+    ipu = run.results.ipu
+    assert ipu.dense.streamed_bytes == 2 * 4 * 512 * 128 * 2
+    assert ipu.sparq.streamed_bytes == (4 * 16 * 512 + 2 * 4 * 32 * 128 + 4 * 128) * 2
+    assert any(t["name"] == "ipu_step" for t in decision["tables"])
     # the timed kernel at S=512, r=16, k=32, d=128 moves what the paper's formula says: a fact and a test
     formula = (2 + 2 * 32) * 128 + 128 + 512 * 16 + 2 * 128
     facts = {f["id"]: f for f in decision["facts"]}
@@ -102,9 +118,14 @@ def test_the_default_declares_every_claim_and_times_the_papers_point():
     ids = [c.id for c in claims(cfg)]
     assert ids == [
         "sparq-repetition", "sparq-bpc", "sparq-needle", "sparq-beats-h2o", "sparq-beats-local",
-        "sparq-beats-streaming",
+        "sparq-beats-streaming", "sparq-ipu-speedup", "sparq-ipu-dense-time", "sparq-ipu-sparq-time",
     ]  # fmt: skip
     found = {c.id: c for c in claims(cfg)}
+    # Section 6.1 on the simulated Bow IPU, at the paper's point: the ratio within 10%, the times within 25%
+    assert (cfg.sparq.ipu, cfg.sparq.ipu_device, cfg.sparq.speed_rows) == (True, "bow", 32)
+    assert found["sparq-ipu-speedup"].rule.region(found["sparq-ipu-speedup"].paper) == pytest.approx((6.6645, 8.1565))
+    assert found["sparq-ipu-dense-time"].rule.verdict(30.0, found["sparq-ipu-dense-time"].paper) is Verdict.FAILS
+    assert found["sparq-ipu-sparq-time"].rule.verdict(5.457, found["sparq-ipu-sparq-time"].paper) is Verdict.HOLDS
     assert found["sparq-needle"].paper == pytest.approx(0.794, abs=1e-4)  # Table 3, 1/8, 8k-16k tokens
     c = cfg.sparq
     assert (c.k, c.smollm2.context, c.ratios) == (128, 2048, [1 / 2, 1 / 4, 1 / 8, 1 / 16])
@@ -121,9 +142,11 @@ def test_every_claim_says_where_its_figure_and_margin_come_from_and_its_sample()
     cfg = SimpleNamespace(sparq=Config(examples=32))
     found = {c.id: c for c in claims(cfg)}
     for c in found.values():
-        assert c.figure_source.startswith("paper: Table ") and not c.unverified_reason, c.id
-        assert (c.n, c.n_of) == (32, "contexts"), c.id
-        assert c.margin_source.startswith("ours:" if "beats" in c.id else "paper:"), c.id
+        ipu = c.id.startswith("sparq-ipu")  # Section 6.1, deterministic simulations (n 0), margins ours
+        assert c.figure_source.startswith("paper: Section 6.1" if ipu else "paper: Table "), c.id
+        assert not c.unverified_reason, c.id
+        assert (c.n, c.n_of) == ((0, "") if ipu else (32, "contexts")), c.id
+        assert c.margin_source.startswith("ours:" if "beats" in c.id or ipu else "paper:"), c.id
     assert "19%" in found["sparq-needle"].undecidable and "0.5" in found["sparq-needle"].undecidable
     assert [c.id for c in found.values() if c.undecidable] == ["sparq-needle"]
     # the last default run's repetition ratio (0.69 [0.51, 0.92] against 0.8701): about 110 contexts at 64
@@ -269,7 +292,27 @@ def _results(dense: list, sparq: list, others: list, *, bpc_rise: float = 0.01, 
         result("sparq", sparq, [b * (1 + bpc_rise) for b in bpcs], needles[1]),
     ]
     rows += [result(name, others, [b * 1.1 for b in bpcs], 0.0) for name in ("h2o", "local", "streaming")]
-    return Results(LMInfo("a hand-made LM"), rows, [TimingPoint("paper", "timing point S=512", _timing())])
+    return Results(LMInfo("a hand-made LM"), rows, [TimingPoint("paper", "timing point S=512", _timing())], [], _ipu())
+
+
+def _ipu(dense_ms: float = 40.0, sparq_ms: float = 5.4, fits: bool = True) -> IpuTiming:
+    """A simulated IPU timing at Section 6.1's point with the given times (streaming most of each)."""
+
+    def kernel(ms, mib):
+        cycles = ms * 1.85e6
+        phases = {"sync": 0.01 * cycles, "exchange": 0.0, "compute": 0.09 * cycles, "host": 0.0, "stream": 0.9 * cycles}
+        return IpuKernel(
+            cycles,
+            ms / 1e3,
+            fits,
+            phases,
+            mib * 2**20,
+            1e5,
+            {"lower": 1.0, "compile": 2.0},
+            "" if fits else "tile 3 is full",
+        )
+
+    return IpuTiming("bow", 16384, 128, 32, 32, 128, 15.75e9, kernel(dense_ms, 256), kernel(sparq_ms, 34))
 
 
 CFG = SimpleNamespace(sparq=Config(), seed=0)  # SmolLM2 with the needle: every claim declared
@@ -287,7 +330,7 @@ def test_known_outcomes_give_known_verdicts():
     decided = decide(CFG, HOLDING)
     assert verdicts(decided) == dict.fromkeys(
         ["sparq-repetition", "sparq-bpc", "sparq-needle", "sparq-beats-h2o", "sparq-beats-local",
-         "sparq-beats-streaming"], "holds",
+         "sparq-beats-streaming", "sparq-ipu-speedup", "sparq-ipu-dense-time", "sparq-ipu-sparq-time"], "holds",
     )  # fmt: skip
     ours = {c.id: c.ours for c in decided.claims}
     assert (ours["sparq-repetition"].low, ours["sparq-repetition"].high) == (1.0, 1.0)
@@ -296,8 +339,36 @@ def test_known_outcomes_give_known_verdicts():
     worse = _results([40] * 10 + [60] * 10, [20] * 10 + [30] * 10, [20] * 10 + [30] * 10, bpc_rise=0.2)
     assert verdicts(decide(CFG, worse)) == {
         "sparq-repetition": "fails", "sparq-bpc": "fails", "sparq-needle": "holds", "sparq-beats-h2o": "fails",
-        "sparq-beats-local": "fails", "sparq-beats-streaming": "fails",
+        "sparq-beats-local": "fails", "sparq-beats-streaming": "fails", "sparq-ipu-speedup": "holds",
+        "sparq-ipu-dense-time": "holds", "sparq-ipu-sparq-time": "holds",
     }  # fmt: skip
+
+
+def test_simulated_ipu_times_give_known_verdicts_and_a_table():
+    """Streaming 2.4x faster than the paper's IPU: both times fail (under 75% of the paper's), the ratio holds while
+    within 10% of 7.41; a kernel that does not fit is not measured; no simulation, no IPU table."""
+    ipu = lambda *a, **k: dataclasses.replace(HOLDING, ipu=_ipu(*a, **k))
+    fast = decide(CFG, ipu(17.0, 2.4))  # 7.08x
+    assert {k: v for k, v in verdicts(fast).items() if "ipu" in k} == {
+        "sparq-ipu-speedup": "holds",
+        "sparq-ipu-dense-time": "fails",
+        "sparq-ipu-sparq-time": "fails",
+    }
+    found = {c.id: c for c in fast.claims}
+    assert found["sparq-ipu-speedup"].ours == pytest.approx(17.0 / 2.4)
+    assert (
+        "stream 90%" in found["sparq-ipu-dense-time"].detail
+        and "256.0 MiB streamed" in found["sparq-ipu-dense-time"].detail
+    )
+    assert verdicts(decide(CFG, ipu(40.4, 6.7)))["sparq-ipu-speedup"] == "fails"  # 6.03x: more than 10% under
+    assert set(v for k, v in verdicts(decide(CFG, ipu(fits=False))).items() if "ipu" in k) == {"not measured"}
+    table = next(t for t in render(CFG, ipu(17.0, 2.4), fast).tables if t.name == "ipu_step")
+    assert [row[0] for row in table.rows] == ["dense", "SparQ", "dense / SparQ"]
+    assert (
+        table.rows[0][1] == pytest.approx(17.0) and table.rows[0][2] == 40.4 and table.rows[0][4] == pytest.approx(0.9)
+    )
+    none = dataclasses.replace(HOLDING, ipu=None)
+    assert all(t.name != "ipu_step" for t in render(CFG, none, decide(CFG, none)).tables)
 
 
 def test_a_task_dense_cannot_do_is_not_measured():
@@ -305,7 +376,7 @@ def test_a_task_dense_cannot_do_is_not_measured():
     decided); dense retrieving under min_dense_needle of the needles leaves the needle claim unmeasured."""
     weak = _results([3] * 20, [3] * 20, [0] * 20, needles=(0.25, 0.25))
     decided = decide(CFG, weak)
-    assert verdicts(decided) == {
+    assert {k: v for k, v in verdicts(decided).items() if "ipu" not in k} == {
         "sparq-repetition": "not measured", "sparq-bpc": "holds", "sparq-needle": "not measured",
         "sparq-beats-h2o": "not measured", "sparq-beats-local": "not measured", "sparq-beats-streaming": "not measured",
     }  # fmt: skip
