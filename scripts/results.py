@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +115,9 @@ def time_text(run: dict[str, Any]) -> str:
     resumed = [r for r in run.get("reused") or [] if r.get("kind") == "checkpoint"]
     # records made before results.json said what was reused: a resume asked for on the command line
     if resumed or any(o.lower() in ("resume=true", "+resume=true") for o in run.get("overrides", [])):
-        steps = ", ".join(f"{r['what']} from step {r['from_step']} of {r['of']}" for r in resumed)
+        # one entry per checkpoint, so a run of many trainings (BESS: one per seed) lists each kind once, counted
+        kinds = Counter(f"{r['what']} from step {r['from_step']} of {r['of']}" for r in resumed)
+        steps = ", ".join(k + (f" (x{n})" if n > 1 else "") for k, n in kinds.items())
         text += (
             f"; resumed from a killed run's checkpoint{f' ({steps})' if steps else ''}: the time is the resumed part's"
         )

@@ -268,6 +268,11 @@ def test_a_resumed_runs_time_says_it_is_the_resumed_part():
         "18.8 min (default scale, 2026-11-28); resumed from a killed run's checkpoint (fp32_unit from step 1200 of "
         "4000): the time is the resumed part's"
     )
+    seeds = [{"kind": "checkpoint", "what": "nations/transe", "from_step": 1000, "of": 1000}] * 5  # one per seed
+    assert RESULTS.time_text({**run, "overrides": [], "reused": [*seeds, reused[1]]}) == (
+        "18.8 min (default scale, 2026-11-28); resumed from a killed run's checkpoint (nations/transe from step 1000 "
+        "of 1000 (x5), fp32_unit from step 1200 of 4000): the time is the resumed part's"
+    )
 
 
 def test_drop_pending_removes_one_entry_and_keeps_the_header_and_notes(tmp_path):
