@@ -37,3 +37,33 @@ def test_operating_point_follows_the_quality_sweeps_rule():
     assert sparq / dense == pytest.approx(1 / 8, rel=0.01)
     with pytest.raises(ValueError, match=r"cannot reach 0\.01"):
         operating_point(0.01, 2048)
+
+
+def test_the_timed_kernels_on_the_simulated_ipu_compute_jaxs_values_and_stream_what_they_read():
+    """Both timed kernels lowered onto a small simulated IPU with the cache in streaming memory, as
+    `simulate_decode_steps` lowers them: their outputs equal JAX's on this CPU (whose SparQ reads K_t's rows in a
+    loop; the IPU's gathers them) to float16 rounding, and the bytes read from streaming memory are the paper's
+    count of what each reads, written out here: dense K and V whole, SparQ r rows of K_t, k rows of K and of V and the
+    mean of V a head."""
+    import jax
+    import numpy as np
+
+    from ipu_model import get_device
+    from ipu_model.lowering import lower
+    from ipu_model.programs import RemoteRead, walk
+
+    H, S, d, r, k = 2, 256, 32, 8, 16
+    rng = np.random.default_rng(0)
+    q, K, V = (rng.standard_normal(s).astype(np.float16) for s in ((H, d), (H, S, d), (H, S, d)))
+    K_t, v_mean = np.swapaxes(K, -1, -2).copy(), V.astype(np.float32).mean(1).astype(np.float16)
+    dense, sparq = timed_kernels(r, k)
+    device = get_device("bow", tiles=16)
+    for fn, args, remote, elements in (
+        (dense, (q, K, V), (1, 2), 2 * H * S * d),
+        (sparq, (q, K, K_t, V, v_mean), (1, 2, 3, 4), H * (r * S + 2 * k * d + d)),
+    ):
+        low = lower(fn, *args, device=device, remote=remote)
+        want = np.asarray(jax.jit(fn)(*args), np.float32)
+        np.testing.assert_allclose(np.asarray(low.run(*args), np.float32), want, atol=2e-3 * np.abs(want).max())
+        streamed = sum(p.dst.size * p.dst.dtype.itemsize for p in walk(low.program) if isinstance(p, RemoteRead))
+        assert streamed == 2 * elements  # float16
