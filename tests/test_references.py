@@ -6,6 +6,7 @@ whose computation is stale is still re-decided when its Results fit the current 
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -84,9 +85,13 @@ def test_a_reference_re_decides_to_its_stored_values_or_the_ledger_says_why(pape
     before = stored["decision"]["claims"]
     keys = ("id", "ours", "verdict", "holds", "detail", "rule_verdict")
     stored_claims = {c["id"]: {k: c.get(k) for k in keys} for c in stored["claims"]}
+    added = {e.claim for e in importlib.import_module(f"papers.{paper}.ledger").LEDGER if e.kind == "added"}
     for c in now["claims"]:
         current = {k: c.get(k) for k in keys}
         if stored_claims.get(c["id"]) == current:
+            continue
+        if c["id"] not in stored_claims and c["id"] not in before:  # declared after the reference was made
+            assert c["id"] in added, f"{paper}: claim {c['id']!r} is not in its reference and has no ledger entry"
             continue
         assert c["id"] in before and before[c["id"]] != fingerprints[c["id"]]["fingerprint"], (
             f"{paper}: claim {c['id']!r} re-decides to {current} but the reference holds {stored_claims.get(c['id'])}, "

@@ -26,25 +26,19 @@ of K and V per KV head; y, alpha and the output per query head. This is the refe
 `dense_attention_gqa`, `local_attention_gqa`, `h2o_attention_gqa`, `streaming_attention_gqa` and `quest_attention_gqa`
 are the baselines in the same layout: the whole valid cache, one window, one kept set (H2O's accumulated attention
 summed over the group), one set of sinks and window, or one set of pages (Quest's bounds summed over the group) per KV
-head, read once for the g query heads.
-The transfers listed below are per head with one query head per KV head; the GQA forms count q and the outputs of
-the group, 2gd, in place of 2d.
+head, read once for the g query heads. The transfers below are per head with one query head per KV head; the GQA
+forms count q and the outputs of the group, 2gd, in place of 2d.
 
-Public pieces:
-    dense_attention(_gqa)  every valid position; transfer (2 + 2S)d
-    sparq_attention        SparQ's five steps for one query head per KV head; given K transposed and the mean of V,
-                           as a kernel that keeps them runs it (step 2 reading rows of K_t: `scores_from_rows`)
-    sparq_attention_gqa    SparQ with g query heads sharing a KV head (selection shared over the group)
-    local_attention(_gqa)  the last k valid positions only; transfer (2 + 2k)d
-    H2OState, h2o_init, h2o_init_scores, h2o_attention(_gqa)
-                           H2O: a cache of the k positions with the most accumulated attention (the most recent
-                           `local_k` always kept), evicting one position per step; transfer (2 + 2k)d + 2k
-    streaming_attention(_gqa)
-                           StreamingLLM: the first `sinks` valid positions and the last k - sinks; transfer (2 + 2k)d
-    quest_attention(_gqa)  Quest: the k/page pages of `page` positions with the highest bound on q . K from each
-                           page's key min/max (the newest page always); transfer (2 + 2S/page + 2k)d
-    quest_page_bounds, quest_attention_from_bounds
-                           Quest's page metadata, and its step given the metadata (what a kernel reads)
+Public pieces (transfer per head and step):
+    dense_attention(_gqa): every valid position, (2 + 2S)d; local_attention(_gqa): the last k, (2 + 2k)d
+    sparq_attention(_gqa): SparQ's five steps for one query head per KV head (given K transposed and the mean of V,
+        as a kernel that keeps them runs it: step 2 reads rows of K_t, `scores_from_rows`), or for g sharing one
+    H2OState, h2o_init, h2o_init_scores, h2o_attention(_gqa): H2O, the k positions with the most accumulated
+        attention (the most recent `local_k` always kept), evicting one a step; (2 + 2k)d + 2k
+    streaming_attention(_gqa): StreamingLLM, the first `sinks` valid positions and the last k - sinks; (2 + 2k)d
+    quest_attention(_gqa), quest_page_bounds, quest_attention_from_bounds: Quest, the k/page pages of `page`
+        positions with the highest bound on q . K from each page's key min/max (the newest always), its page
+        metadata, and its step given the metadata (what a kernel reads); (2 + 2S/page + 2k)d
 """
 
 from __future__ import annotations
@@ -182,14 +176,10 @@ def sparq_attention(
 
 
 def scores_from_rows(K_t: jax.Array, i1: jax.Array, q1: jax.Array) -> jax.Array:
-    """SparQ's approximate logits q[i1] . K[:, i1]^T read as rows of K transposed, K_t [..., d, S]:
-    sum_j q1[..., j] K_t[..., i1[..., j], :] for i1 and q1 [..., r]; [..., S].
-
-    One gather of the r rows of each head and a batched product (as the authors' IPU kernel: one remote copy of the
-    rows, a grouped matmul), except on CPU (`jax.lax.platform_dependent`), where XLA's gather moves [..., r, S]
-    element by element (about 6x slower than reading the rows at S = 16384, r = 32, 32 heads): there the rows of
-    each head are sliced and added one after another in a loop. Both forms read the same r S elements a head
-    (core.nn.transfer counts them)."""
+    """SparQ's approximate logits q[i1] . K[:, i1]^T as rows of K transposed, K_t [..., d, S]: sum_j q1[..., j]
+    K_t[..., i1[..., j], :] for i1, q1 [..., r]; [..., S]. One gather of each head's r rows and a batched product (as
+    the authors' IPU kernel), except on CPU (`jax.lax.platform_dependent`), where XLA's gather is ~6x slower than a
+    loop of row slices (S = 16384, r = 32, 32 heads). Both read the same r S elements a head (core.nn.transfer)."""
     return jax.lax.platform_dependent(K_t, i1, q1, cpu=_scores_row_loop, default=_scores_gathered)
 
 
