@@ -1,5 +1,6 @@
 """The SparQ claims at the paper's 1/8 compression and at Section 6.1's IPU point, declared from the config alone
-before any run, and their decision: a pure function of the stored Results (`decide`), with the function that measures each claim from them.
+before any run, and their decision: a pure function of the stored Results (`decide`), with the function that
+measures each claim from them.
 
 Each claim names the paper's figure (papers/sparq/REFERENCES.md; the figures and margins are in
 papers/sparq/published.py), the statistic we measure, the rule that decides it and the design (confidence, unit of
