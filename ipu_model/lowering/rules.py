@@ -35,7 +35,15 @@ ELEMENTWISE: dict[str, int] = {
     **dict.fromkeys(("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan"), 8),
     **dict.fromkeys(("erf", "erfc", "erf_inv", "atan2", "pow", "atan", "asin", "acos", "sinh", "cosh"), 16),
 }
-REDUCTIONS = {"reduce_sum": "add", "reduce_max": "max", "reduce_min": "min", "reduce_prod": "mul"}
+REDUCTIONS = {
+    "reduce_sum": "add",
+    "reduce_max": "max",
+    "reduce_min": "min",
+    "reduce_prod": "mul",
+    "reduce_and": "min",
+    "reduce_or": "max",
+}  # fmt: skip  (and / or of booleans: their min / max)
+LOGICAL = ("reduce_and", "reduce_or")
 IDENTITY = ("copy", "copy_p", "stop_gradient", "optimization_barrier")
 
 
@@ -70,8 +78,9 @@ def _elementwise_codelet(b: Builder, eqn, arity: int) -> Codelet:
 
 def _reduction_check(eqn) -> str | None:
     aval = eqn.invars[0].aval
-    if np.dtype(aval.dtype) == np.bool_:
-        return f"{eqn.primitive.name} over bool"
+    logical = eqn.primitive.name in LOGICAL
+    if (np.dtype(aval.dtype) == np.bool_) != logical:  # and / or of integers are bitwise: not lowered
+        return f"{eqn.primitive.name} over {np.dtype(aval.dtype).name}"
     if any(aval.shape[d] == 0 for d in eqn.params["axes"]):
         return f"{eqn.primitive.name} over an empty axis"
     return None
@@ -207,11 +216,17 @@ def iota(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     return [b.constant(np.broadcast_to(line, shape).copy(), "iota")]
 
 
-@rule("concatenate")
+@rule("concatenate", "stack")
 def concatenate(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
-    """A new tensor whose every part is mapped like its operand, filled by on-tile copies."""
-    dim, aval = eqn.params["dimension"], eqn.outvars[0].aval
-    out = b.graph.add_variable(tuple(aval.shape), np.dtype(aval.dtype).name, "concatenate")
+    """A new tensor whose every part is mapped like its operand, filled by on-tile copies (a stack: each operand
+    with a new axis of size 1, then concatenated along it)."""
+    aval = eqn.outvars[0].aval
+    if eqn.primitive.name == "stack":
+        dim = eqn.params["axis"]
+        ins = [t.reshape((*t.shape[:dim], 1, *t.shape[dim:])) for t in ins]
+    else:
+        dim = eqn.params["dimension"]
+    out = b.graph.add_variable(tuple(aval.shape), np.dtype(aval.dtype).name, eqn.primitive.name)
     parts, at = [], 0
     for t in ins:
         key = tuple(slice(at, at + t.shape[dim]) if d == dim else slice(None) for d in range(len(t.shape)))

@@ -64,7 +64,7 @@ def test_views_and_new_tensors_equal_jax():
             a.reshape(24, 10), a.transpose(2, 0, 1), a[:, 1:5:2, ::3], jnp.flip(a, axis=(0, 2)), a[None, :, :, 2],
             jnp.broadcast_to(a[:, :1], (4, 6, 10)) + 0, jnp.squeeze(a[:, :1]), jnp.concatenate([a, a[:, :2] * 2], 1),
             jnp.pad(a, ((1, 0), (0, 2), (3, 1)), constant_values=-1.5), jnp.arange(10.0) * a,
-            jax.lax.broadcasted_iota(jnp.int32, (3, 5), 1), a,
+            jax.lax.broadcasted_iota(jnp.int32, (3, 5), 1), a, jnp.stack([a[0], a[1] * 3, a[3]], axis=1),
         )  # fmt: skip
 
     _same(fn, x)
@@ -82,6 +82,14 @@ def _close_to_float64(got, x64, dtype, terms):
     eps32, eps = np.finfo(np.float32).eps, np.finfo(dtype).eps
     bound = terms * eps32 * np.abs(x64).max() + eps * np.abs(x64)
     assert np.all(np.abs(got.astype(np.float64) - x64) <= bound + np.finfo(dtype).tiny)
+
+
+def test_boolean_reductions_equal_jax_and_bitwise_ones_are_named():
+    x = _normal(6, 40)
+    x[2] = 1.0  # a row where every element passes
+    _same(lambda a: (jnp.all(a > -0.5, axis=1), jnp.any(a > 1.5, axis=0), jnp.all(a > -9), jnp.any(a > 9)), x)
+    with pytest.raises(UnsupportedError, match="reduce_or over int32"):
+        lower(lambda a: jax.lax.reduce_or(a, (0,)), x.astype(np.int32))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
