@@ -34,7 +34,7 @@ from ipu_model.lowering import gather as _gather  # noqa: F401  (registers gathe
 from ipu_model.lowering import rules as _rules  # noqa: F401  (registers the rules)
 from ipu_model.lowering import topk as _topk  # noqa: F401  (registers top_k)
 from ipu_model.lowering.builder import RULES, Builder, Remote, UnsupportedError, check_jaxpr, dtype_name
-from ipu_model.programs import DeviceToHost, HostToDevice, RemoteBuffer, Sequence
+from ipu_model.programs import DeviceToHost, HostToDevice, RemoteBuffer, RemoteRead, Sequence, walk
 
 __all__ = ["RULES", "Cost", "Lowered", "UnsupportedError", "lower", "supported_primitives"]
 
@@ -104,6 +104,11 @@ class Lowered:
     seconds: float  # host time to lower
     _engine: Engine | None = None
     _compile_seconds: float = 0.0
+
+    @property
+    def streamed_bytes(self) -> int:
+        """Bytes the program reads from streaming memory (its RemoteRead steps' destinations)."""
+        return sum(p.dst.size * p.dst.dtype.itemsize for p in walk(self.program) if isinstance(p, RemoteRead))
 
     def engine(self) -> Engine:
         """The compiled engine (compiled once; raises OutOfMemoryError and the compiler's other checks)."""

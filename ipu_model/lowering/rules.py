@@ -20,7 +20,7 @@ import numpy as np
 
 from ipu_model import ops
 from ipu_model.graph import Codelet, GraphError, Tensor
-from ipu_model.lowering.builder import Builder, UnsupportedError, rule
+from ipu_model.lowering.builder import Builder, rule
 from ipu_model.lowering.costs import vertex_cycles
 from ipu_model.programs import Copy, Program, side_by_side
 
@@ -154,14 +154,16 @@ def _plain_reshape(eqn) -> str | None:
     return None if eqn.params.get("dimensions") is None else "reshape with `dimensions` (a transpose first)"
 
 
-@rule("platform_index")
+def _default_platform(eqn) -> str | None:
+    platforms = list(eqn.params["platforms"])  # the same words as the `cond`'s check (builder.py), said once
+    return None if None in platforms else f"platform_dependent for {platforms} only (no default)"
+
+
+@rule("platform_index", check=_default_platform)
 def platform_index(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     """`jax.lax.platform_dependent`'s choice: the default branch's position (the IPU is none of the platforms named);
     the choice itself is made when the lowering meets the `cond` (builder.py)."""
-    platforms = list(eqn.params["platforms"])
-    if None not in platforms:
-        raise UnsupportedError(f"platform_dependent for {platforms} only: the IPU needs a default branch")
-    return [b.literal(platforms.index(None), np.int32)]
+    return [b.literal(list(eqn.params["platforms"]).index(None), np.int32)]
 
 
 @rule("reshape", check=_plain_reshape)

@@ -181,8 +181,7 @@ def _ipu_design(t: IpuTiming) -> str:
 
 def _ipu_kernel(name: str, k) -> str:
     """A kernel's time and where it goes: its phases' shares and the bytes it streams."""
-    total = sum(k.phases.values())
-    shares = ", ".join(f"{p} {v / total:.0%}" for p, v in k.phases.items() if total and v / total >= 0.005)
+    shares = ", ".join(f"{p} {v:.0%}" for p, v in k.shares.items() if v >= 0.005)
     return f"{name} {k.seconds * 1e3:.3f} ms ({shares}; {k.streamed_bytes / 2**20:.1f} MiB streamed)"
 
 

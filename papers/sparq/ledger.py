@@ -577,3 +577,17 @@ LEDGER += [
         fingerprint="c87f138785c0",
     ),
 ]
+
+# code entry (2026-11-30)
+LEDGER += code_changes(
+    "2026-11-30",
+    "issue 63's review: the IPU claims' detail reads each phase's share from IpuKernel.shares (results.py), which the "
+    "report's ipu_step table reads too, instead of dividing the phases in each; the same shares, the same text. No "
+    "declaration, statistic or rule changed. The reference (c1cea43) predates these claims, so there is no record to "
+    "re-decide them on; on the first run's stored timing (aa097ce) the details and verdicts are unchanged",
+    {
+        "sparq-ipu-speedup": "13b35ecb53bd",
+        "sparq-ipu-dense-time": "556a2cd40e3f",
+        "sparq-ipu-sparq-time": "a64abe2b488f",
+    },
+)

@@ -27,7 +27,6 @@ IPU_DENSE_MS = "40.4"
 IPU_SPARQ_MS = "5.28"
 IPU_SPEEDUP = "7.41"
 IPU_THEORY = 7.53  # the paper's theoretical speed-up at that point
-IPU_POINT = {"S": 16384, "heads": 32, "d": 128, "r": 32, "k": 128, "device": "bow"}
 HEAD_DIM = 128  # the paper's models' head dimension (Llama 3, Mistral), the timed S=16384 kernels'
 
 # The margins are the paper's own SparQ at 1/8 on the less favourable of its two GQA models (Mistral 7B on each

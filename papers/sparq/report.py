@@ -178,8 +178,7 @@ def _table_ipu_step(t: IpuTiming) -> Table:
     """The timed kernels on the simulated IPU beside Section 6.1's times: where each one's cycles go."""
     rows = []
     for name, k, paper in (("dense", t.dense, IPU_DENSE_MS), ("SparQ", t.sparq, IPU_SPARQ_MS)):
-        total = sum(k.phases.values()) or 1.0
-        shares = [k.phases.get(p, 0.0) / total for p in ("stream", "compute", "exchange", "sync")]
+        shares = [k.shares.get(p, 0.0) for p in ("stream", "compute", "exchange", "sync")]
         host = " + ".join(f"{k.wall.get(p, 0.0):.0f}" for p in ("lower", "compile", "simulate"))
         rows.append([name, k.seconds * 1e3 if k.fits else "does not fit", float(paper), k.cycles, *shares,
                      k.streamed_bytes / 2**20, k.memory_peak_bytes / 1024, host])  # fmt: skip

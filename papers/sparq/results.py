@@ -137,6 +137,12 @@ class IpuKernel:
     wall: dict[str, float]
     message: str = ""
 
+    @property
+    def shares(self) -> dict[str, float]:
+        """Each phase's share of the kernel's cycles (ipu_model.lowering.Cost.shares of the stored phases)."""
+        total = sum(self.phases.values())
+        return {p: (v / total if total else 0.0) for p, v in self.phases.items()}
+
 
 @dataclass(frozen=True)
 class IpuTiming:

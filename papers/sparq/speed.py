@@ -94,7 +94,6 @@ def simulate_decode_steps(
     rows) and the mean of V. Cost-only: no values are computed (the lowering's values are tested against JAX)."""
     from ipu_model import get_device
     from ipu_model.lowering import lower
-    from ipu_model.programs import RemoteRead, walk
 
     spec = get_device(device)
     h = jnp.float16
@@ -109,8 +108,14 @@ def simulate_decode_steps(
     ):
         low = lower(fn, *args, device=spec, remote=remote, name=f"sparq/{name}")
         c = low.cost()
-        streamed = sum(p.dst.size * p.dst.dtype.itemsize for p in walk(low.program) if isinstance(p, RemoteRead))
         kernels[name] = IpuKernel(
-            c.cycles, c.seconds, c.fits, dict(c.phases), int(streamed), c.memory_peak_bytes, dict(c.wall), c.message
+            c.cycles,
+            c.seconds,
+            c.fits,
+            dict(c.phases),
+            low.streamed_bytes,
+            c.memory_peak_bytes,
+            dict(c.wall),
+            c.message,
         )
     return IpuTiming(spec.name, S, d, heads, r, k, spec.streaming_bytes_per_second, kernels["dense"], kernels["sparq"])
