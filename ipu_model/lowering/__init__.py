@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -30,11 +30,24 @@ import numpy as np
 from ipu_model.device import DeviceSpec, get_device
 from ipu_model.engine import Engine
 from ipu_model.graph import DTYPES, Graph, GraphError, Tensor
-from ipu_model.lowering import gather as _gather  # noqa: F401  (registers gather)
-from ipu_model.lowering import rules as _rules  # noqa: F401  (registers the rules)
-from ipu_model.lowering import topk as _topk  # noqa: F401  (registers top_k)
+from ipu_model.lowering import control as _control  # registers scan
+from ipu_model.lowering import gather as _gather  # registers gather
+from ipu_model.lowering import keys as _keys  # registers the PRNG key rules and random_bits
+from ipu_model.lowering import rules as _rules  # registers the rules
+from ipu_model.lowering import topk as _topk  # registers top_k
 from ipu_model.lowering.builder import RULES, Builder, Remote, UnsupportedError, check_jaxpr, dtype_name
 from ipu_model.programs import DeviceToHost, HostToDevice, RemoteBuffer, RemoteRead, Sequence, walk
+
+RULE_MODULES = (_control, _gather, _keys, _rules, _topk)  # each registers its rules in RULES on import
+
+
+def _rule_modules() -> tuple:
+    """The modules holding the rules. `lower` names them so that the fingerprint of code that lowers a function
+    covers every rule (core.provenance follows names; the rules reach RULES through decorators it cannot see)."""
+    return RULE_MODULES
+
+
+UNBOUNDED_TILE_BYTES = 1 << 40  # tile memory of the device a program that does not fit is costed on (`cost`)
 
 __all__ = ["RULES", "Cost", "Lowered", "UnsupportedError", "lower", "supported_primitives"]
 
@@ -64,12 +77,15 @@ class Cost:
         return {k: (v / total if total else 0.0) for k, v in self.phases.items()}
 
     def report(self) -> str:
-        if not self.fits:
+        if not self.fits and not self.cycles:
             return f"does not fit in tile memory on {self.device}: {self.message}"
         parts = ", ".join(f"{k} {v:.0%}" for k, v in self.shares().items() if v)
-        return (
+        text = (
             f"{self.cycles:,.0f} cycles = {self.seconds * 1e6:,.1f} us on {self.device} ({parts}); fullest tile "
             f"{self.memory_peak_bytes / 1024:,.0f} of {self.memory_per_tile / 1024:,.0f} KiB"
+        )
+        return (
+            text if self.fits else f"does not fit in tile memory on {self.device} ({self.message}); if it did: {text}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -118,6 +134,19 @@ class Lowered:
             self._compile_seconds = time.perf_counter() - t0
         return self._engine
 
+    def unbounded_engine(self) -> Engine:
+        """The program compiled for its device with tile memory unbounded (every other figure the device's): what a
+        program that does not fit would take if its tiles held it. Not cached (nothing else is compiled so)."""
+        spec = self.graph.device
+        self.graph.device = replace(spec, memory_per_tile=UNBOUNDED_TILE_BYTES)
+        try:
+            t0 = time.perf_counter()
+            engine = Engine(self.graph, self.program)
+            self._compile_seconds = time.perf_counter() - t0
+        finally:
+            self.graph.device = spec
+        return engine
+
     def run(self, *args: Any) -> Any:
         """Run the function's program on these arguments (the pytree `lower` saw); returns its outputs, as numpy
         arrays in the function's output structure."""
@@ -148,18 +177,22 @@ class Lowered:
             outs = [engine.read(t) for t in self.outputs]
         return jax.tree_util.tree_unflatten(self.out_tree, outs)
 
-    def cost(self) -> Cost:
+    def cost(self, *, over_memory: bool = False) -> Cost:
         """A cost-only run (`Engine.run(evaluate=False)`): the same cycles as a full run, no values computed. A
-        program that does not fit in tile memory gives `fits=False` and the compiler's message instead."""
+        program that does not fit in tile memory gives `fits=False` and the compiler's message, with no cycles, or
+        with `over_memory=True` the cycles it would take if its tiles held it (what a layout that fits could aim at)."""
         from ipu_model.compiler import OutOfMemoryError
 
         device = self.graph.device
         prims = dict(sorted(self.primitives.items()))
+        problem = ""
         try:
             engine = self.engine()
         except OutOfMemoryError as e:
-            return Cost(device.name, 0.0, 0.0, False, message=str(e), memory_per_tile=device.memory_per_tile,
-                        primitives=prims, wall={"lower": self.seconds})  # fmt: skip
+            if not over_memory:
+                return Cost(device.name, 0.0, 0.0, False, message=str(e), memory_per_tile=device.memory_per_tile,
+                            primitives=prims, wall={"lower": self.seconds})  # fmt: skip
+            problem, engine = str(e), self.unbounded_engine()
         t0 = time.perf_counter()
         feeds = {f"in{i}": np.zeros(t.shape, t.dtype) for i, t in enumerate(self.inputs)} if self.host_io else {}
         before = engine.profile.totals()
@@ -171,10 +204,11 @@ class Lowered:
             device.name,
             float(result.cycles),
             float(result.seconds),
-            True,
+            not problem,
             phases=phases,
             memory_peak_bytes=peak,
             memory_per_tile=device.memory_per_tile,
+            message=problem,
             primitives=prims,
             wall={"lower": self.seconds, "compile": self._compile_seconds, "simulate": time.perf_counter() - t0},
         )
@@ -204,6 +238,7 @@ def lower(
     import jax
 
     t0 = time.perf_counter()
+    _rule_modules()
     leaves, in_tree = jax.tree_util.tree_flatten(args)
     structs = [jax.ShapeDtypeStruct(*_spec(x)) for x in leaves]
     for i, s in enumerate(structs):

@@ -20,7 +20,14 @@ from ipu_model.programs import Copy, Execute, RemoteBuffer, RemoteRead
 
 
 class UnsupportedError(GraphError):
-    """A JAX function the lowering cannot build: a primitive without a rule, or a dtype the IPU does not have."""
+    """A JAX function the lowering cannot build: a primitive without a rule, or a dtype the IPU does not have.
+    `missing` counts the equations of each primitive without a rule (loop bodies included), `problems` names the
+    equations a rule refuses (empty where the message says all)."""
+
+    def __init__(self, message: str, missing: dict[str, int] | None = None, problems: list[str] | None = None):
+        super().__init__(message)
+        self.missing = dict(missing or {})
+        self.problems = list(problems or [])
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,7 @@ class Remote:
 
 # primitives whose rule reads a Remote operand itself (its first); a scatter-add's operand is streamed in first
 REMOTE_RULES = {"gather"}
+INLINED_BODIES = {"scan"}  # primitives whose rule lowers the jaxprs they hold (lowering/control.py)
 
 
 CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
@@ -71,12 +79,32 @@ def dtype_name(dtype: Any) -> str | None:
         return None
 
 
+KEY_WORDS = 2  # uint32 words of a threefry key's data (lowering/keys.py)
+# primitives that only move elements: on key arrays, views of the key data (KEY_VIEW, set by lowering/keys.py)
+KEY_VIEWS = ("slice", "squeeze", "reshape", "broadcast_in_dim", "transpose", "expand_dims", "rev", "copy", "copy_p")
+KEY_VIEW: list[Callable] = []
+
+
+def is_key(aval) -> bool:
+    """Whether an abstract value is a typed PRNG key array."""
+    return str(getattr(aval, "dtype", "")).startswith("key<")
+
+
+def data_shape(aval) -> tuple[int, ...]:
+    """The shape the lowering holds a value in: a key array's with its key words last, any other's own."""
+    return (*aval.shape, KEY_WORDS) if is_key(aval) else tuple(aval.shape)
+
+
 def _dtype_problem(eqn) -> str | None:
     """Why the equation cannot run on the IPU, beyond its primitive's rule existing; None if it can."""
     name = eqn.primitive.name
     for v in [*eqn.invars, *eqn.outvars]:
-        dtype = getattr(getattr(v, "aval", None), "dtype", None)
-        if dtype is not None and dtype_name(dtype) not in DTYPES:
+        aval = getattr(v, "aval", None)
+        dtype = getattr(aval, "dtype", None)
+        if is_key(aval):
+            if not (name.startswith("random_") or name in KEY_VIEWS):
+                return f"{name} on {dtype} keys (keys are lowered through random_* and {', '.join(KEY_VIEWS)} only)"
+        elif dtype is not None and dtype_name(dtype) not in DTYPES:
             return f"{name} on {dtype} (the simulated IPU holds {', '.join(DTYPES)})"
     return CHECKS[name](eqn) if name in CHECKS else None
 
@@ -123,6 +151,9 @@ def check_jaxpr(jaxpr, counts: Counter | None = None) -> Counter:
             problem = _dtype_problem(eqn)
             if problem:
                 problems.append(problem)
+            if name in INLINED_BODIES:  # a loop the lowering unrolls: its body is lowered too
+                for inner in _inner_jaxprs(eqn):
+                    visit(inner)
 
     visit(jaxpr)
     if missing or problems:
@@ -133,7 +164,9 @@ def check_jaxpr(jaxpr, counts: Counter | None = None) -> Counter:
             parts.append("unsupported: " + "; ".join(sorted(set(problems))))
         raise UnsupportedError(
             f"cannot lower this function to the simulated IPU: {'; '.join(parts)}. Supported primitives: "
-            f"{', '.join(sorted(RULES))} (and calls {', '.join(CALLS)}, inlined; platform_dependent's default branch)"
+            f"{', '.join(sorted(RULES))} (and calls {', '.join(CALLS)}, inlined; platform_dependent's default branch)",
+            missing=dict(sorted(missing.items())),
+            problems=sorted(set(problems)),
         )
     return counts
 
@@ -251,10 +284,11 @@ class Builder:
             else:
                 keep = 1 if name in REMOTE_RULES else 0  # a rule reading a Remote first operand itself
                 ins = [t if i < keep or not isinstance(t, Remote) else self.stream_in(t) for i, t in enumerate(ins)]
-                outs = RULES[name](self, eqn, ins)
+                view = name in KEY_VIEWS and is_key(eqn.invars[0].aval)
+                outs = KEY_VIEW[0](self, eqn, ins) if view else RULES[name](self, eqn, ins)
             for v, t in zip(eqn.outvars, outs, strict=True):
                 if type(v).__name__ != "DropVar":
-                    want = tuple(v.aval.shape)
+                    want = data_shape(v.aval)
                     if tuple(t.shape) != want:
                         raise GraphError(f"lowering {name}: result of shape {t.shape}, JAX's is {want}")
                     env[v] = t

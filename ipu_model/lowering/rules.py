@@ -203,6 +203,16 @@ def slice_(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     return [ins[0][key]]
 
 
+@rule("split")
+def split(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
+    """Consecutive slices along one axis (jnp.split): views."""
+    axis, at, parts = eqn.params["axis"], 0, []
+    for size in eqn.params["sizes"]:
+        parts.append(ins[0][(slice(None),) * axis + (slice(at, at + size),)])
+        at += size
+    return parts
+
+
 @rule("rev")
 def rev(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     dims = set(eqn.params["dimensions"])
@@ -222,13 +232,19 @@ def iota(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
 def concatenate(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     """A new tensor whose every part is mapped like its operand, filled by on-tile copies (a stack: each operand
     with a new axis of size 1, then concatenated along it)."""
-    aval = eqn.outvars[0].aval
     if eqn.primitive.name == "stack":
-        dim = eqn.params["axis"]
+        return [join(b, ins, eqn.params["axis"], "stack", new_axis=True)]
+    return [join(b, ins, eqn.params["dimension"], "concatenate")]
+
+
+def join(b: Builder, ins: list[Tensor], dim: int, name: str, *, new_axis: bool = False) -> Tensor:
+    """The operands joined along axis `dim` (`new_axis`: stacked along a new axis there) in a new tensor whose every
+    part is mapped like its operand, filled by on-tile copies."""
+    if new_axis:
         ins = [t.reshape((*t.shape[:dim], 1, *t.shape[dim:])) for t in ins]
-    else:
-        dim = eqn.params["dimension"]
-    out = b.graph.add_variable(tuple(aval.shape), np.dtype(aval.dtype).name, eqn.primitive.name)
+    shape = list(ins[0].shape)
+    shape[dim] = sum(t.shape[dim] for t in ins)
+    out = b.graph.add_variable(tuple(shape), ins[0].dtype.name, name)
     parts, at = [], 0
     for t in ins:
         key = tuple(slice(at, at + t.shape[dim]) if d == dim else slice(None) for d in range(len(t.shape)))
@@ -236,8 +252,8 @@ def concatenate(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
         out.var.tile[out[key].idx.reshape(-1)] = t.tiles().reshape(-1)
         parts.append((t, out[key]))
         at += t.shape[dim]
-    b.steps.append(Copy([s for s, _ in parts], [d for _, d in parts], name="concatenate"))
-    return [out]
+    b.steps.append(Copy([s for s, _ in parts], [d for _, d in parts], name=name))
+    return out
 
 
 def _edge_padding(eqn) -> str | None:

@@ -316,11 +316,62 @@ def test_integer_bit_operations_and_gradients_equal_jax():
     np.testing.assert_allclose(got, np.asarray(grad(jnp.asarray(w), jnp.asarray(inp))), rtol=1e-5, atol=1e-6)
 
 
-def test_unsupported_loops_name_what_their_bodies_need_and_typed_keys_are_refused():
-    with pytest.raises(UnsupportedError, match=r"no rule for cumsum \(x1\), scan \(x1\)"):
+def test_unsupported_loops_name_what_their_bodies_need_and_typed_key_arguments_are_refused():
+    with pytest.raises(UnsupportedError, match=r"no rule for cumsum \(x1\), while \(x1\)"):
+        lower(lambda a: jax.lax.while_loop(lambda c: c[0] < 3, lambda c: c + jnp.cumsum(a), a), _normal(4))
+    with pytest.raises(UnsupportedError, match=r"no rule for cumsum \(x1\)\. Supported"):  # a static loop: a scan
         lower(lambda a: jax.lax.fori_loop(0, 3, lambda i, c: c + jnp.cumsum(a), a), _normal(4))
     with pytest.raises(UnsupportedError, match=r"argument 0 of <lambda> is key<fry>: .*jax.random.key_data"):
         lower(lambda k: jax.random.normal(k, (3,)), jax.random.key(0))
+
+
+def test_scans_are_unrolled_and_equal_jax():
+    from core.random import jax_xoroshiro
+
+    words = tuple(RNG.integers(0, 2**32, (5, 3), dtype=np.uint32) for _ in range(4))
+    for kind in ("aox", "plus"):  # the PRNG paper's generator in JAX: a scan of integer steps, bit for bit
+        _same(lambda a, b, c, d, kind=kind: jax_xoroshiro.generate(((a, b), (c, d)), 6, kind), *words)
+    c, xs = _normal(3, 4), _normal(5, 3, 4)
+    _same(lambda c, xs: jax.lax.scan(lambda k, x: (k + x, (k * x, k - 1.0)), c, xs, reverse=True), c, xs)
+    _same(lambda c: jax.lax.fori_loop(0, 4, lambda i, k: jnp.maximum(k, k[::-1]) + i, c), c)
+    with pytest.raises(UnsupportedError, match=r"scan of 2000 iterations \(the lowering unrolls at most 1024\)"):
+        lower(lambda c: jax.lax.fori_loop(0, 2000, lambda i, k: k + 1.0, c), c)
+
+
+def test_split_is_views():
+    _same(lambda x: [a * 2 for a in jnp.split(x, [2, 5], axis=1)], _normal(3, 7, 2))
+
+
+def test_prng_keys_equal_jax_and_random_bits_come_from_the_ipus_generator():
+    def keys(seed, step):
+        k = jax.random.split(jax.random.fold_in(jax.random.key(seed), step), 3)
+        return jax.random.key_data(k), jax.random.key_data(k[1:].reshape(2, 1)[::-1]), jax.random.key_data(k[0])
+
+    _same(keys, np.int32(7), np.int32(3))
+    fold = jax.vmap(lambda k: jax.random.fold_in(k, 5))  # a key array: random_fold_in of every key
+    _same(lambda d: jax.random.key_data(fold(jax.random.wrap_key_data(d))), RNG.integers(0, 2**32, (4, 2), np.uint32))
+
+    def uniform(seed, x):
+        return x + jax.random.uniform(jax.random.key(seed), x.shape)
+
+    x = np.zeros((64, 100), np.float32)
+    u = np.asarray(lower(uniform, np.int32(0), x, device=DEVICE).run(np.int32(0), x))
+    assert not np.array_equal(u, np.asarray(uniform(0, x)))  # not JAX's threefry: the hardware's xoroshiro128aox
+    assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.01 and abs(u.std() - 12**-0.5) < 0.01
+    bits = np.asarray(lower(lambda s: jax.random.bits(jax.random.key(s), (6400,), jnp.uint32), np.int32(1),
+                            device=DEVICE).run(np.int32(1)))  # fmt: skip
+    ones = np.unpackbits(bits.view(np.uint8)).mean()
+    assert abs(ones - 0.5) < 4 * 0.5 / math.sqrt(bits.size * 32)  # each bit fair within 4 sigma
+
+
+def test_random_bits_cost_poprands_estimate():
+    device = get_device("mk2", tiles=1)
+    n = 4096
+    low = lower(lambda s: jax.random.bits(jax.random.key(s), (n,), jnp.uint32), np.int32(0), device=device)
+    step = [cs for cs in low.graph.compute_sets if cs.name.startswith("random_bits")]
+    assert len(step) == 1 and len(step[0].vertices) == 1  # one supervisor vertex on the tile
+    cycles = step[0].vertices[0].codelet.cycles(device, out=(n,))
+    assert cycles == 4 + 22 * device.workers + n * 4 // 8  # poprand's Uniform, INT, scale 0
 
 
 def test_platform_dependent_lowers_its_default_branch_and_a_data_dependent_cond_is_refused():
