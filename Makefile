@@ -40,7 +40,7 @@ PAPERS := $(sort $(basename $(notdir $(wildcard configs/paper/*.yaml))))
 PAPER_LIST := $(if $(PAPERS),$(PAPERS),(none yet))
 
 .DEFAULT_GOAL := help
-.PHONY: help install venv-install venv-adopt lock test test-all reproduce redecide reference refresh compare results readme \
+.PHONY: help install venv-install venv-adopt lock test test-all reproduce redecide reference refresh compare ipu-step results readme \
 	claims fixtures bench label prune lint format clean
 
 # `make help` lists each target whose line has `## <what it does>`; `## [maintainers] ...` puts it under the
@@ -167,6 +167,11 @@ reference: ## [maintainers] make a finished default run the paper's reference in
 refresh: ## [maintainers] re-run stale or missing references (or PAPER="a b"), each made the reference; resumable
 	@$(MAKE) --no-print-directory install
 	@$(PY) scripts/refresh.py $(PAPER) $(ARGS)
+
+ipu-step: ## cost a paper's step on the simulated IPU beside its reference: make ipu-step PAPER=<name> [RUN=<dir>]
+	$(need_paper)
+	@$(MAKE) --no-print-directory install
+	@$(PY) scripts/ipu_step.py $(if $(strip $(RUN)),$(RUN),$(PAPER)) $(ARGS)
 
 compare: ## does your run (outputs/<name>/latest, or RUN=<dir>) reproduce the reference? make compare PAPER=<name>
 	$(need_paper)

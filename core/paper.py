@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-PARTS = ("config", "claims", "results", "run", "decide", "render", "ledger")
+PARTS = ("config", "claims", "results", "run", "decide", "render", "ledger", "ipu_steps")
+OPTIONAL = ("ledger", "ipu_steps")  # parts a paper may leave empty
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,9 @@ class Paper:
     config: the `Config` dataclass of its config section (imports without JAX);
     claims: `claims(cfg) -> list[Claim]`, the declarations from the config alone (imports without JAX);
     results: the Results dataclass `run` returns (core.results rebuilds it from JSON; imports without JAX);
-    run, decide, render: the three functions; ledger: the module holding LEDGER (its history of claims).
+    run, decide, render: the three functions; ledger: the module holding LEDGER (its history of claims);
+    ipu_steps: `steps(cfg) -> list[ipu_model.steps.Step]`, the paper's main step at the run's sizes for the simulated
+    IPU (costed apart from `run` and kept beside the record as ipu_step.json: ipu_model/steps.py).
     decision_data: data files or folders of the package (relative to it) that only the decision reads (readings of
     the paper's figures): the decision fingerprint covers them, the compute fingerprint does not.
     """
@@ -49,6 +52,7 @@ class Paper:
     decide: str
     render: str
     ledger: str = ""
+    ipu_steps: str = ""
     decision_data: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -56,7 +60,7 @@ class Paper:
             raise ValueError(f"paper name {self.name!r}: use letters, digits and '_', starting with a letter")
         for part in PARTS:
             spec = getattr(self, part)
-            if part == "ledger" and not spec:
+            if part in OPTIONAL and not spec:
                 continue
             module, _, attr = spec.partition(":")
             if not module or (part != "ledger" and not attr):
@@ -67,6 +71,8 @@ class Paper:
         if part not in PARTS:
             raise ValueError(f"paper {self.name!r}: no part {part!r}; parts are {', '.join(PARTS)}")
         spec = getattr(self, part)
+        if part == "ipu_steps" and not spec:
+            return None
         if part == "ledger":
             return list(getattr(importlib.import_module(spec.partition(":")[0]), "LEDGER", [])) if spec else []
         module, _, attr = spec.partition(":")

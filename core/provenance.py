@@ -645,6 +645,21 @@ def decision_units(paper, root: Path = REPO_ROOT) -> dict[str, str]:
     return {**closure.units, **paper_data(paper, root, decision=True)}
 
 
+# the code every IPU-step closure starts from beside the paper's `steps`: how a step is lowered, costed and kept
+IPU_STEP_MACHINERY = ("ipu_model.steps:cost_steps",)
+
+
+def ipu_step_units(paper, root: Path = REPO_ROOT) -> dict[str, str]:
+    """What a paper's IPU-step fingerprint covers (ipu_model/steps.py): every unit its `ipu_steps` part and the
+    costing code can reach, its config's, and its data files; {} for a paper without the part."""
+    if not paper.ipu_steps:
+        return {}
+    closure = Closure(root, _top_dirs([paper.module("ipu_steps")]))
+    for start in (paper.ipu_steps, paper.config, *IPU_STEP_MACHINERY):
+        closure.add(start)
+    return {**closure.units, **paper_data(paper, root), **shared_data(root)}
+
+
 def compute_fingerprint(paper, root: Path = REPO_ROOT) -> str:
     """12 hex digits: the code a paper's `run` can reach (`compute_units`)."""
     return units_fingerprint(compute_units(paper, root))

@@ -9,6 +9,8 @@ A run directory (`outputs/<paper>/<timestamp>/`, or a reference under `results/<
   our figure and verdict, the facts, the estimates the tables show, the verdict counts, the ledger, and the
   decision's own fingerprint (the code of `claims`, `decide`, `render` and the ledger).
 - `report.md` and its figures (PNG): what `render` made of the Results and the decision.
+- `ipu_step.json` (where made): the paper's main step costed on the simulated IPU, apart from the run
+  (ipu_model/steps.py); the report shows it as a table (core.ipusteps).
 
 `decide_record(run_dir)` reads results.json, rebuilds the config and the Results, and writes claims.json, report.md
 and the figures: the runner calls it at the end of every run, and `make redecide` calls it on a stored record after
@@ -31,6 +33,7 @@ from omegaconf import OmegaConf
 from core.claims import Decided, jsonable
 from core.config import RECORD_ONLY_KEYS, validate_run_config
 from core.io import atomic_savefig, atomic_write_json, atomic_write_text, json_text
+from core.ipusteps import read_steps, step_status, step_table
 from core.ledger import claim_fingerprint
 from core.paper import Paper, find_paper
 from core.provenance import FORM, compute_fingerprint, compute_units, decision_fingerprint, git_state
@@ -176,6 +179,9 @@ def decide_record(run_dir: Path | str, *, figures_out: list | None = None) -> Re
         raise TypeError(f"{paper.render} returned {type(report).__name__}, expected core.report.Report")
     if report.claims or report.facts:
         raise RecordError(f"{paper.render} put claims or facts in its report: render never decides (decide does)")
+    steps = read_steps(run_dir)  # the paper's step on the simulated IPU, costed apart from the run (ipu_model.steps)
+    if steps is not None:
+        report.tables.append(step_table(steps, step_status(steps)))
     report.claims, report.facts, report.estimates = list(decided.claims), list(decided.facts), dict(decided.estimates)
     report.ledger = paper.load("ledger")
     report.validate()

@@ -30,6 +30,8 @@ def test_every_part_of_the_contract_is_where_the_paper_says(paper):
     p = spec(paper)
     assert p.name == paper
     for part in PARTS:
+        if part == "ipu_steps" and not p.ipu_steps:  # optional: PopSparse's report is its own simulated IPU
+            continue
         assert p.module_path(part, REPO_ROOT) is not None, f"{paper}: {part} ({getattr(p, part)}) has no module"
     assert check_type(p.Results, f"{paper} Results") == []
     assert callable(p.load("run")) and callable(p.load("decide")) and callable(p.load("render"))
