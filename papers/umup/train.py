@@ -82,13 +82,13 @@ def kept_group(cfg, corpus: CharCorpus, group: Group, ctx: RunContext) -> GroupR
     return ctx.memo("group", {"umup": cfg, "group": group}, compute, like=GroupResult, code=[load_shakespeare])
 
 
-def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, resume: bool) -> GroupResult:
-    """Train every run of `group` together (vmapped) and measure each one's validation loss. With `out_dir`, the
-    training checkpoints are kept under out_dir/checkpoints/<group> (and resumed when `resume`)."""
-    t0 = time.perf_counter()
+def group_step(cfg, corpus: CharCorpus, group: Group):
+    """(model, template, init, step) of a group's runs: `template` the variables of a model initialised from key 0
+    (the learning-rate scales are read from it), `init(i)` the state of run i (its parameters from its seed, Adam's
+    state, its learning rate, the step count), `step(state, windows)` one training step (u-muP's Adam scaled per
+    tensor, the run's learning rate times the warmup-cosine factor) returning (state, {"loss"})."""
     model = build_model(cfg, corpus, group)
-    seq = cfg.model.seq_len
-    dummy = jnp.zeros((1, seq), jnp.int32)
+    dummy = jnp.zeros((1, cfg.model.seq_len), jnp.int32)
     template = model.init(jax.random.key(0), dummy)
     scales = lr_scales(template["params"], param_kinds(model, template, dummy), model.parametrization)
     optimizer = optax.chain(UMUP_ADAM.scale_by_adam(), umup.scale_by_tree({"params": scales}))
@@ -110,6 +110,17 @@ def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, res
         params = jax.tree_util.tree_map(lambda p, u: p - rate * u, s["params"], updates)
         return {"params": params, "opt": opt, "lr": s["lr"], "step": s["step"] + 1}, {"loss": loss}
 
+    return model, template, init, step
+
+
+def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, resume: bool) -> GroupResult:
+    """Train every run of `group` together (vmapped) and measure each one's validation loss. With `out_dir`, the
+    training checkpoints are kept under out_dir/checkpoints/<group> (and resumed when `resume`)."""
+    t0 = time.perf_counter()
+    model, template, init, step = group_step(cfg, corpus, group)
+    seq = cfg.model.seq_len
+    runs = group.runs
+    run_seeds = [s for _, s in runs]
     valid = evaluation_windows(corpus.valid, seq + 1, cfg.valid_windows)
 
     def evaluate_runs(state) -> dict:
@@ -146,3 +157,33 @@ def train_group(cfg, corpus: CharCorpus, group: Group, out_dir: Path | None, res
         params=elements(template),
     )
     return result
+
+
+IPU_ROWS = 4  # windows of the micro-batch the simulated IPU costs a step on
+
+
+def ipu_steps(cfg) -> list:
+    """The training step (`group_step`'s, one run) of each parametrization at the sweep's widest width, and of each
+    FP8 parametrization with the run's FP8 scheme, for the simulated IPU (ipu_model.steps): a micro-batch of
+    IPU_ROWS windows at the run's sequence length."""
+    from core.data.shakespeare import load_shakespeare
+    from ipu_model.steps import Step
+
+    c = cfg.umup
+    corpus, width = load_shakespeare(), max(c.widths)
+    groups = [Group(p, width, (1.0,), (0,)) for p in c.parametrizations]
+    groups += [Group(p, width, (1.0,), (0,), fp8=True, fp8_head=c.fp8_head) for p in c.fp8_parametrizations]
+    windows = jax.ShapeDtypeStruct((IPU_ROWS, c.model.seq_len + 1), jnp.int32)
+    steps = []
+    for group in groups:
+        _, _, init, step = group_step(c, corpus, group)
+        steps.append(
+            Step(
+                f"{group.parametrization}{' FP8' if group.fp8 else ''} training step",
+                jax.jit(step),
+                (jax.eval_shape(init, jnp.int32(0)), windows),
+                f"width {width}, depth {c.model.depth}, {c.model.heads} heads; {IPU_ROWS} windows of {c.model.seq_len} "
+                "tokens" + (f"; FP8 linear layers (head {c.fp8_head})" if group.fp8 else ""),
+            )
+        )
+    return steps

@@ -95,16 +95,12 @@ def _bpc(nats):
     return nats / math.log(2)
 
 
-def train_arm(
-    cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path | None, resume: bool, track: bool = False
-) -> ArmResult:
-    """Train `arm` for cfg.steps steps on every seed of cfg.seeds at once; return its measurements. With `track`,
-    the std of every tensor is recorded at initialisation and at the evaluations of cfg.track_steps (kept beside
-    the checkpoints, so a resumed run keeps the steps it had)."""
-    t_start = time.perf_counter()
-    seeds = list(cfg.seeds)
+def arm_step(cfg, corpus: CharCorpus, arm: Arm, lr: float):
+    """(model, init_one, train_step) of `arm` at learning rate `lr`: `init_one(seed)` a seed's state (its parameters,
+    in FP16 storage where the arm keeps them so, the optimiser's state, the loss scale, the step and the seed),
+    `train_step(state, windows)` one training step (the loss-scaled gradient under stochastic rounding keyed by
+    (seed, step), unscaled, Adam, FP16 storage, skipped where not finite) returning (state, {"loss", SKIPPED})."""
     model = build_model(cfg, corpus, arm)
-    seq = cfg.model.seq_len
 
     adam = replace(UNIT_SCALING_ADAM, weight_decay=cfg.weight_decay)
 
@@ -112,7 +108,7 @@ def train_arm(
         return replace(adam, eps=eps).optimizer(warmup_cosine(lr, cfg.warmup_steps, cfg.steps))
 
     optimizer = make_optimizer(adam.eps)
-    dummy = jnp.zeros((1, seq), jnp.int32)
+    dummy = jnp.zeros((1, cfg.model.seq_len), jnp.int32)
 
     storage = cfg.fp16_storage if arm.fp16 else "fp32"  # arms.FP16_STORAGE
     low_storage = storage != "fp32"
@@ -164,6 +160,20 @@ def train_arm(
             kept["opt"] = store_moments(rescaled, storage, storage_keys(key)[2])
         new = {"step": s["step"] + 1, "seed": s["seed"], **kept, "loss_scale": loss_scale}
         return new, {"loss": loss / scale, SKIPPED: (~finite).astype(jnp.int32)}
+
+    return model, init_one, train_step
+
+
+def train_arm(
+    cfg, corpus: CharCorpus, arm: Arm, lr: float, checkpoint_dir: Path | None, resume: bool, track: bool = False
+) -> ArmResult:
+    """Train `arm` for cfg.steps steps on every seed of cfg.seeds at once; return its measurements. With `track`,
+    the std of every tensor is recorded at initialisation and at the evaluations of cfg.track_steps (kept beside
+    the checkpoints, so a resumed run keeps the steps it had)."""
+    t_start = time.perf_counter()
+    seeds = list(cfg.seeds)
+    model, init_one, train_step = arm_step(cfg, corpus, arm, lr)
+    seq = cfg.model.seq_len
 
     tracks_file = None if checkpoint_dir is None else Path(checkpoint_dir) / "scale_tracks.json"
     tracks: dict[int, list[TensorScale]] = {}
@@ -340,3 +350,32 @@ def gradient_errors(c, corpus: CharCorpus) -> list[GradientError]:
                 )
             )
     return rows
+
+
+IPU_ROWS = 4  # windows of the micro-batch the simulated IPU costs a step on
+IPU_ARMS = ("fp32_regular", "fp32_unit", "fp16_unit", "fp8_unit")  # the baseline and unit scaling in each format
+
+
+def ipu_steps(cfg) -> list:
+    """The training step (`arm_step`'s, one seed) of the FP32 baseline and of unit scaling in FP32, FP16 and FP8,
+    those of them the run trains, at the run's model and sequence length, for the simulated IPU (ipu_model.steps): a
+    micro-batch of IPU_ROWS windows."""
+    from core.data.shakespeare import load_shakespeare
+    from ipu_model.steps import Step
+
+    c = cfg.unit_scaling
+    corpus, m = load_shakespeare(), c.model
+    windows = jax.ShapeDtypeStruct((IPU_ROWS, m.seq_len + 1), jnp.int32)
+    steps = []
+    for name in (a for a in IPU_ARMS if a in c.arms):
+        _, init_one, train_step = arm_step(c, corpus, ARMS[name], float(c.lr[name]))
+        steps.append(
+            Step(
+                f"{name} training step",
+                jax.jit(train_step),
+                (jax.eval_shape(init_one, jnp.int32(0)), windows),
+                f"d_model {m.d_model}, depth {m.depth}, {m.heads} heads, {m.norm}-norm; {IPU_ROWS} windows of "
+                f"{m.seq_len} tokens",
+            )
+        )
+    return steps
