@@ -27,6 +27,7 @@ PAPER = Paper(
     claims="papers.bess.claims:claims",
     results="papers.bess.results:Results",
     run="papers.bess.run:run",
+    ipu_steps="papers.bess.run:ipu_steps",
     decide="papers.bess.claims:decide",
     render="papers.bess.report:render",
     ledger="papers.bess.ledger",

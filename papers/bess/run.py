@@ -251,3 +251,47 @@ def check_equivalence(kg, c: Config, seed: int) -> dict[str, Equivalence]:
 
 
 __all__ = ["check_equivalence", "compose", "kge_config", "margins", "run"]
+
+
+def _int32(dtype):
+    return np.dtype(np.int32) if dtype == np.int64 else dtype
+
+
+def ipu_steps(cfg) -> list:
+    """The BESS training step of each scorer (`train.compiled_step`: shard_map over the mesh, the balanced batch's
+    all-to-all of embeddings) on the first dataset at the run's hyperparameters, for the simulated IPU
+    (ipu_model.steps): one IPU's program, a mesh of one device with the run's per-device batch (each IPU of the
+    paper's Pod16 runs this program on its share)."""
+    import jax
+
+    from core.train import init_state
+    from ipu_model.steps import Step
+    from papers.bess.bess import BalancedSampler, shard_entities
+    from papers.bess.kg import load_builtin
+    from papers.bess.losses import Loss
+    from papers.bess.train import compiled_step, init_tables, make_mesh, place_tables, with_reciprocals
+
+    c = cfg.bess
+    kg = load_builtin(c.datasets[0])
+    mesh, sharding = make_mesh(1), shard_entities(kg.num_entities, 1, 0)
+    steps = []
+    for model in c.models:
+        k = replace(kge_config(c, model, 0), devices=1)
+        per_device = k.batch // c.devices**2
+        sampler = BalancedSampler(with_reciprocals(kg.train, kg.num_relations), sharding, per_device, k.negatives, 0)
+        loss = Loss(k.loss, k.adversarial, k.margin, kg.num_entities)
+        optimiser, step = compiled_step(mesh, model, float(k.gamma), loss, (k.lr, k.weight_decay))
+        state = init_state(place_tables(mesh, sharding, *init_tables(k, kg.num_entities, kg.num_relations)), optimiser)
+        shapes = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(np.shape(x), _int32(np.asarray(x).dtype)), sampler.sample(0)
+        )
+        steps.append(
+            Step(
+                f"{model} training step",
+                step,
+                (jax.eval_shape(lambda s=state: s), shapes),
+                f"{c.datasets[0]}: {kg.num_entities} entities, dim {k.dim}; {per_device} triples x {k.negatives} "
+                f"negatives, one device of {c.devices}",
+            )
+        )
+    return steps

@@ -22,6 +22,7 @@ PAPER = Paper(
     claims="papers.fp8_llm.claims:claims",
     results="papers.fp8_llm.results:Results",
     run="papers.fp8_llm.run:run",
+    ipu_steps="papers.fp8_llm.train:ipu_steps",
     decide="papers.fp8_llm.claims:decide",
     render="papers.fp8_llm.report:render",
     ledger="papers.fp8_llm.ledger",

@@ -233,3 +233,36 @@ __all__ = [
     "train_arm",
     "validation_windows",
 ]
+
+
+IPU_ROWS = 4  # windows of the micro-batch the simulated IPU costs a step on
+
+
+def ipu_steps(cfg) -> list:
+    """The training step of each arm (`fp8_step`, as `train_arm` fits it, one seed) at the run's smallest size and
+    its sequence length, for the simulated IPU (ipu_model.steps): a micro-batch of IPU_ROWS windows. The FP8 casts
+    are JAX's simulated ones (values rounded to the FP8 grid in float32), so an FP8 arm costs its float32 matmuls and
+    the casts and scaling around them, not the IPU's native FP8 arithmetic."""
+    from core.data.shakespeare import load_shakespeare
+    from ipu_model.steps import Step
+
+    c, rc = cfg.fp8_llm, cfg.fp8_llm.run
+    size = min(c.sizes, key=lambda s: (s.depth, s.d_model))
+    vocab = load_shakespeare().vocab_size
+    optimiser = FP8_LLM_ADAM.optimizer(warmup_cosine(rc.lr, rc.warmup, rc.steps))
+    windows = jax.ShapeDtypeStruct((IPU_ROWS, rc.seq_len + 1), jnp.int32)
+    steps = []
+    for arm in c.arms:
+        model = build_model(size, vocab, rc.seq_len, arm, rc.history)
+        params, meta, probes = split_fp8(model.init(jax.random.key(0), jnp.zeros((1, rc.seq_len), jnp.int32)))
+        state = jax.eval_shape(lambda p=params, m=meta: (p, optimiser.init(p), m))
+        steps.append(
+            Step(
+                f"{arm} training step",
+                jax.jit(fp8_step(model, probes, optimiser, None if arm == "fp32" else arm)),
+                (state, windows),
+                f"size {size.name}: d_model {size.d_model}, depth {size.depth}, {size.heads} heads; {IPU_ROWS} windows "
+                f"of {rc.seq_len} tokens",
+            )
+        )
+    return steps

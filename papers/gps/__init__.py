@@ -24,6 +24,7 @@ PAPER = Paper(
     claims="papers.gps.claims:claims",
     results="papers.gps.results:Results",
     run="papers.gps.run:run",
+    ipu_steps="papers.gps.run:ipu_steps",
     decide="papers.gps.claims:decide",
     render="papers.gps.report:render",
     ledger="papers.gps.ledger",

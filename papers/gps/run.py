@@ -107,3 +107,38 @@ def run(cfg, ctx: RunContext) -> Results:
 
 
 __all__ = ["arm_config", "arm_training", "run", "split"]
+
+
+IPU_PACKS = 2  # packs of the micro-batch the simulated IPU costs a step on
+
+
+def ipu_steps(cfg) -> list:
+    """The training step of full GPS++ and of the MPNN-only ablation (`train.seed_step`, one seed, with the run's
+    dropout) at the run's model preset and pack limits, for the simulated IPU (ipu_model.steps): a micro-batch of
+    IPU_PACKS packs, as an IPU replica takes a few packs a step."""
+    import jax
+
+    from ipu_model.steps import Step
+    from papers.gps.model import example_batch
+    from papers.gps.train import seed_step
+
+    c = cfg.gps
+    limits = c.limits
+    batch = example_batch(IPU_PACKS, limits.nodes, limits.edges, limits.graphs)
+    batch.update(atoms_clean=batch["atoms"], bonds_clean=batch["bonds"])
+    batch["target"] = np.zeros((IPU_PACKS, limits.graphs), np.float32)
+    item = {"seed": np.int32(0), "step": np.int32(0), "batch": batch, "mean": np.float32(0), "std": np.float32(1)}
+    shapes = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype), item)
+    steps = []
+    for arm in (a for a in ("full", "mpnn_only") if a in c.arms):
+        init, step = seed_step(arm_config(c, arm), arm_training(c, arm))
+        steps.append(
+            Step(
+                f"{arm} training step",
+                jax.jit(step),
+                (jax.eval_shape(init, np.int32(0)), shapes),
+                f"preset {c.model.preset}; {IPU_PACKS} packs of at most {limits.nodes} nodes, {limits.edges} edges, "
+                f"{limits.graphs} molecules",
+            )
+        )
+    return steps

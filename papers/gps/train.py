@@ -110,6 +110,13 @@ def _keys(seed) -> jax.Array:
     return jax.random.split(jax.random.key(seed))
 
 
+def seed_step(cfg: GPSConfig, tc: TrainConfig) -> tuple[Callable, Callable]:
+    """(init, step) of one seed, as the Trainer fits them: `init(seed)` the parameters and optimiser state, `step(state,
+    item)` one training step on `item` (Trainer.item: seed, step number, batch, target standardisation)."""
+    c = _compiled(cfg, tc.lr, tc.steps, tc.warmup, tc.grad_clip, tc.noisy_weight)
+    return c.init, c.step
+
+
 class Trainer:
     """The step, initialisation and evaluation of one model for a group of seeds on one mesh."""
 

@@ -22,6 +22,7 @@ PAPER = Paper(
     claims="papers.packing.claims:claims",
     results="papers.packing.results:Results",
     run="papers.packing.run:run",
+    ipu_steps="papers.packing.train:ipu_steps",
     decide="papers.packing.claims:decide",
     render="papers.packing.report:render",
     ledger="papers.packing.ledger",

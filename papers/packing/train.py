@@ -298,3 +298,41 @@ def contamination_check(cfg, corpus: Corpus, params, seed: int, count: int) -> C
         diff["cls"] = max(diff["cls"], float(np.abs(packed[i][1] - single[i][1]).max()))
         diff["hidden"] = max(diff["hidden"], float(np.abs(packed[i][2] - single[i][2]).max()))
     return Contamination(**diff, sequences=len(seqs), packs=result.num_packs)
+
+
+IPU_ROWS = 4  # rows (packs, or padded sequences) of the micro-batch the simulated IPU costs a step on
+
+
+def ipu_steps(cfg) -> list:
+    """The training step of both modes (the jitted `optimizer_step` `train` fits) at the run's model and sequence
+    length, for the simulated IPU (ipu_model.steps): a micro-batch of IPU_ROWS rows each, as an IPU replica takes a
+    micro-batch of a few packs; a packed row holds the packing's mean sequences per pack, a padded row one."""
+    from ipu_model.steps import Step
+
+    t = cfg.packing.train
+    corpus = load_corpus(t.max_len, 0, t.max_sequences_per_pack)
+    model, optimizer = build_model(t, corpus), _optimizer(t)
+    dummy = jnp.zeros((1, t.max_len), jnp.int32)
+    state = jax.eval_shape(lambda: init_state(model.init(jax.random.key(0), dummy, dummy, dummy), optimizer))
+    batch = {
+        k: jax.ShapeDtypeStruct((IPU_ROWS, t.max_len), jnp.int32)
+        for k in ("ids", "sequence_ids", "positions", "labels")
+    }
+    per_pack = corpus.packing.speedup
+    size = f"d_model {t.model.d_model}, depth {t.model.depth}, {t.model.heads} heads, rows of {t.max_len} tokens"
+    return [
+        Step(
+            "packed training step",
+            jax.jit(optimizer_step(mlm_loss_fn(model, t.max_sequences_per_pack), optimizer)),
+            (state, batch),
+            f"{IPU_ROWS} packs (about {IPU_ROWS * per_pack:.1f} sequences: SPFHP's {per_pack:.2f} a pack); {size}",
+            paper_figure="packed BERT-Large phase 2 pre-training about 2x faster (abstract; Section 6), on IPUs at the "
+            "paper's sizes: context, not this step",
+        ),
+        Step(
+            "padded training step",
+            jax.jit(optimizer_step(mlm_loss_fn(model, 1), optimizer)),
+            (state, batch),
+            f"{IPU_ROWS} padded rows ({IPU_ROWS} sequences); {size}",
+        ),
+    ]

@@ -25,6 +25,7 @@ PAPER = Paper(
     claims="papers.prng.claims:claims",
     results="papers.prng.results:Results",
     run="papers.prng.run:run",
+    ipu_steps="papers.prng.run:ipu_steps",
     decide="papers.prng.claims:decide",
     render="papers.prng.report:render",
     ledger="papers.prng.ledger",

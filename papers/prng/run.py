@@ -105,3 +105,37 @@ def run(cfg, ctx: RunContext) -> Results:
         cells=cost.mapping_cells(),
         gates=cost.output_gates(),
     )
+
+
+IPU_OUTPUTS = 16  # outputs per stream of the costed step (the cost per output is flat in it: a loop of steps)
+
+
+def ipu_steps(cfg) -> list:
+    """The generator's step for the simulated IPU (ipu_model.steps): core.random.jax_xoroshiro.generate, the JAX
+    form of xoroshiro128aox (and of xoroshiro128+ where the run tests it) on 64-bit words as pairs of uint32, one
+    stream per worker of the device's tiles, IPU_OUTPUTS outputs each. The IPU draws these from its hardware
+    generator; this costs the algorithm run as integer vertices (what a JAX program would cost there)."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    from core.random import jax_xoroshiro
+    from ipu_model import device_from_config
+    from ipu_model.steps import Step
+
+    device = device_from_config(cfg.device)
+    streams = (device.tiles, device.workers)
+    word = (jax.ShapeDtypeStruct(streams, jnp.uint32),) * 2
+    steps = []
+    for kind in (k for k in ("aox", "plus") if k in cfg.prng.generators):
+        steps.append(
+            Step(
+                f"xoroshiro128{kind}: {IPU_OUTPUTS} outputs a stream",
+                functools.partial(jax_xoroshiro.generate, n=IPU_OUTPUTS, kind=kind, steps_major=True),
+                ((word, word),),
+                f"{streams[0]} x {streams[1]} streams (one a worker), {IPU_OUTPUTS} 64-bit outputs each "
+                f"({streams[0] * streams[1] * IPU_OUTPUTS:,} outputs)",
+            )
+        )
+    return steps

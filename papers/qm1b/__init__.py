@@ -27,6 +27,7 @@ PAPER = Paper(
     claims="papers.qm1b.claims:claims",
     results="papers.qm1b.results:Results",
     run="papers.qm1b.run:run",
+    ipu_steps="papers.qm1b.dft:ipu_steps",
     decide="papers.qm1b.claims:decide",
     render="papers.qm1b.report:render",
     ledger="papers.qm1b.ledger",

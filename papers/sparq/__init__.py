@@ -28,6 +28,7 @@ PAPER = Paper(
     claims="papers.sparq.claims:claims",
     results="papers.sparq.results:Results",
     run="papers.sparq.run:run",
+    ipu_steps="papers.sparq.run:ipu_steps",
     decide="papers.sparq.claims:decide",
     render="papers.sparq.report:render",
     ledger="papers.sparq.ledger",

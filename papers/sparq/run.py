@@ -218,3 +218,46 @@ def evaluate_batch(decoder, data: EvalData, a: int, b: int, tick) -> dict[str, d
     rows = data.contexts.rows(a, b, data.batch)
     out = context_tasks(decoder, rows, data.generate, data.needle_generate, data.capacity, tick=tick)
     return {task: {m.label: v[: b - a] for m, v in res.items()} for task, res in out.items()}
+
+
+def ipu_steps(cfg) -> list:
+    """The whole decode step of the run's quality LM (SmolLM2, or the character LM), dense and with SparQ at the
+    claims' compression ratio (`core.nn.decoding.decode_step`, as the Decoder jits it), at the run's batch and cache
+    length, for the simulated IPU (ipu_model.steps). Section 6.1's attention kernels alone are the run's IPU claims
+    (the `ipu_step` table)."""
+    import jax
+    import jax.numpy as jnp
+
+    from core.nn.decoding import decode_step, empty_cache
+    from ipu_model.steps import Step
+
+    c = cfg.sparq
+    if c.lm == "smollm2":
+        from core.nn.gguf import load_smollm2
+
+        model, params, _ = load_smollm2()
+        batch, capacity = c.smollm2.batch, whole_pages(c.smollm2.capacity, c.page)
+        name = "SmolLM2-135M"
+    else:
+        from core.data.shakespeare import load_shakespeare
+        from papers.sparq.model import build_model
+
+        model = build_model(c.model, load_shakespeare())
+        params = jax.eval_shape(lambda: model.init(jax.random.key(0), jnp.zeros((1, c.model.seq_len), jnp.int32)))
+        batch, capacity, name = c.model.batch_size, c.prompt_len + c.generate, "the character LM"
+    cache = jax.eval_shape(lambda: empty_cache(model, batch, capacity))
+    token = jax.ShapeDtypeStruct((batch,), jnp.int32)
+    params = jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), x.dtype), params)
+    lc = getattr(model, "config", model)
+    head_dim = lc.d_model // lc.heads
+    methods = [Dense(), SparQ.for_ratio(c.claim_ratio, capacity, head_dim, k=c.k)]
+    ratio = f", SparQ at 1/{1 / c.claim_ratio:g} of the cache"
+    return [
+        Step(
+            f"{m.name} decode step",
+            jax.jit(lambda p, cache, t, m=m: decode_step(model, p, cache, t, m.step)),
+            (params, cache, token),
+            f"{name}: batch {batch}, a cache of {capacity} positions{'' if m.name == 'dense' else ratio}",
+        )
+        for m in methods
+    ]

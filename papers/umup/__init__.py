@@ -24,6 +24,7 @@ PAPER = Paper(
     claims="papers.umup.claims:claims",
     results="papers.umup.results:Results",
     run="papers.umup.run:run",
+    ipu_steps="papers.umup.train:ipu_steps",
     decide="papers.umup.decide:decide",
     render="papers.umup.report:render",
     ledger="papers.umup.ledger",

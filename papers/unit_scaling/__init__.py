@@ -22,6 +22,7 @@ PAPER = Paper(
     claims="papers.unit_scaling.claims:claims",
     results="papers.unit_scaling.results:Results",
     run="papers.unit_scaling.run:run",
+    ipu_steps="papers.unit_scaling.train:ipu_steps",
     decide="papers.unit_scaling.claims:decide",
     render="papers.unit_scaling.report:render",
     ledger="papers.unit_scaling.ledger",

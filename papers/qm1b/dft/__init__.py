@@ -282,3 +282,44 @@ def run_dft(
 
 
 __all__ = ["HARTREE_EV", "build_problem", "parse_molecule", "run_dft", "run_dft_batch"]
+
+
+IPU_MOLECULE = "CCCCCCO"  # hexan-1-ol, C6H14O: 7 heavy atoms and 14 hydrogens, the largest the default run admits
+
+
+def ipu_steps(cfg) -> list:
+    """The labelling step (`scf_batch`, as `dispatch` starts it: the batched SCF with its loop of iterations) of
+    batch_conformers conformers at the run's DFT settings, for the simulated IPU (ipu_model.steps); the shapes are a
+    batch of one molecule as large as the run's selection admits (IPU_MOLECULE, embedded by RDKit, seed 0), padded
+    to the buckets `dispatch` pads to."""
+    import functools
+
+    from rdkit import Chem
+    from rdkit.Chem import AllChem
+
+    from ipu_model.steps import Step
+
+    c = cfg.qm1b
+    mol = Chem.AddHs(Chem.MolFromSmiles(IPU_MOLECULE))
+    AllChem.EmbedMolecule(mol, randomSeed=0)
+    xyz = mol.GetConformer().GetPositions()
+    atom = "; ".join(
+        f"{a.GetSymbol()} {x:.6f} {y:.6f} {z:.6f}" for a, (x, y, z) in zip(mol.GetAtoms(), xyz, strict=True)
+    )
+    problem = build_problem(atom, c.dft.basis, c.dft.grid_level, c.dft.density_fit)
+    n_ao, n_grid = _round_up(problem.n_ao, AO_BUCKET), _round_up(problem.n_grid, GRID_BUCKET)
+    arrays = _stack([problem] * c.data.batch_conformers, np.dtype(c.dft.dtype), n_ao, n_grid)
+    shapes = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays)
+    width = min(_round_up(problem.n_occ, AO_BUCKET), n_ao)
+    options = {"iterations": c.dft.iterations, "early_stop": c.dft.early_stop, "width": width}
+    return [
+        Step(
+            "SCF of a batch",
+            functools.partial(scf_batch, **options),
+            shapes,
+            f"{c.data.batch_conformers} conformers of {n_ao} AOs (C6H14O: {problem.n_ao}), {n_grid} grid points, "
+            f"{c.dft.xc}/{c.dft.basis}, {c.dft.dtype}, at most {c.dft.iterations} iterations",
+            paper_figure="at least ~27k conformers per IPU-hour over QM1B's 1.07B (datasheet; REFERENCES.md [4]): "
+            "context, molecules of up to 9 heavy atoms",
+        )
+    ]
