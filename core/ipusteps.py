@@ -43,10 +43,19 @@ def read_steps(run_dir: Path | str) -> dict[str, Any] | None:
     return data
 
 
-def step_status(data: dict[str, Any], root: Path | None = None) -> str:
-    """'current' where the code the rows were made by is the checkout's, else 'stale: ...' naming changed units."""
+def settings_of(run: dict[str, Any]) -> dict[str, Any]:
+    """What a run's steps are made from besides code: its paper's config section and its device (results.json's)."""
+    config = run.get("config", {})
+    return {k: config.get(k) for k in (run.get("paper", ""), "device")}
+
+
+def step_status(data: dict[str, Any], root: Path | None = None, run: dict[str, Any] | None = None) -> str:
+    """'current' where the code the rows were made by is the checkout's (and, given the run's results.json, its
+    settings are the run's), else 'stale: ...' naming what changed."""
     from core.provenance import changed_units
 
+    if run is not None and data.get("settings") != settings_of(run):
+        return "stale: made for other settings than this run's (its config section or device)"
     changed = changed_units(data.get("units", {}), **({} if root is None else {"root": root}))
     if not changed:
         return "current" if data.get("complete") else "incomplete (a stopped command: run it again to finish)"

@@ -33,7 +33,7 @@ from omegaconf import OmegaConf
 from core.claims import Decided, jsonable
 from core.config import RECORD_ONLY_KEYS, validate_run_config
 from core.io import atomic_savefig, atomic_write_json, atomic_write_text, json_text
-from core.ipusteps import read_steps, step_status, step_table
+from core.ipusteps import IPU_STEP_FILE, read_steps, step_status, step_table
 from core.ledger import claim_fingerprint
 from core.paper import Paper, find_paper
 from core.provenance import FORM, compute_fingerprint, compute_units, decision_fingerprint, git_state
@@ -181,7 +181,7 @@ def decide_record(run_dir: Path | str, *, figures_out: list | None = None) -> Re
         raise RecordError(f"{paper.render} put claims or facts in its report: render never decides (decide does)")
     steps = read_steps(run_dir)  # the paper's step on the simulated IPU, costed apart from the run (ipu_model.steps)
     if steps is not None:
-        report.tables.append(step_table(steps, step_status(steps)))
+        report.tables.append(step_table(steps, step_status(steps, run=record.run)))
     report.claims, report.facts, report.estimates = list(decided.claims), list(decided.facts), dict(decided.estimates)
     report.ledger = paper.load("ledger")
     report.validate()
@@ -339,6 +339,12 @@ def promote(run_dir: Path | str, dest: Path) -> Report:
     try:
         for name in (RESULTS_FILE, CLAIMS_FILE):
             shutil.copy2(record.run_dir / name, staging / name)
+        # the paper's step on the simulated IPU (core.ipusteps): the run's own, else the one beside the reference it
+        # replaces (costed from the config's sizes, not from the run: its own fingerprint says whether it is current)
+        for folder in (record.run_dir, dest):
+            if (folder / IPU_STEP_FILE).is_file():
+                shutil.copy2(folder / IPU_STEP_FILE, staging / IPU_STEP_FILE)
+                break
         report = decide_record(staging)
         size = sum(p.stat().st_size for p in staging.iterdir())
         if size > REFERENCE_MAX_BYTES:

@@ -17,7 +17,7 @@ A row is what the simulator says of the step, three ways: it fits (cycles, time,
 tile); it does not fit in tile memory (the compiler's message, and the cycles it would take if its tiles held it:
 `Lowered.cost(over_memory=True)`); or it does not lower (the primitives without a rule, counted, and the equations a
 rule refuses). Rows are written as they are made, so a stopped command resumes with the next step; a row made by
-other code or for another step is made again.
+other code, for other settings (the run's config section and device, `settings`) or for another step is made again.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from core.io import atomic_write_json
-from core.ipusteps import IPU_STEP_FILE, STEP_FORMAT, step_key
+from core.ipusteps import IPU_STEP_FILE, STEP_FORMAT, settings_of, step_key
 from core.provenance import git_state, ipu_step_units, units_fingerprint
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,8 @@ def write_steps(run_dir: Path | str, *, device: str | None = None) -> Path:
     kept: dict[str, dict] = {}
     if path.is_file():
         old = json.loads(path.read_text())
-        if old.get("fingerprint") == fingerprint and old.get("device") == spec.name:
+        same = (old.get("fingerprint"), old.get("settings"), old.get("device"))
+        if same == (fingerprint, settings_of(record.run), spec.name):
             kept = {r["key"]: r for r in old.get("steps", [])}
     steps = make(record.config())
     t0 = time.perf_counter()
@@ -160,6 +161,7 @@ def write_steps(run_dir: Path | str, *, device: str | None = None) -> Path:
                 "device": spec.name,
                 "fingerprint": fingerprint,
                 "units": units,
+                "settings": settings_of(record.run),
                 "commit": commit,
                 "modified": modified,
                 "made": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -51,7 +51,8 @@ def test_every_configured_paper_may_have_a_reference_and_nothing_else_is_there()
 def test_a_reference_is_a_small_plain_default_run_from_a_clean_tree(paper):
     folder = RESULTS / paper
     files = {p.name for p in folder.iterdir()}
-    assert KEPT <= files and files - KEPT <= {p.name for p in folder.glob("*.png")}, files
+    # beside the record: its figures, and its step costed on the simulated IPU where made (core.ipusteps)
+    assert KEPT <= files and files - KEPT <= {p.name for p in folder.glob("*.png")} | {"ipu_step.json"}, files
     assert sum(p.stat().st_size for p in folder.iterdir()) <= REFERENCE_MAX_BYTES
     record = read_record(folder)
     assert record.name == paper and record.run["scale"] == "default"
@@ -62,6 +63,12 @@ def test_a_reference_is_a_small_plain_default_run_from_a_clean_tree(paper):
     decided = record.claims
     assert decided["decision"]["claims"].keys() == {c["id"] for c in decided["claims"]}
     assert (folder / "report.md").read_text().startswith(f"# {decided['title']}")
+    from core.ipusteps import read_steps
+
+    steps = read_steps(folder)  # the paper's step on the simulated IPU: made from a clean tree, whole, and shown
+    if steps is not None:
+        assert steps["paper"] == paper and steps["complete"] and steps["commit"] and not steps["modified"]
+        assert [t["name"] for t in decided["tables"]].count("ipu_steps") == 1
 
 
 @pytest.mark.parametrize("paper", REFERENCES)

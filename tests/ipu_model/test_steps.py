@@ -130,3 +130,17 @@ def test_the_fingerprint_of_a_step_covers_every_rule_of_the_lowering():
     want = {f"ipu_model.lowering.{r}" for r in rules}
     assert want <= set(ipu_step_units(find_paper("tests.fixtures.toy_paper")))
     assert want <= set(compute_units(find_paper("papers.sparq")))
+
+
+def test_steps_follow_their_run_to_a_reference_and_say_when_the_settings_differ(costed, tmp_path):
+    from core.record import promote, read_record
+
+    dest = tmp_path / "results" / "toy"
+    promote(costed, dest)
+    assert read_steps(dest)["steps"] == read_steps(costed)["steps"]
+    assert "The main step on a simulated IPU" in (dest / "report.md").read_text()
+    run = read_record(dest).run
+    assert step_status(read_steps(dest), run=run) == "current"
+    other = json.loads(json.dumps(run))
+    other["config"]["toy"]["chunks"] += 1
+    assert step_status(read_steps(dest), run=other).startswith("stale: made for other settings")
