@@ -242,7 +242,7 @@ def ipu_steps(cfg) -> list:
         from core.data.shakespeare import load_shakespeare
         from papers.sparq.model import build_model
 
-        model = build_model(c.model, load_shakespeare())
+        model = build_model(c, load_shakespeare())
         params = jax.eval_shape(lambda: model.init(jax.random.key(0), jnp.zeros((1, c.model.seq_len), jnp.int32)))
         batch, capacity, name = c.model.batch_size, c.prompt_len + c.generate, "the character LM"
     cache = jax.eval_shape(lambda: empty_cache(model, batch, capacity))
@@ -250,7 +250,8 @@ def ipu_steps(cfg) -> list:
     params = jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), x.dtype), params)
     lc = getattr(model, "config", model)
     head_dim = lc.d_model // lc.heads
-    methods = [Dense(), SparQ.for_ratio(c.claim_ratio, capacity, head_dim, k=c.k)]
+    sparq = SparQ.for_ratio(c.claim_ratio, capacity, head_dim, k=c.k)  # None: the ratio's budget is under k
+    methods = [Dense()] + ([sparq] if sparq is not None else [])
     ratio = f", SparQ at 1/{1 / c.claim_ratio:g} of the cache"
     return [
         Step(
