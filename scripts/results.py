@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.io import atomic_write_text  # noqa: E402
+from core.ipusteps import read_steps, step_status  # noqa: E402
 from core.profile import profile_line  # noqa: E402
 from core.record import REFERENCE_ROOT, Record, RecordError, changed_settings, read_record, status  # noqa: E402
 from core.report import uncounted  # noqa: E402
@@ -125,13 +126,19 @@ def time_text(run: dict[str, Any]) -> str:
 
 
 def code_text(record: Record, root: Path = ROOT) -> str:
-    """'current', 'stale: ...' (the computation changed) and/or 're-decide: ...' (only the decision code did)."""
+    """'current', 'stale: ...' (the computation changed) and/or 're-decide: ...' (only the decision code did), and
+    whether its step costed on the simulated IPU (ipu_step.json, where there is one) is stale."""
     state = status(record, root=root)
     parts = []
     if state["compute"] != "current":
         parts.append(f"stale: {state['compute'].removeprefix('stale: ')}")
     if state["decision"] != "current":
         parts.append(state["decision"])
+    steps = read_steps(record.run_dir)  # the step on the simulated IPU, where costed: its own code and settings
+    if steps is not None:
+        made = step_status(steps, root=root, run=record.run)
+        if made != "current":
+            parts.append(f"IPU step {made.split(';')[0]} (`make ipu-step PAPER={record.name}`)")
     return "; ".join(parts) or "current"
 
 

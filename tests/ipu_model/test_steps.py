@@ -144,3 +144,19 @@ def test_steps_follow_their_run_to_a_reference_and_say_when_the_settings_differ(
     other = json.loads(json.dumps(run))
     other["config"]["toy"]["chunks"] += 1
     assert step_status(read_steps(dest), run=other).startswith("stale: made for other settings")
+
+
+def test_the_results_table_says_when_a_papers_step_is_stale(costed):
+    import importlib.util
+
+    from core.record import read_record
+
+    spec = importlib.util.spec_from_file_location("results_script", REPO_ROOT / "scripts" / "results.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert "IPU step" not in script.code_text(read_record(costed))
+    made = json.loads((costed / IPU_STEP_FILE).read_text())
+    made["units"] = {**made["units"], "ipu_model.steps:cost_step": "0" * 12}
+    (costed / IPU_STEP_FILE).write_text(json.dumps(made))
+    assert "IPU step stale: made by code" in script.code_text(read_record(costed))
+    assert "`make ipu-step PAPER=toy`" in script.code_text(read_record(costed))
