@@ -353,7 +353,7 @@ def gradient_errors(c, corpus: CharCorpus) -> list[GradientError]:
 
 
 IPU_ROWS = 4  # windows of the micro-batch the simulated IPU costs a step on
-IPU_ARMS = ("fp32_regular", "fp32_unit", "fp16_unit", "fp8_unit")  # the baseline and unit scaling in each format
+IPU_ARMS = ("fp32_regular", "fp32_unit", "fp8_unit", "fp16_unit")  # the baseline and unit scaling in each format
 
 
 def ipu_steps(cfg) -> list:
