@@ -236,11 +236,15 @@ __all__ = [
 
 
 IPU_ROWS = 4  # windows of the micro-batch the simulated IPU costs a step on
+# the paper's comparison: FP32 against FP8 with per-tensor amax scaling (cscale's step is amax's with constant scales:
+# the same graph less the amax updates, and as slow to lower: 15 GB and more than 15 minutes on the 2-core machine)
+IPU_ARMS = ("fp32", "amax")
 
 
 def ipu_steps(cfg) -> list:
-    """The training step of each arm (`fp8_step`, as `train_arm` fits it, one seed) at the run's smallest size and
-    its sequence length, for the simulated IPU (ipu_model.steps): a micro-batch of IPU_ROWS windows. The FP8 casts
+    """The training step of the FP32 and amax-scaled FP8 arms (IPU_ARMS; `fp8_step`, as `train_arm` fits it, one
+    seed) at the run's smallest size and its sequence length, for the simulated IPU (ipu_model.steps): a micro-batch
+    of IPU_ROWS windows. The FP8 casts
     are JAX's simulated ones (values rounded to the FP8 grid in float32), so an FP8 arm costs its float32 matmuls and
     the casts and scaling around them, not the IPU's native FP8 arithmetic."""
     from core.data.shakespeare import load_shakespeare
@@ -252,7 +256,7 @@ def ipu_steps(cfg) -> list:
     optimiser = FP8_LLM_ADAM.optimizer(warmup_cosine(rc.lr, rc.warmup, rc.steps))
     windows = jax.ShapeDtypeStruct((IPU_ROWS, rc.seq_len + 1), jnp.int32)
     steps = []
-    for arm in c.arms:
+    for arm in (a for a in IPU_ARMS if a in c.arms):
         model = build_model(size, vocab, rc.seq_len, arm, rc.history)
         params, meta, probes = split_fp8(model.init(jax.random.key(0), jnp.zeros((1, rc.seq_len), jnp.int32)))
         state = jax.eval_shape(lambda p=params, m=meta: (p, optimiser.init(p), m))
