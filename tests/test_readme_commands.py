@@ -346,7 +346,8 @@ RULES: tuple[Rule, ...] = (
     Rule(SKIP, "default scale", regex=r"for arm in fp32_regular .*"),
     Rule(SKIP, "after the sweep", text="python -m papers.unit_scaling.sweep sweep/multirun"),
     Rule(SKIP, "minutes", text="make bench"),
-    Rule(SKIP, "minutes", text="make ipu-step PAPER=<name> [RUN=<dir>]"),  # the toy's: tests/ipu_model/test_steps.py
+    # a paper's step costed on the simulated IPU: the toy's runs in tests/ipu_model/test_steps.py
+    Rule(SKIP, "minutes", regex=r"make ipu-step( PAPER=<name>( \[RUN=<dir>\])?)?"),
     Rule(SKIP, "minutes", text="make fixtures"),
     Rule(SKIP, "the test suite", regex=r"make test( JOBS=1)?|make test-all|\.ci/run"),
     Rule(SKIP, "installs", regex=r"make install( LOCK=none| DEVICE=cuda)?|make lock( ARGS=--upgrade)?"),
