@@ -138,7 +138,7 @@ def code_text(record: Record, root: Path = ROOT) -> str:
     if steps is not None:
         made = step_status(steps, root=root, run=record.run)
         if made != "current":
-            parts.append(f"IPU step {made.split(';')[0]} (`make ipu-step PAPER={record.name}`)")
+            parts.append(f"IPU step {made.split(';')[0]} (make ipu-step PAPER={record.name})")
     return "; ".join(parts) or "current"
 
 

@@ -159,4 +159,4 @@ def test_the_results_table_says_when_a_papers_step_is_stale(costed):
     made["units"] = {**made["units"], "ipu_model.steps:cost_step": "0" * 12}
     (costed / IPU_STEP_FILE).write_text(json.dumps(made))
     assert "IPU step stale: made by code" in script.code_text(read_record(costed))
-    assert "`make ipu-step PAPER=toy`" in script.code_text(read_record(costed))
+    assert "(make ipu-step PAPER=toy)" in script.code_text(read_record(costed))
