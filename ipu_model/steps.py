@@ -23,7 +23,6 @@ other code, for other settings (the run's config section and device, `settings`)
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from core.io import atomic_write_json
-from core.ipusteps import IPU_STEP_FILE, STEP_FORMAT, settings_of, step_key
+from core.ipusteps import IPU_STEP_FILE, STEP_FORMAT, read_steps, settings_of, step_key
 from core.provenance import git_state, ipu_step_units, units_fingerprint
 
 log = logging.getLogger(__name__)
@@ -124,31 +123,23 @@ def cost_steps(
 def write_steps(run_dir: Path | str, *, device: str | None = None) -> Path:
     """Cost the paper's steps for the stored run in `run_dir` (its config, its device or `device`) and write
     ipu_step.json there; resumes from the rows a stopped call wrote. Returns the file's path."""
-    from omegaconf import OmegaConf
-
     from core.record import read_record
     from ipu_model import device_from_config, get_device
 
     run_dir = Path(run_dir)
     record = read_record(run_dir)
-    paper = record.paper
+    paper, cfg = record.paper, record.config()
     make = paper.load("ipu_steps")
     if make is None:
         raise ValueError(f"paper {paper.name!r} names no ipu_steps part (core.paper): it has no step to cost")
-    if device is not None:
-        spec = get_device(device)
-    else:
-        spec = device_from_config(OmegaConf.create(record.run["config"].get("device") or {"name": "mk2"}))
+    spec = get_device(device) if device is not None else device_from_config(cfg.device)
     units = ipu_step_units(paper)
-    fingerprint = units_fingerprint(units)
+    fingerprint, settings = units_fingerprint(units), settings_of(record.run)
     path = run_dir / IPU_STEP_FILE
-    kept: dict[str, dict] = {}
-    if path.is_file():
-        old = json.loads(path.read_text())
-        same = (old.get("fingerprint"), old.get("settings"), old.get("device"))
-        if same == (fingerprint, settings_of(record.run), spec.name):
-            kept = {r["key"]: r for r in old.get("steps", [])}
-    steps = make(record.config())
+    old = read_steps(run_dir) or {}
+    same = (old.get("fingerprint"), old.get("settings"), old.get("device")) == (fingerprint, settings, spec.name)
+    kept = {r["key"]: r for r in old["steps"]} if same else {}
+    steps = make(cfg)
     t0 = time.perf_counter()
     commit, modified = git_state()
 
@@ -161,7 +152,7 @@ def write_steps(run_dir: Path | str, *, device: str | None = None) -> Path:
                 "device": spec.name,
                 "fingerprint": fingerprint,
                 "units": units,
-                "settings": settings_of(record.run),
+                "settings": settings,
                 "commit": commit,
                 "modified": modified,
                 "made": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

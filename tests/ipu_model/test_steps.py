@@ -55,7 +55,7 @@ def test_a_stopped_command_resumes_and_other_code_re_costs(costed, monkeypatch):
 
     made = json.loads((costed / IPU_STEP_FILE).read_text())
     monkeypatch.setattr(steps, "cost_step", lambda *a: pytest.fail("a kept row was costed again"))
-    write_steps(costed, device="mk2")  # same code, same steps: every row kept
+    write_steps(costed)  # the run's own device (mk2), same code, same steps: every row kept
     assert json.loads((costed / IPU_STEP_FILE).read_text())["steps"] == made["steps"]
     # rows made by other code are not kept, and the file says it is stale until they are made again
     made["units"] = {**made["units"], "ipu_model.steps:cost_step": "0" * 12}
