@@ -128,7 +128,6 @@ def ipu_steps(cfg) -> list:
     batch.update(atoms_clean=batch["atoms"], bonds_clean=batch["bonds"])
     batch["target"] = np.zeros((IPU_PACKS, limits.graphs), np.float32)
     item = {"seed": np.int32(0), "step": np.int32(0), "batch": batch, "mean": np.float32(0), "std": np.float32(1)}
-    shapes = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype), item)
     steps = []
     for arm in (a for a in ("full", "mpnn_only") if a in c.arms):
         init, step = seed_step(arm_config(c, arm), arm_training(c, arm))
@@ -136,7 +135,7 @@ def ipu_steps(cfg) -> list:
             Step(
                 f"{arm} training step",
                 jax.jit(step),
-                (jax.eval_shape(init, np.int32(0)), shapes),
+                (jax.eval_shape(init, np.int32(0)), item),  # arrays: only their shapes are read
                 f"preset {c.model.preset}; {IPU_PACKS} packs of at most {limits.nodes} nodes, {limits.edges} edges, "
                 f"{limits.graphs} molecules",
             )

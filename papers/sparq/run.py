@@ -247,7 +247,6 @@ def ipu_steps(cfg) -> list:
         batch, capacity, name = c.model.batch_size, c.prompt_len + c.generate, "the character LM"
     cache = jax.eval_shape(lambda: empty_cache(model, batch, capacity))
     token = jax.ShapeDtypeStruct((batch,), jnp.int32)
-    params = jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), x.dtype), params)
     lc = getattr(model, "config", model)
     head_dim = lc.d_model // lc.heads
     sparq = SparQ.for_ratio(c.claim_ratio, capacity, head_dim, k=c.k)  # None: the ratio's budget is under k
