@@ -31,14 +31,15 @@ from ipu_model.device import DeviceSpec, get_device
 from ipu_model.engine import Engine
 from ipu_model.graph import DTYPES, Graph, GraphError, Tensor
 from ipu_model.lowering import control as _control  # registers scan
-from ipu_model.lowering import gather as _gather  # registers gather
+from ipu_model.lowering import dynamic as _dynamic  # registers dynamic_slice and dynamic_update_slice
+from ipu_model.lowering import gather as _gather  # registers gather and scatter-add
 from ipu_model.lowering import keys as _keys  # registers the PRNG key rules and random_bits
 from ipu_model.lowering import rules as _rules  # registers the rules
 from ipu_model.lowering import topk as _topk  # registers top_k
 from ipu_model.lowering.builder import RULES, Builder, Remote, UnsupportedError, check_jaxpr, dtype_name
 from ipu_model.programs import DeviceToHost, HostToDevice, RemoteBuffer, RemoteRead, Sequence, walk
 
-RULE_MODULES = (_control, _gather, _keys, _rules, _topk)  # each registers its rules in RULES on import
+RULE_MODULES = (_control, _dynamic, _gather, _keys, _rules, _topk)  # each registers its rules in RULES on import
 
 
 def _rule_modules() -> tuple:

@@ -198,6 +198,7 @@ class Builder:
         self.codelets: dict[tuple, Codelet] = {}  # the rules' codelets, by what makes them differ
         self._literals: dict[tuple, Tensor] = {}
         self._streamed: dict[int, Tensor] = {}  # remote buffer id -> its copy on the tiles
+        self._frames: list[list] = []  # the jaxprs being lowered, outermost first: [env, last use of each var, eqn]
 
     # -------------------------------------------------------------------------------------------- tensors
     def map_default(self, t: Tensor) -> None:
@@ -260,11 +261,50 @@ class Builder:
         self.steps.append(Copy(t, out, name=f"{name}/copy"))
         return out
 
+    def consumable(self, t: Tensor, position: int) -> bool:
+        """Whether the rule now lowering may write its result over `t`, its operand at `position`, as XLA reuses a
+        buffer that dies: `t` is a whole variable of its own (not an argument, not a constant), no value read later
+        (in this jaxpr or an enclosing one) nor any other operand of this equation is a view of it, and it did not
+        come into this jaxpr from a caller that reads it again (a loop body's inputs never die)."""
+        whole = t.shape == t.var.shape and np.array_equal(t.idx.reshape(-1), np.arange(t.var.size))
+        if not whole or t.var.constant or id(t.var) in self.arguments or not self._frames:
+            return False
+        _, _, _, eqn, inputs, lent = self._frames[-1]
+        mine = eqn.invars[position]
+        if (mine in inputs and lent) or self._frames[-1][1].get(mine) != self._frames[-1][2]:
+            return False  # the caller's, or read again after this equation
+        for depth, (env, last, k, *_) in enumerate(self._frames):
+            inner = depth == len(self._frames) - 1
+            for v, u in env.items():
+                if inner and v is mine:
+                    continue
+                live = last.get(v, -1) > k or (inner and last.get(v, -1) == k)
+                if live and not isinstance(u, Remote) and u.var is t.var:
+                    return False
+        return True
+
     # -------------------------------------------------------------------------------------------- jaxprs
-    def lower_jaxpr(self, jaxpr, consts: list[Tensor], args: list[Tensor]) -> list[Tensor]:
+    def lower_jaxpr(self, jaxpr, consts: list[Tensor], args: list[Tensor], lent: bool = False) -> list[Tensor]:
+        """The tensors of `jaxpr`'s results. `lent`: its inputs stay the caller's after it (a loop body's), so no
+        rule may write over them."""
         from jax.extend.core import Literal
 
         env: dict[Any, Tensor] = {}
+        last: dict[Any, int] = {}  # each var's last reader: an equation's index, or past the end for the results
+        for k, eqn in enumerate(jaxpr.eqns):
+            last.update((a, k) for a in eqn.invars if not isinstance(a, Literal))
+        last.update((a, len(jaxpr.eqns)) for a in jaxpr.outvars if not isinstance(a, Literal))
+        frame: list = [env, last, -1, None, {*jaxpr.invars, *jaxpr.constvars}, lent]
+        self._frames.append(frame)
+        try:
+            return self._lower_eqns(jaxpr, consts, args, frame)
+        finally:
+            self._frames.pop()
+
+    def _lower_eqns(self, jaxpr, consts: list[Tensor], args: list[Tensor], frame: list) -> list[Tensor]:
+        from jax.extend.core import Literal
+
+        env = frame[0]
         for v, t in zip(jaxpr.constvars, consts, strict=True):
             env[v] = t
         for v, t in zip(jaxpr.invars, args, strict=True):
@@ -273,7 +313,8 @@ class Builder:
         def read(a) -> Tensor | Remote:
             return self.literal(a.val, a.aval.dtype) if isinstance(a, Literal) else env[a]
 
-        for eqn in jaxpr.eqns:
+        for k, eqn in enumerate(jaxpr.eqns):
+            frame[2:4] = k, eqn
             ins = [read(a) for a in eqn.invars]
             name = eqn.primitive.name
             branch = _platform_branch(eqn)

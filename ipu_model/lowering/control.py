@@ -38,7 +38,7 @@ def scan(b: Builder, eqn, ins: list[Tensor]) -> list[Tensor]:
     body_consts = [b.constant(np.asarray(c), "const") for c in body.consts]
     rows: dict[int, list[Tensor]] = {}
     for i in reversed(range(n)) if p["reverse"] else range(n):
-        outs = b.lower_jaxpr(body.jaxpr, body_consts, [*consts, *carry, *(x[i] for x in xs)])
+        outs = b.lower_jaxpr(body.jaxpr, body_consts, [*consts, *carry, *(x[i] for x in xs)], lent=True)
         carry, rows[i] = list(outs[:nk]), list(outs[nk:])
     stacked = []
     for j, v in enumerate(eqn.outvars[nk:]):

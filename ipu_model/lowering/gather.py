@@ -1,7 +1,11 @@
-"""Row gathers (`jnp.take`, `take_along_axis` along a row axis): rows of a table picked by runtime indices, in
-batches. The pattern lowered: operand [B..., N, R...], indices [B..., L..., 1] selecting along N, the whole trailing
-row R... taken (what `take_along_axis(x, i[..., None], axis=-2)` and `x[i]` give); any other gather is refused by
-name before anything is built.
+"""Gathers and scatter-adds of whole windows (`jnp.take`, `take_along_axis`, `x[i, j]`, their gradients): each
+index vector picks one element along each indexed axis and takes the whole of every other axis. Any such XLA gather
+becomes a row gather: the operand permuted to [B..., N..., R...] (its batching axes, the indexed axes in the index
+vector's order, the window axes) and seen as a table [B, N, R] of B batches of N rows, each index vector one flat row
+offset (sum of index x stride, computed on chip by an integer vertex when the vector has more than one index), the
+rows taken permuted back to JAX's result order (views: no copy). Any other gather (a window narrower than its axis
+along a non-indexed axis, a slice of several elements along an indexed one) is refused by name before anything is
+built.
 
 - A table in tile memory goes the way poplibs' `popops::multiSlice` goes without a plan (`lib/popops/DynamicSlice.cpp`,
   `multiSliceInternal`, more than six offsets): the table is laid out so that each tile holds every row of a range
@@ -11,56 +15,151 @@ name before anything is built.
   (`PerformanceEstimation.cpp`, `getMultiSliceCycleEstimate`): per worker 30 + m (19 + ceil(E / 2) x 2) cycles for
   m offsets of E elements each (half and 32-bit rows copy 2 elements every 2 cycles), the offsets split over the six
   workers, every offset in range (the tile holds every row), times the six workers.
-- A table in streaming memory (`lower(..., remote=...)`) is read by one `RemoteRead` with the rows' flat offsets
-  (batch x N + index, computed on chip by an integer-add vertex: poplibs' 5 + 7 n thread cycles), as the SparQ
-  authors' `gatherGrouped` reads its rows.
-An index outside the table: JAX fills (FILL_OR_DROP) or clips; on chip the rule does the same, from streaming memory
-it is an error.
+- A table in streaming memory (`lower(..., remote=...)`) whose rows are the table's rows (one index along the axis
+  before the last) is read by one `RemoteRead` with the rows' flat offsets (batch x N + index, computed on chip by an
+  integer-add vertex: poplibs' 5 + 7 n thread cycles), as the SparQ authors' `gatherGrouped` reads its rows; any other
+  gather of it streams the whole argument in first.
+An index outside its axis: JAX fills (FILL_OR_DROP) or clips (CLIP, and PROMISE_IN_BOUNDS, which XLA clamps); on chip
+the rule does the same (a flat offset with any index outside is outside the table), from streaming memory it is an
+error.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ipu_model.graph import Codelet, Tensor
 from ipu_model.lowering.builder import Builder, Remote, UnsupportedError, rule
-from ipu_model.lowering.costs import vertex_cycles
+from ipu_model.lowering.costs import thread_cycles, vertex_cycles
 from ipu_model.programs import Copy, Execute, RemoteRead
 
 
-def _rows(shape, ishape, batching, index_batching, collapsed, to_operand, window) -> tuple[int, int, int, int] | None:
-    """(batch elements, rows N, row elements R, indices L per batch) where an operand [B..., N, R...] and indices
-    [B..., L..., 1] address whole rows along N: the batching dims leading on both, N the one collapsed dim the
-    indices map to, the window dims (a gather's offset dims, a scatter's update window dims) the rows' elements
-    after the indices' dims; None otherwise."""
-    nb = len(batching)
-    trailing = shape[nb + 1 :]
-    rows = (
-        len(shape) > nb
-        and tuple(batching) == tuple(range(nb))
-        and tuple(index_batching) == tuple(range(nb))
-        and tuple(collapsed) == (nb,)
-        and tuple(to_operand) == (nb,)
-        and len(ishape) >= nb + 1
-        and ishape[-1] == 1
-        and ishape[:nb] == shape[:nb]
-        and tuple(window) == tuple(range(len(ishape) - 1, len(ishape) - 1 + len(trailing)))
+@dataclass(frozen=True)
+class _Plan:
+    """How a gather (or scatter) of whole windows is a row gather of L lookups in a table [B, N, R]: the operand's
+    axes permuted to (batching, indexed, window), the indices' to (batching, other, index vector), and the rows
+    taken, shaped `mid` = (batching, other, window) sizes, permuted by `out_perm` to JAX's result."""
+
+    operand_perm: tuple[int, ...]
+    batches: int
+    n: int
+    row: int
+    lookups: int
+    sizes: tuple[int, ...]  # the indexed axes' sizes, in the index vector's order
+    index_perm: tuple[int, ...]
+    mid: tuple[int, ...]
+    out_perm: tuple[int, ...]
+
+    @property
+    def rows(self) -> bool:
+        """One index along the axis just before the window, batching axes leading, result in that order: the
+        operand's own rows (what a streaming-memory table holds)."""
+        return (
+            len(self.sizes) == 1
+            and self.operand_perm == tuple(range(len(self.operand_perm)))
+            and (self.out_perm == tuple(range(len(self.out_perm))))
+        )
+
+
+def _plan(
+    shape, ishape, batching, index_batching, collapsed, to_operand, window_at, result, slices=None
+) -> _Plan | None:
+    """The plan of an operand `shape` and indices `ishape` (the index vector last) under XLA's dimension numbers
+    (a gather's collapsed_slice_dims / start_index_map / offset_dims and slice sizes, a scatter's
+    inserted_window_dims / scatter_dims_to_operand_dims / update_window_dims), with `result` the gather's result
+    (or the scatter's updates) shape; None when it is not a gather of whole windows."""
+    shape, ishape, result = tuple(shape), tuple(ishape), tuple(result)
+    batching, index_batching, to_operand = tuple(batching), tuple(index_batching), tuple(to_operand)
+    if not ishape or ishape[-1] != len(to_operand) or not to_operand or len(batching) != len(index_batching):
+        return None
+    if sorted(collapsed) != sorted(to_operand) or set(batching) & set(to_operand):
+        return None
+    window = tuple(d for d in range(len(shape)) if d not in batching and d not in to_operand)
+    whole = (1,) * len(batching + to_operand) + tuple(shape[d] for d in window)
+    if slices is not None and tuple(slices[d] for d in batching + to_operand + window) != whole:
+        return None
+    if tuple(ishape[d] for d in index_batching) != tuple(shape[d] for d in batching):
+        return None
+    other = tuple(d for d in range(len(ishape) - 1) if d not in index_batching)
+    mid = tuple(ishape[d] for d in index_batching + other) + tuple(shape[d] for d in window)
+    rank = len(ishape) - 1 + len(window)
+    window_at = tuple(window_at)
+    if len(window_at) != len(window) or any(not 0 <= p < rank for p in window_at):
+        return None
+    out_perm = [0] * rank
+    for j, p in enumerate(window_at):
+        out_perm[p] = len(index_batching) + len(other) + j
+    for q, p in enumerate(p for p in range(rank) if p not in window_at):
+        out_perm[p] = index_batching.index(q) if q in index_batching else len(index_batching) + other.index(q)
+    if tuple(mid[a] for a in out_perm) != result:
+        return None
+    return _Plan(
+        operand_perm=batching + to_operand + window,
+        batches=math.prod(shape[d] for d in batching),
+        n=math.prod(shape[d] for d in to_operand),
+        row=math.prod(shape[d] for d in window),
+        lookups=math.prod(ishape[d] for d in other),
+        sizes=tuple(shape[d] for d in to_operand),
+        index_perm=index_batching + other + (len(ishape) - 1,),
+        mid=mid,
+        out_perm=tuple(out_perm),
     )
-    return (math.prod(shape[:nb]), shape[nb], math.prod(trailing), math.prod(ishape[nb:-1])) if rows else None
 
 
-def _pattern(eqn) -> tuple[int, int, int, int] | str:
-    """(batch elements, rows N, row elements R, lookups L per batch) of a row gather, or why it is not one."""
+def _pattern(eqn) -> _Plan | str:
+    """The plan of a gather of whole windows, or why it is not one."""
     dn = eqn.params["dimension_numbers"]
     shape, ishape = (tuple(v.aval.shape) for v in eqn.invars[:2])
-    got = _rows(shape, ishape, dn.operand_batching_dims, dn.start_indices_batching_dims, dn.collapsed_slice_dims,
-                dn.start_index_map, dn.offset_dims)  # fmt: skip
-    nb = len(dn.operand_batching_dims)
-    if got is None or tuple(eqn.params["slice_sizes"]) != (1,) * (nb + 1) + shape[nb + 1 :]:  # whole rows
-        return f"gather {dn} with slice sizes {eqn.params['slice_sizes']} (only whole rows along one axis)"
+    got = _plan(shape, ishape, dn.operand_batching_dims, dn.start_indices_batching_dims, dn.collapsed_slice_dims,
+                dn.start_index_map, dn.offset_dims, eqn.outvars[0].aval.shape, eqn.params["slice_sizes"])  # fmt: skip
+    if got is None:
+        return (f"gather {dn} with slice sizes {eqn.params['slice_sizes']} (only whole windows: one element along each "
+                "indexed axis, the whole of every other)")  # fmt: skip
     return got
+
+
+def _mode(eqn, out_of_range: str) -> str:
+    """'clip' (CLIP; PROMISE_IN_BOUNDS, which XLA clamps) or `out_of_range` ('fill' or 'drop')."""
+    mode = str(eqn.params.get("mode", "")).upper()
+    return "clip" if "CLIP" in mode or "PROMISE" in mode else out_of_range
+
+
+def _flat_offsets(b: Builder, plan: _Plan, indices: Tensor, mode: str, name: str = "gather") -> Tensor:
+    """[B, L] row offsets into the table [B, N, R] from the indices: the index itself for one indexed axis, else
+    sum of index x stride over the index vector (each index clipped into its axis, or the offset -1 when any is
+    outside: fill / drop), by one integer vertex a worker (poplibs' integer estimates: a compare pair and a select
+    per index, a multiply-add per index but the last)."""
+    idx = indices.transpose(*plan.index_perm).reshape(plan.batches, plan.lookups, len(plan.sizes))
+    if len(plan.sizes) == 1:
+        return idx[..., 0]
+    k, sizes = len(plan.sizes), plan.sizes
+    strides = [math.prod(sizes[j + 1 :]) for j in range(k)]
+
+    def fn(**f):
+        comps = [f[f"i{j}"].astype(np.int64) for j in range(k)]
+        inside = np.ones(comps[0].shape, bool)
+        flat = np.zeros(comps[0].shape, np.int64)
+        for j, c in enumerate(comps):
+            inside &= (c >= 0) & (c < sizes[j])
+            flat += (np.clip(c, 0, sizes[j] - 1) if mode == "clip" else c) * strides[j]
+        return {"out": (flat if mode == "clip" else np.where(inside, flat, -1)).astype(np.int32)}
+
+    def cycles(device, **shapes):
+        n = math.prod(shapes["out"])
+        one = lambda name: thread_cycles(name, {}, "int32", "int32", n, 2)
+        return device.workers * (k * (2 * one("lt") + one("select_n")) + (k - 1) * (one("mul") + one("add")))
+
+    key = ("flat_offsets", sizes, mode)
+    if key not in b.codelets:
+        b.codelets[key] = Codelet("flat_offsets", fn, tuple(f"i{j}" for j in range(k)), ("out",), cycles=cycles)
+    first = idx[..., 0].flatten()
+    flat = b.new(first.shape, np.int32, f"{name}/flat_offsets", like_t=first)
+    b.per_worker(f"{name}/flat_offsets", b.codelets[key], first, out=flat,
+                 **{f"i{j}": idx[..., j].flatten() for j in range(k)})  # fmt: skip
+    return flat.reshape(plan.batches, plan.lookups)
 
 
 def _integer_indices(eqn) -> str | None:
@@ -115,14 +214,18 @@ def _column_layout(num_tiles: int, batches: int, row: int) -> tuple[int, list[tu
 @rule("gather", check=_check)
 def gather(b: Builder, eqn, ins) -> list[Tensor]:
     table, indices = ins
-    batches, n, row, lookups = _pattern(eqn)
+    plan = _pattern(eqn)
     shape = tuple(eqn.outvars[0].aval.shape)
-    idx = indices.reshape(batches, lookups)
     if isinstance(table, Remote):
-        return [_from_streaming_memory(b, table, idx, n, row).reshape(shape)]
-    mode = "clip" if "CLIP" in str(eqn.params.get("mode", "")).upper() else "fill"
+        if plan.rows:
+            idx = indices.reshape(plan.batches, plan.lookups)
+            return [_from_streaming_memory(b, table, idx, plan.n, plan.row).reshape(shape)]
+        table = b.stream_in(table)
+    mode = _mode(eqn, "fill")
     g = b.graph
-    tab = table.reshape(batches, n, row)
+    batches, n, row, lookups = plan.batches, plan.n, plan.row, plan.lookups
+    tab = table.transpose(*plan.operand_perm).reshape(batches, n, row)
+    idx = _flat_offsets(b, plan, indices, mode)
     out = g.add_variable((batches, lookups, row), tab.dtype.name, "gather")
     parts, layout = _column_layout(g.num_tiles, batches, row)  # each tile: every row of a range of columns
     staged = g.add_variable((batches, n, row), tab.dtype.name, "gather/table")
@@ -142,7 +245,7 @@ def gather(b: Builder, eqn, ins) -> list[Tensor]:
         )
     )
     b.steps.append(Execute(cs))
-    return [out.reshape(shape)]
+    return [out.reshape(plan.mid).transpose(*plan.out_perm)]
 
 
 def _from_streaming_memory(b: Builder, table: Remote, idx: Tensor, n: int, row: int) -> Tensor:
@@ -167,15 +270,15 @@ def _from_streaming_memory(b: Builder, table: Remote, idx: Tensor, n: int, row: 
 
 
 # ----------------------------------------------------------------------------------------------------- scatter-add
-def _scatter_pattern(eqn) -> tuple[int, int, int, int] | str:
-    """(batch elements, rows N, row elements R, updates L per batch) of a row scatter-add (the transpose of a row
-    gather: an embedding's gradient), or why it is not one."""
+def _scatter_pattern(eqn) -> _Plan | str:
+    """The plan of a scatter-add of whole windows (the transpose of such a gather: an embedding's gradient), or why it
+    is not one."""
     dn = eqn.params["dimension_numbers"]
     shape, ishape, ushape = (tuple(v.aval.shape) for v in eqn.invars[:3])
-    got = _rows(shape, ishape, dn.operand_batching_dims, dn.scatter_indices_batching_dims, dn.inserted_window_dims,
-                dn.scatter_dims_to_operand_dims, dn.update_window_dims)  # fmt: skip
-    if got is None or ushape != ishape[:-1] + shape[len(dn.operand_batching_dims) + 1 :]:
-        return f"scatter-add {dn} (only whole rows along one axis)"
+    got = _plan(shape, ishape, dn.operand_batching_dims, dn.scatter_indices_batching_dims, dn.inserted_window_dims,
+                dn.scatter_dims_to_operand_dims, dn.update_window_dims, ushape)  # fmt: skip
+    if got is None:
+        return f"scatter-add {dn} (only whole windows: one element along each indexed axis, the whole of every other)"
     return got
 
 
@@ -214,12 +317,13 @@ def scatter_add(b: Builder, eqn, ins) -> list[Tensor]:
     row gather is (each tile every row of a range of columns, all the batch's offsets and those columns of every
     update), one MultiUpdateOp vertex a tile adding in place."""
     operand, indices, updates = ins
-    batches, n, row, lookups = _scatter_pattern(eqn)
+    plan = _scatter_pattern(eqn)
+    batches, n, row, lookups = plan.batches, plan.n, plan.row, plan.lookups
     g = b.graph
-    mode = "clip" if "CLIP" in str(eqn.params.get("mode", "")).upper() else "drop"
-    tab = operand.reshape(batches, n, row)
-    upd = updates.reshape(batches, lookups, row)
-    idx = indices.reshape(batches, lookups)
+    mode = _mode(eqn, "drop")
+    tab = operand.transpose(*plan.operand_perm).reshape(batches, n, row)
+    upd = updates.transpose(*_inverse(plan.out_perm)).reshape(batches, lookups, row)
+    idx = _flat_offsets(b, plan, indices, mode, "scatter_add")
     parts, layout = _column_layout(g.num_tiles, batches, row)
     out = g.add_variable((batches, n, row), tab.dtype.name, "scatter_add")
     staged_upd = g.add_variable((batches, lookups, row), upd.dtype.name, "scatter_add/updates")
@@ -240,4 +344,9 @@ def scatter_add(b: Builder, eqn, ins) -> list[Tensor]:
         )
     )
     b.steps.append(Execute(cs))
-    return [out.reshape(tuple(eqn.outvars[0].aval.shape))]
+    permuted = tuple(operand.shape[d] for d in plan.operand_perm)
+    return [out.reshape(permuted).transpose(*_inverse(plan.operand_perm))]
+
+
+def _inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(int(a) for a in np.argsort(perm))

@@ -299,9 +299,51 @@ def test_a_multislice_vertex_costs_poplibs_estimate():
     assert len(steps) == 1 and steps[0].compute == 6 * (30 + 2 * (19 + 2))
 
 
+def test_gathers_of_whole_windows_equal_jax():
+    """Gathers beyond a row gather, as the papers' steps make them: an element picked by two indices (GPS++'s per-graph
+    features read at each node, `x[i, j]`), columns picked along the last axis (`take_along_axis(k, j, axis=-1)`) and
+    SparQ's columns of K picked per head under batching axes (its exact dimension numbers): each the row gather of
+    the operand permuted, two indices made one flat offset on chip. Out-of-range indices fill or clip as JAX does;
+    a table in streaming memory that is not read by rows is streamed in whole first."""
+    x = _normal(2, 9, 7)
+    i = np.stack([RNG.integers(0, 2, (2, 20)), RNG.integers(0, 9, (2, 20))], -1).astype(np.int32)
+    _same(lambda x, i: x[i[..., 0], i[..., 1]], x, i)
+    i[0, 0, 1], i[1, 3, 0], i[1, 4] = 9, -3, (2, 9)  # outside along one axis, the other, both
+    _same(lambda x, i: x.at[i[..., 0], i[..., 1]].get(mode="fill", fill_value=np.nan), x, i)
+    _same(lambda x, i: x.at[i[..., 0], i[..., 1]].get(mode="clip"), x, i)
+    k, j = _normal(4, 6, 8), RNG.integers(0, 8, (4, 6, 3)).astype(np.int32)
+    _same(lambda k, j: jnp.take_along_axis(k, j, axis=-1), k, j)
+    dn = jax.lax.GatherDimensionNumbers(offset_dims=(2,), collapsed_slice_dims=(3,), start_index_map=(3,),
+                                        operand_batching_dims=(0, 1), start_indices_batching_dims=(0, 1))  # fmt: skip
+    K, r = _normal(2, 3, 10, 4), RNG.integers(0, 4, (2, 3, 5, 1)).astype(np.int32)
+    _same(lambda K, r: jax.lax.gather(K, r, dn, (1, 1, 10, 1), mode="fill", fill_value=np.nan), K, r)
+    fn = lambda x, i: x[i[..., 0], i[..., 1]] + 1
+    i = np.clip(i, 0, (1, 8)).astype(np.int32)
+    low = lower(fn, x, i, device=DEVICE, remote=(0,))
+    np.testing.assert_array_equal(low.run(x, i), np.asarray(fn(jnp.asarray(x), jnp.asarray(i))))
+    reads = [s for s in low.program.steps if type(s).__name__ == "RemoteRead"]
+    assert len(reads) == 1 and reads[0].offsets is None  # not its rows: streamed in whole
+    flat = [s for s in low.engine().profile.steps.values() if s.kind == "Execute" and "flat_offsets" in s.name]
+    assert len(flat) == 1 and flat[0].compute > 0
+
+
+def test_the_gradients_of_whole_window_gathers_equal_jax():
+    """Their transposes, scatter-adds of whole windows (repeated picks summed), and a scatter-add by two indices
+    that drops the updates outside, as JAX does."""
+    x = _normal(2, 9, 7)
+    i = np.stack([RNG.integers(0, 2, (2, 20)), RNG.integers(0, 9, (2, 20))], -1).astype(np.int32)
+    i[0, 1] = i[0, 0]
+    _same(lambda x, i: jax.grad(lambda x: (x[i[..., 0], i[..., 1]] ** 2).sum())(x), x, i)
+    k, j = _normal(4, 6, 8), RNG.integers(0, 8, (4, 6, 3)).astype(np.int32)
+    _same(lambda k, j: jax.grad(lambda k: (jnp.take_along_axis(k, j, axis=-1) ** 2).sum())(k), k, j)
+    i[1, 2, 1], i[0, 5, 0] = 11, -1
+    _same(lambda x, i, u: x.at[i[..., 0], i[..., 1]].add(u, mode="drop"), x, i, _normal(2, 20, 7))
+
+
 def test_other_gathers_are_named_as_unsupported():
-    with pytest.raises(UnsupportedError, match=r"only whole rows along one axis"):
-        lower(lambda k, j: jnp.take_along_axis(k, j[:, None, :], axis=-1), _normal(4, 6, 8), np.zeros((4, 3), np.int32))
+    dn = jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(), start_index_map=(0,))
+    with pytest.raises(UnsupportedError, match=r"only whole windows"):  # windows of 3 along the indexed axis
+        lower(lambda x, j: jax.lax.gather(x, j, dn, (3,)), _normal(10), np.zeros((4, 1), np.int32))
     with pytest.raises(ValueError, match=r"remote=\[5\]: positions \[5\] are not among the 2 arguments"):
         lower(lambda a, b: a + b, _normal(3), _normal(3), remote=(5,))
 
@@ -402,3 +444,52 @@ def test_row_scatter_adds_equal_jax():
     steps = [s for s in low.engine().profile.steps.values() if s.kind == "Execute" and s.name.startswith("scatter")]
     # 4 tiles x 2 columns: per worker 3 + 29 + ceil(12 / 6) x (11 + (2 - 1) x 3), times 6 workers
     assert len(steps) == 1 and steps[0].compute == 6 * (3 + 29 + 2 * (11 + 3))
+
+
+@pytest.mark.parametrize("start", [3, 0, 9, -2, 20])
+def test_dynamic_slices_and_updates_equal_jax(start):
+    """A block at a runtime start along one axis (clamped as JAX clamps: -2 and 20 fall outside), literal starts
+    along the others; a KV cache written layer by layer at the decode position."""
+    x = _normal(6, 10, 4)
+    _same(lambda x, s: jax.lax.dynamic_slice(x, (1, s, 0), (3, 2, 4)), x, np.int32(start))
+    _same(lambda x, u, s: jax.lax.dynamic_update_slice(x, u, (2, s, 0)), x, _normal(2, 1, 4), np.int32(start))
+
+    def cache_write(c, u, s):
+        c = c * 2
+        for layer in range(3):
+            c = jax.lax.dynamic_update_slice(c, u[layer][None], (layer, 0, s, 0))
+        return c
+
+    _same(cache_write, _normal(3, 2, 8, 4), _normal(3, 2, 1, 4), np.int32(start))
+
+
+def test_a_dynamic_update_writes_in_place_only_over_a_dying_operand():
+    """In place (no copy step) when the operand dies at the update, as XLA reuses its buffer; copied when it is read
+    again after, an argument or a loop's input (each still equal to JAX). On one tile (32 floats) the base is laid
+    out for slicing; its 4 columns go one a worker, each DynamicUpdateSlice2D vertex 27 + (29 + 1) x 1 + 13 = 70
+    thread cycles (poplibs' estimate for one region of one float, one row)."""
+    x, u, s = _normal(8, 4), _normal(1, 4), np.int32(5)
+    dying = lambda x, u, s: jax.lax.dynamic_update_slice(x * 2, u, (s, 0)) + 1
+    read_again = lambda x, u, s: (lambda y: (jax.lax.dynamic_update_slice(y, u, (s, 0)), y))(x * 2)
+    argument = lambda x, u, s: jax.lax.dynamic_update_slice(x, u, (s, 0))
+    looped = lambda x, u: jax.lax.scan(lambda c, i: (jax.lax.dynamic_update_slice(c, u, (i, 0)), c[0] * 2), x,
+                                       jnp.arange(3))  # fmt: skip
+    copies = {}
+    for name, fn, args in [("dying", dying, (x, u, s)), ("read again", read_again, (x, u, s)),
+                           ("argument", argument, (x, u, s)), ("looped", looped, (x, u))]:  # fmt: skip
+        _same(fn, *args)
+        low = lower(fn, *args, device=DEVICE)
+        copies[name] = sum(st.name.startswith("dynamic_update_slice/copy") for st in low.program.steps)
+    assert copies == {"dying": 0, "read again": 1, "argument": 1, "looped": 3}
+    low = lower(dying, x, u, s, device=DEVICE)
+    low.cost()
+    steps = [
+        st for st in low.engine().profile.steps.values() if st.kind == "Execute" and st.name == "dynamic_update_slice"
+    ]
+    assert len(steps) == 1 and steps[0].compute == 6 * 70
+
+
+def test_dynamic_updates_along_two_runtime_axes_are_named_as_unsupported():
+    with pytest.raises(UnsupportedError, match=r"dynamic_update_slice with runtime starts along 2 axes \(0, 1\)"):
+        lower(lambda x, u, i, j: jax.lax.dynamic_update_slice(x, u, (i, j)), _normal(6, 5), _normal(2, 2),
+              np.int32(1), np.int32(2))  # fmt: skip
