@@ -16,8 +16,12 @@ core.provenance.ipu_step_units) and is stale, as a run is, when that code change
 A row is what the simulator says of the step, three ways: it fits (cycles, time, each phase's share, the fullest
 tile); it does not fit in tile memory (the compiler's message, and the cycles it would take if its tiles held it:
 `Lowered.cost(over_memory=True)`); or it does not lower (the primitives without a rule, counted, and the equations a
-rule refuses). Rows are written as they are made, so a stopped command resumes with the next step; a row made by
-other code, for other settings (the run's config section and device, `settings`) or for another step is made again.
+rule refuses). A fourth says this host could not tell: the lowering outgrew its share of the host's memory
+(`host_budget`; the graph keeps each vertex as a Python object), stopped between equations before the machine ran out
+(`HostMemoryError`, the equation it reached): a bigger host costs it from the same command. Rows are written as
+they are made, so a stopped command resumes with the next step; a row made by other code, for other settings (the
+run's config section and device, `settings`) or for another step is made again, and so is a row this host could not
+cost.
 """
 
 from __future__ import annotations
@@ -60,9 +64,25 @@ class Step:
         return f"{self.name}|{self.remote}|{shapes}"
 
 
+HOST_SHARE = 0.7  # of the memory this process holds plus what the host has free, the most a lowering may hold
+
+
+def host_budget() -> int | None:
+    """The host memory a step's lowering may hold (HOST_SHARE of what this process holds plus what is free, read when
+    the step starts; compiling and costing the graph add about a fifth more); None where /proc/meminfo is missing."""
+    from ipu_model.lowering.builder import host_rss_bytes
+
+    try:
+        with open("/proc/meminfo") as f:
+            free = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration):
+        return None
+    return int(HOST_SHARE * (host_rss_bytes() + free))
+
+
 def cost_step(step: Step, device: Any) -> dict[str, Any]:
     """Lower `step` on `device` (a DeviceSpec or preset name) and cost it: the row ipu_step.json keeps."""
-    from ipu_model.lowering import UnsupportedError, lower
+    from ipu_model.lowering import HostMemoryError, UnsupportedError, lower
 
     row: dict[str, Any] = {
         "name": step.name,
@@ -72,7 +92,11 @@ def cost_step(step: Step, device: Any) -> dict[str, Any]:
     }
     t0 = time.perf_counter()
     try:
-        low = lower(step.fn, *step.args, device=device, remote=step.remote, name=step.name)
+        low = lower(step.fn, *step.args, device=device, remote=step.remote, name=step.name,
+                    max_host_bytes=host_budget())  # fmt: skip
+    except HostMemoryError as e:
+        row.update(status="too large for this host", message=str(e), wall={"lower": time.perf_counter() - t0})
+        return row
     except UnsupportedError as e:
         row.update(
             status="does not lower",
@@ -107,7 +131,7 @@ def cost_steps(
     rows: list[dict[str, Any]] = []
     for i, step in enumerate(steps):
         key = step_key(step.signature())
-        if kept and key in kept:
+        if kept and key in kept and kept[key]["status"] != "too large for this host":  # that one: try again
             rows.append(kept[key])
             log.info("step %d/%d %s: kept", i + 1, len(steps), step.name)
             continue

@@ -36,7 +36,15 @@ from ipu_model.lowering import gather as _gather  # registers gather and scatter
 from ipu_model.lowering import keys as _keys  # registers the PRNG key rules and random_bits
 from ipu_model.lowering import rules as _rules  # registers the rules
 from ipu_model.lowering import topk as _topk  # registers top_k
-from ipu_model.lowering.builder import RULES, Builder, Remote, UnsupportedError, check_jaxpr, dtype_name
+from ipu_model.lowering.builder import (
+    RULES,
+    Builder,
+    HostMemoryError,
+    Remote,
+    UnsupportedError,
+    check_jaxpr,
+    dtype_name,
+)
 from ipu_model.programs import DeviceToHost, HostToDevice, RemoteBuffer, RemoteRead, Sequence, walk
 
 RULE_MODULES = (_control, _dynamic, _gather, _keys, _rules, _topk)  # each registers its rules in RULES on import
@@ -50,7 +58,7 @@ def _rule_modules() -> tuple:
 
 UNBOUNDED_TILE_BYTES = 1 << 40  # tile memory of the device a program that does not fit is costed on (`cost`)
 
-__all__ = ["RULES", "Cost", "Lowered", "UnsupportedError", "lower", "supported_primitives"]
+__all__ = ["RULES", "Cost", "HostMemoryError", "Lowered", "UnsupportedError", "lower", "supported_primitives"]
 
 
 def supported_primitives() -> list[str]:
@@ -230,12 +238,14 @@ def lower(
     host_io: bool = False,
     name: str = "",
     remote: tuple[int, ...] | list[int] = (),
+    max_host_bytes: int | None = None,
 ) -> Lowered:
     """Lower `fn(*args)` onto a simulated IPU. `args` are arrays or jax.ShapeDtypeStruct (only shapes and dtypes
     are read); `device` a DeviceSpec, a preset name or a tile count (an Mk2 with that many tiles); `remote` the
     positions (among the flattened arguments) of those kept in streaming memory, as rows of their last axis: a row
     gather reads the rows it needs, any other use streams the whole argument in first. Raises UnsupportedError,
-    before building anything, for a primitive without a rule or a dtype the IPU lacks."""
+    before building anything, for a primitive without a rule or a dtype the IPU lacks; HostMemoryError, between
+    equations, once the process holds more than `max_host_bytes` of the host's memory (None: no limit)."""
     import jax
 
     t0 = time.perf_counter()
@@ -264,6 +274,7 @@ def lower(
         raise ValueError("remote arguments are filled in streaming memory, not streamed from the host: drop host_io")
     graph = Graph(device)
     b = Builder(graph)
+    b.max_host_bytes, b.equations = max_host_bytes, (0, int(sum(primitives.values())))
     inputs: list[Any] = []
     env_inputs: list[Any] = []
     for i, s in enumerate(structs):

@@ -30,6 +30,25 @@ class UnsupportedError(GraphError):
         self.problems = list(problems or [])
 
 
+class HostMemoryError(GraphError):
+    """The lowering needed more of the host's memory than it was given (`lower(..., max_host_bytes=...)`): the
+    graph it builds keeps every vertex as a Python object (about a kilobyte each), so a step of many thousands of
+    equations can outgrow a small machine. Raised between equations, before the machine runs out."""
+
+
+def host_rss_bytes() -> int:
+    """This process's resident memory (Linux /proc; the peak so far where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as f:
+            import os
+
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 @dataclass(frozen=True)
 class Remote:
     """An argument kept in streaming memory: a remote buffer of its rows (the last axis) and its shape. Rules that
@@ -199,6 +218,8 @@ class Builder:
         self._literals: dict[tuple, Tensor] = {}
         self._streamed: dict[int, Tensor] = {}  # remote buffer id -> its copy on the tiles
         self._frames: list[list] = []  # the jaxprs being lowered, outermost first: [env, last use of each var, eqn]
+        self.max_host_bytes: int | None = None  # HostMemoryError past this resident size (checked every 16 equations)
+        self.equations = (0, 0)  # (lowered so far, in all)
 
     # -------------------------------------------------------------------------------------------- tensors
     def map_default(self, t: Tensor) -> None:
@@ -261,6 +282,21 @@ class Builder:
         self.steps.append(Copy(t, out, name=f"{name}/copy"))
         return out
 
+    def _count_equation(self, eqn) -> None:
+        done, total = self.equations
+        self.equations = (done + 1, total)
+        if self.max_host_bytes is None or done % 16:
+            return
+        used = host_rss_bytes()
+        if used > self.max_host_bytes:
+            vertices = sum(len(cs.vertices) for cs in self.graph.compute_sets)
+            raise HostMemoryError(
+                f"lowering stopped at equation {done + 1:,} ({eqn.primitive.name}; the jaxpr has {total:,}, loop "
+                f"bodies counted once): it holds "
+                f"{used / 2**30:.1f} GiB of this host's memory, over the {self.max_host_bytes / 2**30:.1f} GiB it "
+                f"may use ({vertices:,} vertices so far, {len(self.graph.variables):,} variables)"
+            )
+
     def consumable(self, t: Tensor, position: int) -> bool:
         """Whether the rule now lowering may write its result over `t`, its operand at `position`, as XLA reuses a
         buffer that dies: `t` is a whole variable of its own (not an argument, not a constant), no value read later
@@ -315,6 +351,7 @@ class Builder:
 
         for k, eqn in enumerate(jaxpr.eqns):
             frame[2:4] = k, eqn
+            self._count_equation(eqn)
             ins = [read(a) for a in eqn.invars]
             name = eqn.primitive.name
             branch = _platform_branch(eqn)

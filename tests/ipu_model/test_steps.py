@@ -78,6 +78,33 @@ def test_a_step_that_does_not_fit_is_costed_as_if_it_did():
     assert not plain.fits and plain.cycles == 0 and plain.message == row["message"]
 
 
+def test_a_step_that_outgrows_the_hosts_memory_stops_between_equations_and_says_so(monkeypatch):
+    """The lowering checks its resident memory every 16 equations against the budget it is given: over it, it stops
+    with HostMemoryError (the equation it reached); the row says the host could not cost it, the table shows no
+    cycles, and the next command tries that row again (a bigger host can), keeping the others."""
+    import ipu_model.steps as steps
+    from ipu_model.lowering import HostMemoryError
+
+    def many(a):
+        for _ in range(40):
+            a = a * 1.01 + 0.5
+        return a
+
+    x = jax.ShapeDtypeStruct((64,), jnp.float32)
+    with pytest.raises(HostMemoryError, match=r"lowering stopped at equation 1 \(mul; the jaxpr has 80"):
+        lower(many, x, device=4, max_host_bytes=1)
+    lower(many, x, device=4, max_host_bytes=1 << 50)  # a budget it stays under: no error
+    monkeypatch.setattr(steps, "host_budget", lambda: 1)
+    small, big = Step("small", jax.jit(lambda a: a + 1.0), (x,), "64"), Step("big", jax.jit(many), (x,), "64")
+    rows = steps.cost_steps([small, big], get_device("mk2", tiles=4))
+    assert [r["status"] for r in rows] == ["too large for this host"] * 2 and "cycles" not in rows[1]
+    table = step_table({"device": "mk2", "fingerprint": "abc", "steps": rows})
+    assert table.rows[1][2].startswith("not costed: lowering stopped at equation") and table.rows[1][3] == "-"
+    monkeypatch.setattr(steps, "host_budget", lambda: None)  # no limit: both are made again
+    again = steps.cost_steps([small, big], get_device("mk2", tiles=4), kept={r["key"]: r for r in rows})
+    assert [r["status"] for r in again] == ["fits", "fits"]
+
+
 def test_unsupported_error_counts_what_is_missing():
     def f(x):
         return jnp.sort(x) + jnp.cumsum(x) + jnp.sort(x * 2)
