@@ -64,12 +64,13 @@ class Step:
         return f"{self.name}|{self.remote}|{shapes}"
 
 
-HOST_SHARE = 0.7  # of the memory this process holds plus what the host has free, the most a lowering may hold
+HOST_SHARE = 0.7  # of the host's free memory, the most a step's lowering may add to what this process holds
 
 
 def host_budget() -> int | None:
-    """The host memory a step's lowering may hold (HOST_SHARE of what this process holds plus what is free, read when
-    the step starts; compiling and costing the graph add about a fifth more); None where /proc/meminfo is missing."""
+    """The resident size a step's lowering may reach: what this process holds when the step starts (a step before it
+    leaves memory its allocator reuses) plus HOST_SHARE of what the host has free then (compiling and costing the
+    graph add about a fifth more); None where /proc/meminfo is missing."""
     from ipu_model.lowering.builder import host_rss_bytes
 
     try:
@@ -77,7 +78,19 @@ def host_budget() -> int | None:
             free = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
     except (OSError, StopIteration):
         return None
-    return int(HOST_SHARE * (host_rss_bytes() + free))
+    return int(host_rss_bytes() + HOST_SHARE * free)
+
+
+def _release_memory() -> None:
+    """Give what the last step's graph held back to the host (the garbage collector, then glibc's malloc_trim)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def cost_step(step: Step, device: Any) -> dict[str, Any]:
@@ -137,6 +150,7 @@ def cost_steps(
             continue
         t0 = time.perf_counter()
         rows.append(cost_step(step, device))
+        _release_memory()
         log.info("step %d/%d %s: %s (%.0f s)", i + 1, len(steps), step.name, rows[-1]["status"],
                  time.perf_counter() - t0)  # fmt: skip
         if save is not None:
