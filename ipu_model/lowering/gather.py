@@ -156,9 +156,13 @@ def _flat_offsets(b: Builder, plan: _Plan, indices: Tensor, mode: str, name: str
     if key not in b.codelets:
         b.codelets[key] = Codelet("flat_offsets", fn, tuple(f"i{j}" for j in range(k)), ("out",), cycles=cycles)
     first = idx[..., 0].flatten()
+    # each lookup's indices brought onto the tile of its first (a vector can straddle two tiles' ranges)
+    comps = b.graph.add_variable((k, first.size), idx.dtype.name, f"{name}/indices")
+    comps.var.tile[:] = np.tile(first.tiles().reshape(-1), k)
+    b.steps.append(Copy([idx[..., j].flatten() for j in range(k)], [comps[j] for j in range(k)],
+                        name=f"{name}/indices"))  # fmt: skip
     flat = b.new(first.shape, np.int32, f"{name}/flat_offsets", like_t=first)
-    b.per_worker(f"{name}/flat_offsets", b.codelets[key], first, out=flat,
-                 **{f"i{j}": idx[..., j].flatten() for j in range(k)})  # fmt: skip
+    b.per_worker(f"{name}/flat_offsets", b.codelets[key], comps[0], out=flat, **{f"i{j}": comps[j] for j in range(k)})
     return flat.reshape(plan.batches, plan.lookups)
 
 

@@ -313,6 +313,9 @@ def test_gathers_of_whole_windows_equal_jax():
     _same(lambda x, i: x.at[i[..., 0], i[..., 1]].get(mode="clip"), x, i)
     k, j = _normal(4, 6, 8), RNG.integers(0, 8, (4, 6, 3)).astype(np.int32)
     _same(lambda k, j: jnp.take_along_axis(k, j, axis=-1), k, j)
+    # three indices a lookup: 32 int32 a tile puts lookup 10's vector on two tiles (elements 30, 31 | 32)
+    y, ijk = _normal(3, 4, 5, 6), RNG.integers(0, 3, (40, 3)).astype(np.int32)
+    _same(lambda y, v: y[v[:, 0], v[:, 1], v[:, 2]], y, ijk)
     dn = jax.lax.GatherDimensionNumbers(offset_dims=(2,), collapsed_slice_dims=(3,), start_index_map=(3,),
                                         operand_batching_dims=(0, 1), start_indices_batching_dims=(0, 1))  # fmt: skip
     K, r = _normal(2, 3, 10, 4), RNG.integers(0, 4, (2, 3, 5, 1)).astype(np.int32)
