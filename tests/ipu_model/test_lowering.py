@@ -477,13 +477,17 @@ def test_a_dynamic_update_writes_in_place_only_over_a_dying_operand():
     argument = lambda x, u, s: jax.lax.dynamic_update_slice(x, u, (s, 0))
     looped = lambda x, u: jax.lax.scan(lambda c, i: (jax.lax.dynamic_update_slice(c, u, (i, 0)), c[0] * 2), x,
                                        jnp.arange(3))  # fmt: skip
+    inner = jax.jit(lambda z, u, s: jax.lax.dynamic_update_slice(z, u, (s, 0)))  # an inlined call
+    called = lambda x, u, s: inner(x * 2, u, s) + 1  # its caller's value dies at the call: in place
+    called_kept = lambda x, u, s: (lambda y: (inner(y, u, s), y))(x * 2)  # the caller reads it after: copied
     copies = {}
     for name, fn, args in [("dying", dying, (x, u, s)), ("read again", read_again, (x, u, s)),
-                           ("argument", argument, (x, u, s)), ("looped", looped, (x, u))]:  # fmt: skip
+                           ("argument", argument, (x, u, s)), ("looped", looped, (x, u)),
+                           ("called", called, (x, u, s)), ("called, kept", called_kept, (x, u, s))]:  # fmt: skip
         _same(fn, *args)
         low = lower(fn, *args, device=DEVICE)
         copies[name] = sum(st.name.startswith("dynamic_update_slice/copy") for st in low.program.steps)
-    assert copies == {"dying": 0, "read again": 1, "argument": 1, "looped": 3}
+    assert copies == {"dying": 0, "read again": 1, "argument": 1, "looped": 3, "called": 0, "called, kept": 1}
     low = lower(dying, x, u, s, device=DEVICE)
     low.cost()
     steps = [
