@@ -51,16 +51,20 @@ def settings_of(run: dict[str, Any]) -> dict[str, Any]:
 
 def step_status(data: dict[str, Any], root: Path | None = None, run: dict[str, Any] | None = None) -> str:
     """'current' where the code the rows were made by is the checkout's (and, given the run's results.json, its
-    settings are the run's), else 'stale: ...' naming what changed."""
+    settings are the run's), else 'stale: ...' naming what changed; a file a stopped command left without all its
+    rows says so too ('incomplete ...', alone or after the staleness)."""
     from core.provenance import changed_units
 
+    incomplete = "" if data.get("complete") else "incomplete (a stopped command: run it again to finish)"
     if run is not None and data.get("settings") != settings_of(run):
-        return "stale: made for other settings than this run's (its config section or device)"
+        stale = "stale: made for other settings than this run's (its config section or device)"
+        return f"{stale}; {incomplete}" if incomplete else stale
     changed = changed_units(data.get("units", {}), **({} if root is None else {"root": root}))
     if not changed:
-        return "current" if data.get("complete") else "incomplete (a stopped command: run it again to finish)"
+        return incomplete or "current"
     shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
-    return f"stale: made by code {data.get('fingerprint')}; changed since: {shown}"
+    stale = f"stale: made by code {data.get('fingerprint')}; changed since: {shown}"
+    return f"{stale}; {incomplete}" if incomplete else stale
 
 
 def _ms(seconds: float) -> str:

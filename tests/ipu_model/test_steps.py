@@ -63,6 +63,9 @@ def test_a_stopped_command_resumes_and_other_code_re_costs(costed, monkeypatch):
     (costed / IPU_STEP_FILE).write_text(json.dumps(made))
     assert step_status(read_steps(costed)).startswith("stale: made by code 000000000000; changed since: ipu_model")
     assert "stale" in step_table(read_steps(costed), step_status(read_steps(costed))).caption
+    (costed / IPU_STEP_FILE).write_text(json.dumps({**made, "complete": False}))  # stale and a row short: both said
+    assert step_status(read_steps(costed)).endswith("; incomplete (a stopped command: run it again to finish)")
+    (costed / IPU_STEP_FILE).write_text(json.dumps(made))
     with pytest.raises(pytest.fail.Exception, match="costed again"):
         write_steps(costed, device="mk2")
 
