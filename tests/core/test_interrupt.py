@@ -88,7 +88,9 @@ def test_ctrl_c_says_what_was_kept_and_its_command_resumes_the_run(tmp_path):
     marked = json.loads((stopped / UNFINISHED).read_text())
     assert (marked["stopped"], marked["signal"], marked["resume"]) == ("interrupted", "SIGINT", command)
     assert marked["checkpoint_dir"] == str(ckpt) and marked["checkpoints"] == {".": step}
-    assert marked["wandb"] == str(stopped / WANDB_UNFINISHED) and re.fullmatch(r"\S+\.py:\d+ in \w+", marked["where"])
+    assert marked["wandb"] == str(stopped / WANDB_UNFINISHED) and re.fullmatch(
+        r"\S+\.py:\d+ in [\w<>]+", marked["where"]
+    )
     assert not (stopped / "wandb").exists() and not (stopped / "results.json").exists()
     assert len(list((stopped / WANDB_UNFINISHED).glob("offline-run-*/*.wandb"))) == 1
     assert not (tmp_path / "toy" / "latest").exists()  # `latest` is only ever a finished run
