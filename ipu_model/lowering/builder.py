@@ -273,10 +273,14 @@ class Builder:
             self._streamed[key] = t.reshape(r.shape)
         return self._streamed[key]
 
+    def owned(self, t: Tensor) -> bool:
+        """`t` is the whole of a variable the lowering made (not an argument, not a constant)."""
+        whole = t.shape == t.var.shape and np.array_equal(t.idx.reshape(-1), np.arange(t.var.size))
+        return whole and not t.var.constant and id(t.var) not in self.arguments
+
     def materialise(self, t: Tensor, name: str) -> Tensor:
         """`t` as a whole variable of its own (an on-tile copy unless it already is one that no one else owns)."""
-        whole = t.shape == t.var.shape and np.array_equal(t.idx.reshape(-1), np.arange(t.var.size))
-        if whole and not t.var.constant and id(t.var) not in self.arguments:
+        if self.owned(t):
             return t
         out = self.new(t.shape, t.dtype, name, like_t=t)
         self.steps.append(Copy(t, out, name=f"{name}/copy"))
@@ -302,12 +306,11 @@ class Builder:
         buffer that dies: `t` is a whole variable of its own (not an argument, not a constant), no value read later
         (in this jaxpr or an enclosing one) nor any other operand of this equation is a view of it, and it did not
         come into this jaxpr from a caller that reads it again (a loop body's inputs never die)."""
-        whole = t.shape == t.var.shape and np.array_equal(t.idx.reshape(-1), np.arange(t.var.size))
-        if not whole or t.var.constant or id(t.var) in self.arguments or not self._frames:
+        if not self._frames or not self.owned(t):
             return False
-        _, _, _, eqn, inputs, lent = self._frames[-1]
+        _, last, k, eqn, inputs, lent = self._frames[-1]
         mine = eqn.invars[position]
-        if (mine in inputs and lent) or self._frames[-1][1].get(mine) != self._frames[-1][2]:
+        if (mine in inputs and lent) or last.get(mine) != k:
             return False  # the caller's, or read again after this equation
         for depth, (env, last, k, *_) in enumerate(self._frames):
             inner = depth == len(self._frames) - 1

@@ -27,6 +27,7 @@ import numpy as np
 from ipu_model.graph import Codelet, Tensor
 from ipu_model.lowering.builder import Builder, rule
 from ipu_model.lowering.costs import thread_cycles
+from ipu_model.lowering.gather import column_layout
 from ipu_model.ops import tile_ranges, worker_chunks
 from ipu_model.programs import Copy, Execute
 
@@ -89,10 +90,17 @@ def _column_mapped(b: Builder, shape: tuple[int, ...], dtype, axis: int, name: s
     g = b.graph
     t = g.add_variable(tuple(shape), np.dtype(dtype).name, name)
     base, _ = _base(t, axis)
-    parts = max(min(g.num_tiles, base.shape[1]), 1)
-    cols = [round(i * base.shape[1] / parts) for i in range(parts + 1)]
-    for j in range(parts):
-        g.set_tile_mapping(base[:, cols[j] : cols[j + 1]], j)
+    for _, _, tile, c0, c1 in column_layout(g.num_tiles, 1, base.shape[1])[1]:  # the row gather's layout, one batch
+        g.set_tile_mapping(base[:, c0:c1], tile)
+    return t
+
+
+def _like_columns(b: Builder, columns: dict[int, np.ndarray], rows: int, dtype, name: str) -> Tensor:
+    """A new [rows, R] variable whose columns sit on the tiles that hold them in the base (`columns`: the base's first
+    row's tile_ranges)."""
+    t = b.graph.add_variable((rows, sum(p.size for p in columns.values())), np.dtype(dtype).name, name)
+    for tile, positions in columns.items():
+        b.graph.set_tile_mapping(t[:, positions], tile)
     return t
 
 
@@ -137,12 +145,11 @@ def _offsets(b: Builder, start: Tensor, n: int, u: int, tiles: list[int], name: 
     return per_tile
 
 
-def _vertices(b: Builder, base: Tensor, block: Tensor, start: Tensor, update: bool, name: str) -> None:
+def _vertices(b: Builder, base: Tensor, block: Tensor, start: Tensor, update: bool, name: str, columns: dict) -> None:
     """One compute set of 2-D dynamic slice (block <- base rows) or update (base rows <- block) vertices, each tile
-    over the columns it holds, split over its workers."""
+    over the columns it holds (`columns`, the base's first row's tile_ranges), split over its workers."""
     g = b.graph
     n, u = base.shape[0], block.shape[0]
-    columns = tile_ranges(base[0])
     offsets = _offsets(b, start, n, u, list(columns), name)
     itemsize = base.dtype.itemsize
     cs = g.add_compute_set(name)
@@ -194,10 +201,9 @@ def dynamic_slice(b: Builder, eqn, ins) -> list[Tensor]:
         b.steps.append(Copy(base, staged, name="dynamic_slice/rearrange"))
         base = staged
     u = int(eqn.params["slice_sizes"][axis])
-    out = b.graph.add_variable((u, base.shape[1]), base.dtype.name, "dynamic_slice")
-    for tile, positions in tile_ranges(base[0]).items():
-        b.graph.set_tile_mapping(out[:, positions], tile)
-    _vertices(b, base, out, starts[axis], update=False, name="dynamic_slice")
+    columns = tile_ranges(base[0])
+    out = _like_columns(b, columns, u, base.dtype, "dynamic_slice")
+    _vertices(b, base, out, starts[axis], update=False, name="dynamic_slice", columns=columns)
     shape = tuple(view.shape[d] if d != axis else u for d in order)
     return [out.reshape(shape).transpose(*np.argsort(order))]
 
@@ -226,9 +232,8 @@ def dynamic_update_slice(b: Builder, eqn, ins) -> list[Tensor]:
     (axis,) = runtime
     base, _ = _base(view, axis)
     block, _ = _base(update, axis)
-    staged = b.graph.add_variable(block.shape, block.dtype.name, "dynamic_update_slice/block")
-    for tile, positions in tile_ranges(base[0]).items():
-        b.graph.set_tile_mapping(staged[:, positions], tile)
+    columns = tile_ranges(base[0])
+    staged = _like_columns(b, columns, block.shape[0], block.dtype, "dynamic_update_slice/block")
     b.steps.append(Copy(block, staged, name="dynamic_update_slice/block"))
-    _vertices(b, base, staged, starts[axis], update=True, name="dynamic_update_slice")
+    _vertices(b, base, staged, starts[axis], update=True, name="dynamic_update_slice", columns=columns)
     return [out]

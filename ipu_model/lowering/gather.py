@@ -203,7 +203,7 @@ def _fill(eqn):
     return np.nan if dtype.kind == "f" else (True if dtype == np.bool_ else np.iinfo(dtype).min)
 
 
-def _column_layout(num_tiles: int, batches: int, row: int) -> tuple[int, list[tuple[int, int, int, int, int]]]:
+def column_layout(num_tiles: int, batches: int, row: int) -> tuple[int, list[tuple[int, int, int, int, int]]]:
     """poplibs' no-plan layout of a batched table: each batch on its own share of the tiles, each of those tiles
     holding every row of a range of the row's columns. Returns (tiles a batch uses, [(batch, part, tile, first
     column, end column)])."""
@@ -231,7 +231,7 @@ def gather(b: Builder, eqn, ins) -> list[Tensor]:
     tab = table.transpose(*plan.operand_perm).reshape(batches, n, row)
     idx = _flat_offsets(b, plan, indices, mode)
     out = g.add_variable((batches, lookups, row), tab.dtype.name, "gather")
-    parts, layout = _column_layout(g.num_tiles, batches, row)  # each tile: every row of a range of columns
+    parts, layout = column_layout(g.num_tiles, batches, row)  # each tile: every row of a range of columns
     staged = g.add_variable((batches, n, row), tab.dtype.name, "gather/table")
     offsets = g.add_variable((batches, parts, lookups), idx.dtype.name, "gather/offsets")
     cycles = lambda device, table, offsets, out: _multislice_cycles(device, offsets[0], out[1])
@@ -328,7 +328,7 @@ def scatter_add(b: Builder, eqn, ins) -> list[Tensor]:
     tab = operand.transpose(*plan.operand_perm).reshape(batches, n, row)
     upd = updates.transpose(*_inverse(plan.out_perm)).reshape(batches, lookups, row)
     idx = _flat_offsets(b, plan, indices, mode, "scatter_add")
-    parts, layout = _column_layout(g.num_tiles, batches, row)
+    parts, layout = column_layout(g.num_tiles, batches, row)
     out = g.add_variable((batches, n, row), tab.dtype.name, "scatter_add")
     staged_upd = g.add_variable((batches, lookups, row), upd.dtype.name, "scatter_add/updates")
     offsets = g.add_variable((batches, parts, lookups), idx.dtype.name, "scatter_add/offsets")
